@@ -1,0 +1,91 @@
+"""``autodoc``: call one method, or serve JSON-RPC on stdio.
+
+    autodoc [--db PATH] --call METHOD '[JSON params]'
+    autodoc [--db PATH] serve --stdio
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import __version__
+from .engine import Engine
+from .errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
+from .rpc import METHODS, call, error_object, serve_stdio
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autodoc",
+        description="Hybrid search over Markdown knowledge bases.",
+        epilog="methods: " + ", ".join(METHODS),
+    )
+    parser.add_argument("--db", help="SQLite file (default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db)")
+    parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
+    parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
+    parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
+    parser.add_argument("words", nargs="*", metavar="PARAMS | serve",
+                        help="with --call: the params as a JSON array or object; or 'serve --stdio'")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.words == ["serve"] and not args.call:
+        if not args.stdio:
+            parser.error("serve needs --stdio (the only transport)")
+        engine = _engine(args.db)
+        if engine is None:
+            return 1
+        try:
+            serve_stdio(engine, sys.stdin.buffer, sys.stdout.buffer)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            engine.close()
+        return 0
+    if not args.call or len(args.words) > 1:
+        parser.print_help(sys.stderr)
+        return 2
+    return _call_once(args.db, args.call, args.words[0] if args.words else None)
+
+
+def _engine(db: str | None) -> Engine | None:
+    try:
+        return Engine(db)
+    except AutodocError as exc:
+        print(json.dumps(exc.to_rpc(), ensure_ascii=False), file=sys.stderr)
+        return None
+
+
+def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
+    try:
+        params = json.loads(raw_params) if raw_params else []
+    except ValueError as exc:
+        _print({"error": AutodocError(PARSE_ERROR, f"params are not valid JSON: {exc}").to_rpc()})
+        return 1
+    if not isinstance(params, list | dict):
+        _print({"error": AutodocError(INVALID_PARAMS, "params must be a JSON array or object").to_rpc()})
+        return 1
+    engine = _engine(db)
+    if engine is None:
+        return 1
+    try:
+        _print(call(engine, method, params))
+        return 0
+    except Exception as exc:
+        _print({"error": error_object(exc)})
+        return 1
+    finally:
+        engine.close()
+
+
+def _print(value: object) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

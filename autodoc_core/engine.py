@@ -1,0 +1,231 @@
+"""The engine: every method the RPC server, the CLI and the Neovim plugin call.
+
+Methods take and return plain JSON values. Errors are ``AutodocError`` with a JSON-RPC code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import frontmatter as fm
+from . import lexical
+from . import workspace as wsmod
+from .errors import NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from .indexer import Indexer, file_problem_summary, remove_workspace_rows
+from .markdown import MARKDOWN_SUFFIXES
+from .search import run_search
+from .store import Store
+from .walk import is_inside
+from .workspace import Workspace
+
+CHANGES_PAGE = 1000
+INDEX_WAIT_LEVELS = ("lexical", "semantic")
+
+
+class Engine:
+    def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
+        self.store = Store(db_path)
+        self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
+        self._index_locks: dict[int, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _workspace(self, name: Any) -> Workspace:
+        with self.store.snapshot() as conn:
+            return wsmod.get(conn, name)
+
+    def _schema(self, ws: Workspace) -> fm.FacetSchema:
+        path = Path(ws.root) / fm.SCHEMA_RELPATH
+        try:
+            stamp = path.stat().st_mtime
+        except OSError:
+            stamp = 0.0
+        cached = self._schemas.get(ws.id)
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, fm.load_schema(Path(ws.root)))
+            self._schemas[ws.id] = cached
+        return cached[1]
+
+    def _index_lock(self, ws_id: int) -> threading.Lock:
+        with self._locks_guard:
+            return self._index_locks.setdefault(ws_id, threading.Lock())
+
+    # -- workspace.* -----------------------------------------------------------------------
+
+    def workspace_add(self, name: Any, root: Any) -> dict[str, Any]:
+        name = wsmod.validate_name(name)
+        real_root = wsmod.validate_root(root)
+        with self.store.write() as conn:
+            row = conn.execute("SELECT root FROM workspaces WHERE name = ?", (name,)).fetchone()
+            if row and row[0] != real_root:
+                raise invalid_params(f"workspace {name!r} already exists with root {row[0]}", name=name)
+            if row is None:
+                ws_id = conn.execute(
+                    "INSERT INTO workspaces(name, root) VALUES (?, ?) RETURNING id", (name, real_root)
+                ).fetchone()[0]
+                lexical.create_fts_table(conn, ws_id)
+        return self._describe(self._workspace(name))
+
+    def workspace_list(self) -> list[dict[str, Any]]:
+        with self.store.snapshot() as conn:
+            return [self._describe(ws) for ws in wsmod.all_workspaces(conn)]
+
+    def workspace_remove(self, name: Any) -> dict[str, Any]:
+        ws = self._workspace(name)
+        with self._index_lock(ws.id), self.store.write() as conn:
+            remove_workspace_rows(conn, ws.id)
+            lexical.drop_fts_table(conn, ws.id)
+        return {"removed": ws.name}
+
+    def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:
+        ws = self._workspace(name)
+        valid = wsmod.validate_config(changes)
+        config = {**ws.config, **valid}
+        with self.store.write() as conn:
+            conn.execute("UPDATE workspaces SET config = ? WHERE id = ?", (json.dumps(config, sort_keys=True), ws.id))
+        return {"name": ws.name, "settings": {**wsmod.CONFIG_DEFAULTS, **config}}
+
+    def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
+        return self.workspace_configure(name, {"section_tokens": tokens})
+
+    def workspace_index(self, name: Any, opts: Any = None) -> dict[str, Any]:
+        opts = opts or {}
+        if not isinstance(opts, dict):
+            raise invalid_params("index options must be an object")
+        wait = opts.get("wait", "lexical")
+        if wait not in INDEX_WAIT_LEVELS:
+            raise invalid_params(f"'wait' must be one of {', '.join(INDEX_WAIT_LEVELS)}")
+        paths = opts.get("paths")
+        if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
+            raise invalid_params("'paths' must be a list of paths relative to the root")
+        ws = self._workspace(name)
+        with self._index_lock(ws.id):
+            report = Indexer(self.store, ws).run(only=paths)
+        result = report.as_dict()
+        result["semantic"] = "off"
+        return result
+
+    def workspace_status(self, name: Any) -> dict[str, Any]:
+        ws = self._workspace(name)
+        schema = self._schema(ws)
+        with self.store.snapshot() as conn:
+            documents, generation = conn.execute(
+                "SELECT COUNT(*), COALESCE(MAX(generation), 0) FROM documents WHERE ws_id = ?", (ws.id,)
+            ).fetchone()
+            chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws.id,)).fetchone()[0]
+            problems = file_problem_summary(conn, ws.id)
+        if schema.problem:
+            problems.insert(0, {"path": fm.SCHEMA_RELPATH, "kind": "schema", "reason": schema.problem})
+        return {
+            **self._describe(ws),
+            "documents": documents,
+            "chunks": chunks,
+            "generation": generation,
+            "semantic": "off",
+            "embedder": None,
+            "ranker": None,
+            "schema": {"common": schema.common, "types": schema.types},
+            "problems": problems,
+        }
+
+    def _describe(self, ws: Workspace) -> dict[str, Any]:
+        return {"name": ws.name, "root": ws.root, "settings": ws.settings(), "indexed_at": ws.indexed_at}
+
+    # -- search.* and doc.* ----------------------------------------------------------------
+
+    def search_query(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+        ws = self._workspace(name)
+        schema = self._schema(ws)
+        with self.store.snapshot() as conn:
+            return run_search(conn, ws, schema, query, opts)
+
+    def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
+        ws = self._workspace(name)
+        abspath, relpath = self._resolve_inside(ws, path)
+        opts = opts or {}
+        if not isinstance(opts, dict):
+            raise invalid_params("read options must be an object")
+        limit = ws.option("max_file_bytes")
+        try:
+            size = os.path.getsize(abspath)
+            if size > limit:
+                raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
+            with open(abspath, "rb") as handle:
+                raw = handle.read()
+        except FileNotFoundError:
+            raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
+        lines = raw.decode("utf-8", "replace").splitlines()
+        first = _line_option(opts, "line_start", 1)
+        last = _line_option(opts, "line_end", len(lines))
+        if last < first:
+            raise invalid_params("'line_end' must not be before 'line_start'")
+        return {
+            "path": relpath,
+            "line_start": first,
+            "line_end": min(last, len(lines)),
+            "total_lines": len(lines),
+            "text": "\n".join(lines[first - 1 : last]),
+        }
+
+    def _resolve_inside(self, ws: Workspace, path: Any) -> tuple[str, str]:
+        if not isinstance(path, str) or not path:
+            raise invalid_params("path must be a non-empty string relative to the workspace root")
+        if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
+            raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
+        abspath = os.path.realpath(os.path.join(ws.root, path))
+        if not is_inside(ws.root, abspath):
+            raise AutodocError(OUTSIDE_ROOT, f"{path!r} resolves outside the workspace root", path=path)
+        if not abspath.lower().endswith(MARKDOWN_SUFFIXES):
+            raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
+        return abspath, os.path.relpath(abspath, ws.root).replace(os.sep, "/")
+
+    # -- changes.* -------------------------------------------------------------------------
+
+    def changes_since(self, name: Any, cursor: Any = None) -> dict[str, Any]:
+        ws = self._workspace(name)
+        if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0):
+            raise invalid_params("cursor must be null or the integer returned by a previous changes.since")
+        start = cursor or 0
+        with self.store.snapshot() as conn:
+            oldest = conn.execute("SELECT MIN(seq) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
+            rows = conn.execute(
+                "SELECT seq, op, path, generation, at, detail FROM changes WHERE ws_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (ws.id, start, CHANGES_PAGE + 1),
+            ).fetchall()
+        more = len(rows) > CHANGES_PAGE
+        rows = rows[:CHANGES_PAGE]
+        changes = [
+            {"seq": seq, "op": op, "path": path, "generation": gen, "at": at, **(_loads(detail) or {})}
+            for seq, op, path, gen, at, detail in rows
+        ]
+        return {
+            "changes": changes,
+            "cursor": rows[-1][0] if rows else start,
+            "more": more,
+            # The log was pruned past this cursor: the client must resynchronise from scratch.
+            "reset": bool(cursor) and oldest is not None and oldest > start + 1,
+            "at": time.time(),
+        }
+
+
+def _line_option(opts: dict, key: str, default: int) -> int:
+    value = opts.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid_params(f"'{key}' must be a line number (1 or more)")
+    return value
+
+
+def _loads(text: str | None) -> Any:
+    return json.loads(text) if text else None

@@ -1,0 +1,58 @@
+"""JSON-RPC error codes and the one exception type the engine raises for callers to see.
+
+Standard JSON-RPC codes come first; the project's own codes live in -32060..-32069 and are
+documented in ``doc/autodoc.txt`` (section autodoc-errors).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+UNKNOWN_WORKSPACE = -32060
+OUTSIDE_ROOT = -32061
+NOT_FOUND = -32062
+SCHEMA_TOO_NEW = -32063
+IO_ERROR = -32064
+UNSUPPORTED = -32065
+EMBED_FAILED = -32067
+SWITCHING = -32069
+
+CODE_NAMES = {
+    PARSE_ERROR: "rpc.parse_error",
+    INVALID_REQUEST: "rpc.invalid_request",
+    METHOD_NOT_FOUND: "rpc.method_not_found",
+    INVALID_PARAMS: "rpc.invalid_params",
+    INTERNAL_ERROR: "rpc.internal",
+    UNKNOWN_WORKSPACE: "rpc.unknown_workspace",
+    OUTSIDE_ROOT: "rpc.outside_root",
+    NOT_FOUND: "rpc.not_found",
+    SCHEMA_TOO_NEW: "rpc.schema_too_new",
+    IO_ERROR: "rpc.io_error",
+    UNSUPPORTED: "rpc.unsupported",
+    EMBED_FAILED: "rpc.embed_failed",
+    SWITCHING: "rpc.switching",
+}
+
+
+class AutodocError(Exception):
+    """An error with a JSON-RPC code and a reason a person can act on."""
+
+    def __init__(self, code: int, reason: str, **data: Any) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+        self.data = data
+
+    def to_rpc(self) -> dict[str, Any]:
+        name = CODE_NAMES.get(self.code, "rpc.error")
+        return {"code": self.code, "message": name, "data": {"reason": self.reason, **self.data}}
+
+
+def invalid_params(reason: str, **data: Any) -> AutodocError:
+    return AutodocError(INVALID_PARAMS, reason, **data)

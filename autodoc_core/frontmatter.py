@@ -1,0 +1,204 @@
+"""YAML frontmatter: find it, load it safely, and coerce declared facets to their types.
+
+The facet schema lives at ``<root>/_schema/frontmatter.yaml``::
+
+    common: {status: string, tags: list}
+    types:
+      adr: {number: integer, decided: date}
+
+``common`` fields apply to every document, ``types.<name>`` to documents whose ``type`` is
+``<name>``. A value that does not fit its type leaves the document indexed and is reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+FACET_TYPES = ("string", "integer", "date", "boolean", "list")
+SCHEMA_RELPATH = "_schema/frontmatter.yaml"
+_FENCE_OPEN = "---"
+_FENCE_CLOSE = ("---", "...")
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+@dataclass
+class Frontmatter:
+    fields: dict[str, Any]
+    line_count: int  # lines the block occupies, fences included; 0 when there is none
+    problem: str | None = None
+
+
+def split_frontmatter(lines: list[str]) -> Frontmatter:
+    """Read a leading ``---`` block. Malformed YAML yields no fields and a problem, never an exception."""
+    if not lines or lines[0].rstrip() != _FENCE_OPEN:
+        return Frontmatter({}, 0)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in _FENCE_CLOSE:
+            return _load_yaml("\n".join(lines[1:index]), index + 1)
+    return Frontmatter({}, 0, "frontmatter opened with '---' on line 1 is never closed; read as body text")
+
+
+def _load_yaml(text: str, line_count: int) -> Frontmatter:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" at line {where.line + 2}" if where is not None else ""
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        return Frontmatter({}, line_count, f"malformed YAML frontmatter{line}: {reason}")
+    except (RecursionError, ValueError) as exc:
+        return Frontmatter({}, line_count, f"malformed YAML frontmatter: {exc}")
+    if data is None:
+        return Frontmatter({}, line_count)
+    if not isinstance(data, dict):
+        kind = type(data).__name__
+        return Frontmatter({}, line_count, f"frontmatter is a {kind}, not a mapping of fields; ignored")
+    return Frontmatter({str(k): to_json(v) for k, v in data.items()}, line_count)
+
+
+def to_json(value: Any, depth: int = 0) -> Any:
+    """YAML values as JSON-safe values (dates as ISO strings)."""
+    if depth > 20:
+        return str(value)
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {str(k): to_json(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [to_json(v, depth + 1) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        if isinstance(value, float) and value != value:
+            return None
+        return value
+    return str(value)
+
+
+def as_string_list(value: Any) -> list[str]:
+    """``tags: a, b`` / ``tags: [a, b]`` / ``tags: a`` all become ``["a", "b"]``."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        items = value
+    elif isinstance(value, str):
+        items = re.split(r"[,\s]+", value) if "," in value or " " not in value.strip() else [value]
+    else:
+        items = [value]
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
+@dataclass
+class FacetSchema:
+    common: dict[str, str] = field(default_factory=dict)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
+    problem: str | None = None
+
+    def declared(self, name: str) -> str | None:
+        """The declared type of a field in any section, or None."""
+        if name in self.common:
+            return self.common[name]
+        for fields in self.types.values():
+            if name in fields:
+                return fields[name]
+        if name == "type" and self.types:
+            return "string"
+        return None
+
+    def fields_for(self, doc_type: str | None) -> dict[str, str]:
+        fields = dict(self.common)
+        if self.types:
+            fields.setdefault("type", "string")
+        if doc_type and doc_type in self.types:
+            fields.update(self.types[doc_type])
+        return fields
+
+
+def load_schema(root: Path) -> FacetSchema:
+    path = root / SCHEMA_RELPATH
+    if not path.is_file():
+        return FacetSchema()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return FacetSchema(problem=f"{SCHEMA_RELPATH}: cannot be read: {str(exc).splitlines()[0]}")
+    if data is None:
+        return FacetSchema()
+    if not isinstance(data, dict):
+        return FacetSchema(problem=f"{SCHEMA_RELPATH}: expected a mapping with 'common' and 'types'")
+    problems: list[str] = []
+    common = _field_types(data.get("common"), "common", problems)
+    types: dict[str, dict[str, str]] = {}
+    raw_types = data.get("types") or {}
+    if isinstance(raw_types, dict):
+        for name, fields in raw_types.items():
+            types[str(name)] = _field_types(fields, f"types.{name}", problems)
+    else:
+        problems.append("'types' must map type names to fields")
+    return FacetSchema(common, types, "; ".join(f"{SCHEMA_RELPATH}: {p}" for p in problems) or None)
+
+
+def _field_types(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.append(f"'{where}' must map field names to types")
+        return {}
+    fields = {}
+    for name, kind in raw.items():
+        kind = str(kind).strip().lower()
+        if kind not in FACET_TYPES:
+            problems.append(f"{where}.{name}: unknown type '{kind}' (one of {', '.join(FACET_TYPES)})")
+            continue
+        fields[str(name)] = kind
+    return fields
+
+
+class CoercionError(ValueError):
+    pass
+
+
+def coerce(value: Any, kind: str) -> list[str]:
+    """A facet value as the canonical strings stored and compared (one per list item)."""
+    if kind == "list":
+        return [_scalar_text(v) for v in (value if isinstance(value, list) else as_string_list(value))]
+    if isinstance(value, list | dict):
+        raise CoercionError(f"expected a {kind}, got a {'list' if isinstance(value, list) else 'mapping'}")
+    return [_coerce_scalar(value, kind)]
+
+
+def _scalar_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value).strip()
+
+
+def _coerce_scalar(value: Any, kind: str) -> str:
+    text = _scalar_text(value)
+    if kind == "string":
+        return text
+    if kind == "integer":
+        if isinstance(value, bool):
+            raise CoercionError(f"expected an integer, got {text}")
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        if re.fullmatch(r"[+-]?\d+", text):
+            return str(int(text))
+        raise CoercionError(f"expected an integer, got '{text}'")
+    if kind == "boolean":
+        if text.lower() in _TRUE:
+            return "true"
+        if text.lower() in _FALSE:
+            return "false"
+        raise CoercionError(f"expected a boolean, got '{text}'")
+    if kind == "date":
+        try:
+            return dt.date.fromisoformat(text[:10]).isoformat()
+        except ValueError:
+            raise CoercionError(f"expected a date (YYYY-MM-DD), got '{text}'") from None
+    raise CoercionError(f"unknown type {kind}")

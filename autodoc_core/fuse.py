@@ -1,0 +1,52 @@
+"""Fusion: Reciprocal Rank Fusion over whichever retrievers ran, then tag and authority boosts.
+
+``relevance`` is the fused score before boosts divided by the best possible one (rank 1 in every
+active retriever), so 1.0 means "first everywhere"; it is capped at 1.0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+RRF_K = 60
+TAG_BOOST = 1.2
+AUTHORITY_BOOST = 0.1
+
+
+@dataclass
+class Fused:
+    chunk_id: int
+    score: float
+    relevance: float
+    via: list[str] = field(default_factory=list)
+
+
+def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[Fused]:
+    fused: dict[int, Fused] = {}
+    for retriever, chunk_ids in rankings.items():
+        for rank, chunk_id in enumerate(chunk_ids, start=1):
+            entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0))
+            entry.score += 1.0 / (k + rank)
+            entry.via.append(retriever)
+    best = len(rankings) / (k + 1) if rankings else 1.0
+    for entry in fused.values():
+        entry.relevance = min(1.0, entry.score / best)
+    return sorted(fused.values(), key=lambda e: -e.score)
+
+
+def authority(inbound_links: int, most_inbound: int) -> float:
+    """1.0 for an unlinked document up to 1.1 for the workspace's most linked one."""
+    if inbound_links <= 0 or most_inbound <= 0:
+        return 1.0
+    return 1.0 + AUTHORITY_BOOST * math.log1p(inbound_links) / math.log1p(most_inbound)
+
+
+def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: dict[int, int],
+                 most_inbound: int, query_words: set[str]) -> list[Fused]:
+    """``doc_tags`` and ``inbound`` are keyed by chunk id; returns the list re-sorted."""
+    for entry in fused:
+        if query_words and query_words.intersection(doc_tags.get(entry.chunk_id, ())):
+            entry.score *= TAG_BOOST
+        entry.score *= authority(inbound.get(entry.chunk_id, 0), most_inbound)
+    return sorted(fused, key=lambda e: -e.score)

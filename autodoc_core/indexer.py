@@ -1,0 +1,381 @@
+"""Incremental indexing of one workspace into the store.
+
+A file is re-read only when its size or mtime changed, and re-parsed only when its content hash
+(or the chunking settings, or the facet schema) changed. Each document is written in one
+transaction together with its new generation; unchanged chunks keep their rows (only their
+spans move), so the lexical index and, later, embeddings are rewritten only for changed text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import apsw
+
+from . import frontmatter as fm
+from .document import ParsedDocument, parse_document, reference_key_sets
+from .lexical import fts_table
+from .store import Store
+from .walk import FoundFile, markdown_files
+from .workspace import Workspace
+
+PARSER_VERSION = 1
+BATCH_SIZE = 200
+BINARY_SNIFF_BYTES = 8192
+CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
+CHANGE_LOG_KEEP_ROWS = 100_000
+
+
+@dataclass
+class IndexReport:
+    scanned: int = 0
+    added: int = 0
+    changed: int = 0
+    renamed: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    chunks_written: int = 0
+    chunks_kept: int = 0
+    chunks_deleted: int = 0
+    seconds: float = 0.0
+    problems: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class _Existing:
+    id: int
+    size: int
+    mtime_ns: int
+    content_hash: str
+    parsed_with: str
+
+
+def content_hash(raw: bytes) -> str:
+    return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _fts_fields(parsed: ParsedDocument) -> tuple[str, str, str]:
+    return parsed.title, " ".join(parsed.aliases), " ".join(parsed.tags)
+
+
+class Indexer:
+    def __init__(self, store: Store, ws: Workspace, on_file: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.ws = ws
+        self.on_file = on_file
+        self.schema = fm.load_schema(Path(ws.root))
+        schema_file = Path(ws.root) / fm.SCHEMA_RELPATH
+        schema_digest = content_hash(schema_file.read_bytes())[:8] if schema_file.is_file() else "none"
+        self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
+        self.report = IndexReport()
+        self.fts = fts_table(ws.id)
+
+    def run(self, only: list[str] | None = None) -> IndexReport:
+        """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
+        started = time.perf_counter()
+        existing = self._existing()
+        found = self._found(only)
+        self.report.scanned = len(found)
+        pending: list[tuple[FoundFile, bytes, str]] = []
+        touched: list[tuple[FoundFile, _Existing]] = []
+        skipped: dict[str, str] = {}
+        for item in found.values():
+            if self.on_file:
+                self.on_file(item.relpath)
+            old = existing.get(item.relpath)
+            if old and old.size == item.size and old.mtime_ns == item.mtime_ns and old.parsed_with == self.parsed_with:
+                self.report.unchanged += 1
+                continue
+            raw, reason = self._read(item)
+            if raw is None:
+                skipped[item.relpath] = reason or "unreadable"
+                continue
+            digest = content_hash(raw)
+            if old and old.content_hash == digest and old.parsed_with == self.parsed_with:
+                touched.append((item, old))
+                self.report.unchanged += 1
+            else:
+                pending.append((item, raw, digest))
+
+        gone = {p: e for p, e in existing.items() if p not in found or p in skipped}
+        if only is not None:
+            gone = {p: e for p, e in gone.items() if p in only}
+        renames = self._pair_renames(gone, pending)
+        self._write(pending, touched, renames, gone, skipped, existing)
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
+    def _existing(self) -> dict[str, _Existing]:
+        with self.store.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT path, id, size, mtime_ns, content_hash, chunked_with FROM documents WHERE ws_id = ?",
+                (self.ws.id,),
+            )
+            return {r[0]: _Existing(*r[1:]) for r in rows}
+
+    def _found(self, only: list[str] | None) -> dict[str, FoundFile]:
+        found = {}
+        for item in markdown_files(self.ws.root):
+            if only is None or item.relpath in only:
+                found[item.relpath] = item
+        return found
+
+    def _read(self, item: FoundFile) -> tuple[bytes | None, str | None]:
+        limit = self.ws.option("max_file_bytes")
+        if item.size > limit:
+            return None, f"skipped: {item.size / 1e6:.1f} MB is over the {limit / 1e6:g} MB limit (max_file_bytes)"
+        try:
+            with open(item.abspath, "rb") as handle:
+                raw = handle.read(limit + 1)
+        except FileNotFoundError:
+            return None, "skipped: the file disappeared while it was being indexed"
+        except OSError as exc:
+            return None, f"skipped: cannot read the file: {exc.strerror or exc}"
+        if len(raw) > limit:
+            return None, f"skipped: the file grew past the {limit / 1e6:g} MB limit (max_file_bytes)"
+        if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
+            return None, "skipped: binary content (NUL bytes), not Markdown text"
+        return raw, None
+
+    def _pair_renames(self, gone: dict[str, _Existing], pending: list) -> dict[str, tuple[str, _Existing]]:
+        """New path -> (old path, old row) where a vanished file's exact content reappears elsewhere."""
+        by_hash: dict[str, list[str]] = {}
+        for path, old in gone.items():
+            by_hash.setdefault(old.content_hash, []).append(path)
+        renames = {}
+        for item, _raw, digest in pending:
+            candidates = by_hash.get(digest)
+            if candidates and item.relpath not in gone:
+                old_path = candidates.pop()
+                renames[item.relpath] = (old_path, gone[old_path])
+        for old_path, _ in renames.values():
+            gone.pop(old_path, None)
+        return renames
+
+    def _write(self, pending, touched, renames, gone, skipped, existing) -> None:
+        for item, old in touched:
+            with self.store.write() as conn:
+                conn.execute(
+                    "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (item.size, item.mtime_ns, old.id)
+                )
+        for start in range(0, len(pending), BATCH_SIZE):
+            with self.store.write() as conn:
+                for item, raw, digest in pending[start : start + BATCH_SIZE]:
+                    self._write_document(conn, item, raw, digest, existing.get(item.relpath), renames)
+        with self.store.write() as conn:
+            for path, old in gone.items():
+                self._delete_document(conn, path, old.id)
+            for path, reason in skipped.items():
+                self._set_problems(conn, path, "skipped", [reason])
+                self.report.skipped += 1
+            if self.report.added or self.report.changed or self.report.deleted or self.report.renamed:
+                self._resolve_links(conn)
+            self._prune_change_log(conn)
+            conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (time.time(), self.ws.id))
+
+    def _next_generation(self, conn: apsw.Connection) -> int:
+        generation = conn.execute(
+            "UPDATE workspaces SET next_generation = next_generation + 1 WHERE id = ? RETURNING next_generation - 1",
+            (self.ws.id,),
+        ).fetchone()[0]
+        return generation
+
+    def _write_document(self, conn, item: FoundFile, raw: bytes, digest: str, old: _Existing | None, renames) -> None:
+        parsed = parse_document(raw, item.relpath, self.schema, self.ws.option("section_tokens"))
+        generation = self._next_generation(conn)
+        renamed_from = None
+        if old is None and item.relpath in renames:
+            renamed_from, old = renames[item.relpath]
+        values = (
+            item.relpath, item.size, item.mtime_ns, digest, self.parsed_with, generation, parsed.title,
+            parsed.doc_type, parsed.status, json.dumps(parsed.aliases), json.dumps(parsed.tags),
+            json.dumps(parsed.meta, ensure_ascii=False), json.dumps(parsed.supersedes),
+            json.dumps(parsed.superseded_by), parsed.line_count,
+        )
+        columns = (
+            "path, size, mtime_ns, content_hash, chunked_with, generation, title, doc_type, status, aliases, "
+            "tags, meta, supersedes, superseded_by, line_count"
+        )
+        if old is None:
+            doc_id = conn.execute(
+                f"INSERT INTO documents(ws_id, {columns}) VALUES (?, {', '.join('?' * 15)}) RETURNING id",
+                (self.ws.id, *values),
+            ).fetchone()[0]
+            old_fts = None
+        else:
+            doc_id = old.id
+            old_fts = conn.execute("SELECT title, aliases, tags FROM documents WHERE id = ?", (doc_id,)).fetchone()
+            assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
+            conn.execute(f"UPDATE documents SET {assignments} WHERE id = ?", (*values, doc_id))
+        same_fields = old_fts is not None and (
+            old_fts[0], " ".join(json.loads(old_fts[1])), " ".join(json.loads(old_fts[2]))
+        ) == _fts_fields(parsed)
+        self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields)
+        self._write_doc_rows(conn, doc_id, parsed, item.relpath)
+        self._set_problems(conn, item.relpath, "warning", parsed.problems)
+        if renamed_from:
+            self._set_problems(conn, renamed_from, "warning", [])
+            self._log(conn, "deleted", renamed_from, generation, {"renamed_to": item.relpath})
+            self._log(conn, "added", item.relpath, generation, {"renamed_from": renamed_from})
+            self.report.renamed += 1
+        elif old is None:
+            self._log(conn, "added", item.relpath, generation)
+            self.report.added += 1
+        else:
+            self._log(conn, "changed", item.relpath, generation)
+            self.report.changed += 1
+
+    def _write_chunks(self, conn, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool) -> None:
+        reusable: dict[str, list[int]] = {}
+        for chunk_id, text_hash in conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,)):
+            reusable.setdefault(text_hash, []).append(chunk_id)
+        if not reuse:
+            stale = [i for ids in reusable.values() for i in ids]
+            reusable = {}
+        else:
+            stale = []
+        title, aliases, tags = _fts_fields(parsed)
+        for ord_, chunk in enumerate(parsed.chunks):
+            spans = (ord_, chunk.kind, chunk.byte_start, chunk.byte_end, chunk.line_start, chunk.line_end, generation)
+            kept = reusable.get(chunk.text_hash)
+            if kept:
+                conn.execute(
+                    "UPDATE chunks SET ord=?, kind=?, byte_start=?, byte_end=?, line_start=?, line_end=?, "
+                    "generation=? WHERE id = ?",
+                    (*spans, kept.pop()),
+                )
+                self.report.chunks_kept += 1
+                continue
+            chunk_id = conn.execute(
+                "INSERT INTO chunks(ws_id, doc_id, ord, kind, byte_start, byte_end, line_start, line_end, "
+                "generation, breadcrumb, body, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                (self.ws.id, doc_id, *spans, chunk.breadcrumb, chunk.body, chunk.text_hash),
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO {self.fts}(rowid, title, breadcrumb, aliases, tags, body) VALUES (?,?,?,?,?,?)",
+                (chunk_id, title, chunk.breadcrumb, aliases, tags, chunk.body),
+            )
+            self.report.chunks_written += 1
+        stale.extend(i for ids in reusable.values() for i in ids)
+        self._delete_chunks(conn, stale)
+
+    def _delete_chunks(self, conn, chunk_ids: list[int]) -> None:
+        for chunk_id in chunk_ids:
+            conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
+            conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+        self.report.chunks_deleted += len(chunk_ids)
+
+    def _write_doc_rows(self, conn, doc_id: int, parsed: ParsedDocument, relpath: str) -> None:
+        for table in ("facets", "doc_keys", "links"):
+            column = "src_doc_id" if table == "links" else "doc_id"
+            conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (doc_id,))
+        facets = set(parsed.facets) | {("tag", tag) for tag in parsed.tags}
+        conn.executemany(
+            "INSERT OR IGNORE INTO facets(ws_id, field, value, doc_id) VALUES (?,?,?,?)",
+            [(self.ws.id, name, value, doc_id) for name, value in facets],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO doc_keys(ws_id, key, doc_id) VALUES (?,?,?)",
+            [(self.ws.id, key, doc_id) for key in parsed.keys],
+        )
+        conn.executemany(
+            "INSERT INTO links(ws_id, src_doc_id, target_key) VALUES (?,?,?)",
+            [(self.ws.id, doc_id, key) for key in parsed.link_keys],
+        )
+
+    def _delete_document(self, conn, path: str, doc_id: int) -> None:
+        chunk_ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
+        self._delete_chunks(conn, chunk_ids)
+        for table in ("facets", "doc_keys"):
+            conn.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
+        conn.execute("DELETE FROM links WHERE src_doc_id = ?", (doc_id,))
+        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        self._log(conn, "deleted", path, self._next_generation(conn))
+        self.report.deleted += 1
+
+    def _set_problems(self, conn, path: str, kind: str, reasons: list[str]) -> None:
+        conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
+        now = time.time()
+        conn.executemany(
+            "INSERT INTO problems(ws_id, path, kind, reason, at) VALUES (?,?,?,?,?)",
+            [(self.ws.id, path, kind, reason, now) for reason in reasons],
+        )
+        self.report.problems.extend({"path": path, "kind": kind, "reason": r} for r in reasons)
+
+    def _log(self, conn, op: str, path: str, generation: int, detail: dict | None = None) -> None:
+        conn.execute(
+            "INSERT INTO changes(ws_id, op, path, generation, at, detail) VALUES (?,?,?,?,?,?)",
+            (self.ws.id, op, path, generation, time.time(), json.dumps(detail) if detail else None),
+        )
+
+    def _resolve_links(self, conn) -> None:
+        """Recount inbound links and find each superseded document's successor."""
+        ws = self.ws.id
+        key_docs: dict[str, list[int]] = {}
+        for key, doc_id in conn.execute("SELECT key, doc_id FROM doc_keys WHERE ws_id = ?", (ws,)):
+            key_docs.setdefault(key, []).append(doc_id)
+        inbound: Counter[int] = Counter()
+        sources: dict[int, set[int]] = {}
+        for src, key in conn.execute("SELECT src_doc_id, target_key FROM links WHERE ws_id = ?", (ws,)):
+            for target in key_docs.get(key, ())[:1]:
+                if target != src:
+                    sources.setdefault(target, set()).add(src)
+        inbound.update({doc: len(srcs) for doc, srcs in sources.items()})
+
+        docs = conn.execute(
+            "SELECT id, path, supersedes, superseded_by, inbound_links, successor_id FROM documents WHERE ws_id = ?",
+            (ws,),
+        ).fetchall()
+        successor: dict[int, int] = {}
+        for doc_id, path, supersedes, superseded_by, _inbound, _succ in docs:
+            for keys in reference_key_sets(json.loads(superseded_by), path):
+                target = _first(key_docs, keys)
+                if target is not None and target != doc_id:
+                    successor.setdefault(doc_id, target)
+                    break
+            for keys in reference_key_sets(json.loads(supersedes), path):
+                target = _first(key_docs, keys)
+                if target is not None and target != doc_id:
+                    successor.setdefault(target, doc_id)
+        for doc_id, _path, _s, _sb, old_inbound, old_successor in docs:
+            new_inbound, new_successor = inbound.get(doc_id, 0), successor.get(doc_id)
+            if (old_inbound, old_successor) != (new_inbound, new_successor):
+                conn.execute(
+                    "UPDATE documents SET inbound_links = ?, successor_id = ? WHERE id = ?",
+                    (new_inbound, new_successor, doc_id),
+                )
+
+    def _prune_change_log(self, conn) -> None:
+        conn.execute(
+            "DELETE FROM changes WHERE ws_id = ? AND at < ? AND seq < "
+            "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+            (self.ws.id, time.time() - CHANGE_LOG_KEEP_SECONDS, self.ws.id, CHANGE_LOG_KEEP_ROWS - 1),
+        )
+
+
+def _first(key_docs: dict[str, list[int]], keys: list[str]) -> int | None:
+    for key in keys:
+        if key in key_docs:
+            return key_docs[key][0]
+    return None
+
+
+def file_problem_summary(conn, ws_id: int) -> list[dict]:
+    rows = conn.execute("SELECT path, kind, reason FROM problems WHERE ws_id = ? ORDER BY path", (ws_id,))
+    return [{"path": p, "kind": k, "reason": r} for p, k, r in rows]
+
+
+def remove_workspace_rows(conn, ws_id: int) -> None:
+    for table in ("chunks", "facets", "doc_keys", "links", "problems", "changes", "documents"):
+        conn.execute(f"DELETE FROM {table} WHERE ws_id = ?", (ws_id,))
+    conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))

@@ -1,0 +1,148 @@
+"""Markdown structure with markdown-it-py: top-level blocks with line spans, headings, tags, links.
+
+Only what chunking and the link graph need is extracted. Line numbers are 0-based and refer to
+the whole file (frontmatter lines are blanked, not removed, before parsing).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from urllib.parse import unquote
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+_HEADING_ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")
+_INLINE_TAG = re.compile(r"(?<![\w#&/\\])#([^\W\d][\w/-]*)")
+_WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
+_URL_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+@dataclass
+class Block:
+    start: int
+    end: int
+    heading_level: int = 0
+    heading_text: str = ""
+
+
+@dataclass
+class MarkdownStructure:
+    blocks: list[Block] = field(default_factory=list)
+    first_h1: str | None = None
+    tags: list[str] = field(default_factory=list)
+    link_keys: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"maxNesting": 40}).enable("table")
+
+
+def strip_markdown_extension(path: str) -> str:
+    lower = path.lower()
+    for suffix in MARKDOWN_SUFFIXES:
+        if lower.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+def path_key(relpath: str) -> str:
+    return "path:" + strip_markdown_extension(relpath).lower()
+
+
+def name_key(name: str) -> str:
+    return "name:" + strip_markdown_extension(name.strip()).lower()
+
+
+def reference_keys(reference: str, from_relpath: str = "") -> list[str]:
+    """Keys a wiki-style reference may resolve through: a path, else a name (stem, title, alias)."""
+    reference = reference.strip()
+    if not reference:
+        return []
+    if "/" in reference:
+        resolved = resolve_relative(reference, from_relpath) if from_relpath else reference.strip("/")
+        return [path_key(resolved)] if resolved else []
+    return [name_key(reference), path_key(reference)]
+
+
+def resolve_relative(href: str, from_relpath: str) -> str | None:
+    """A link target as a path relative to the root, or None when it leaves the root."""
+    if href.startswith("/"):
+        joined = href.lstrip("/")
+    else:
+        joined = posixpath.join(posixpath.dirname(from_relpath), href)
+    normal = posixpath.normpath(joined)
+    if normal.startswith("../") or normal == ".." or normal.startswith("/"):
+        return None
+    return normal
+
+
+def heading_plain_text(inline: Token) -> str:
+    parts = [child.content for child in inline.children or [] if child.type in ("text", "code_inline")]
+    text = "".join(parts) if parts else inline.content
+    return _HEADING_ANCHOR.sub("", text).strip()
+
+
+def parse_structure(text: str, relpath: str) -> MarkdownStructure:
+    tokens = _parser().parse(text)
+    result = MarkdownStructure()
+    tags: dict[str, None] = {}
+    links: dict[str, None] = {}
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.type == "inline":
+            _scan_inline(token, relpath, tags, links)
+        if token.level == 0 and token.map is not None and token.nesting >= 0:
+            block = Block(token.map[0], token.map[1])
+            if token.type == "heading_open":
+                block.heading_level = int(token.tag[1])
+                block.heading_text = heading_plain_text(tokens[index + 1])
+                if block.heading_level == 1 and result.first_h1 is None:
+                    result.first_h1 = block.heading_text
+            result.blocks.append(block)
+        index += 1
+    result.tags = list(tags)
+    result.link_keys = list(links)
+    return result
+
+
+def _scan_inline(token: Token, relpath: str, tags: dict[str, None], links: dict[str, None]) -> None:
+    segment: list[str] = []
+    for child in token.children or []:
+        if child.type == "text":
+            segment.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            segment.append("\n")
+        elif child.type == "code_inline":
+            _scan_text("".join(segment), relpath, tags, links)
+            segment = []
+        elif child.type == "link_open":
+            _add_markdown_link(str(child.attrs.get("href", "")), relpath, links)
+    _scan_text("".join(segment), relpath, tags, links)
+
+
+def _scan_text(text: str, relpath: str, tags: dict[str, None], links: dict[str, None]) -> None:
+    if "#" in text:
+        for match in _INLINE_TAG.finditer(text):
+            tags[match.group(1).lower().rstrip("/-")] = None
+    if "[[" in text:
+        for match in _WIKI_LINK.finditer(text):
+            for key in reference_keys(match.group(1), relpath):
+                links[key] = None
+
+
+def _add_markdown_link(href: str, relpath: str, links: dict[str, None]) -> None:
+    if not href or href.startswith("#") or _URL_SCHEME.match(href):
+        return
+    target = unquote(href.split("#", 1)[0].split("?", 1)[0])
+    if not target.lower().endswith(MARKDOWN_SUFFIXES):
+        return
+    resolved = resolve_relative(target, relpath)
+    if resolved:
+        links[path_key(resolved)] = None

@@ -1,0 +1,101 @@
+"""The schema, as an ordered list of migrations. ``PRAGMA user_version`` records how many ran.
+
+Append new migrations; never edit one that has shipped.
+"""
+
+MIGRATIONS: list[str] = [
+    # 1: workspaces, documents, chunks, facets, links, problems, change log. Each workspace has its
+    # own FTS5 table (see lexical.create_fts_table), so BM25 statistics are the workspace's own.
+    """
+    CREATE TABLE workspaces(
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        root TEXT NOT NULL,
+        config TEXT NOT NULL DEFAULT '{}',
+        next_generation INTEGER NOT NULL DEFAULT 1,
+        indexed_at REAL
+    );
+    CREATE TABLE documents(
+        id INTEGER PRIMARY KEY,
+        ws_id INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        chunked_with TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        title TEXT NOT NULL,
+        doc_type TEXT,
+        status TEXT,
+        aliases TEXT NOT NULL DEFAULT '[]',
+        tags TEXT NOT NULL DEFAULT '[]',
+        meta TEXT NOT NULL DEFAULT '{}',
+        supersedes TEXT NOT NULL DEFAULT '[]',
+        superseded_by TEXT NOT NULL DEFAULT '[]',
+        successor_id INTEGER,
+        inbound_links INTEGER NOT NULL DEFAULT 0,
+        line_count INTEGER NOT NULL,
+        UNIQUE(ws_id, path)
+    );
+    CREATE INDEX documents_hash ON documents(ws_id, content_hash);
+    CREATE TABLE chunks(
+        id INTEGER PRIMARY KEY,
+        ws_id INTEGER NOT NULL,
+        doc_id INTEGER NOT NULL,
+        ord INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        breadcrumb TEXT NOT NULL,
+        body TEXT NOT NULL,
+        byte_start INTEGER NOT NULL,
+        byte_end INTEGER NOT NULL,
+        line_start INTEGER NOT NULL,
+        line_end INTEGER NOT NULL,
+        generation INTEGER NOT NULL,
+        text_hash TEXT NOT NULL
+    );
+    CREATE INDEX chunks_doc ON chunks(doc_id, ord);
+    CREATE INDEX chunks_hash ON chunks(ws_id, text_hash);
+    CREATE TABLE facets(
+        ws_id INTEGER NOT NULL,
+        field TEXT NOT NULL,
+        value TEXT NOT NULL COLLATE NOCASE,
+        doc_id INTEGER NOT NULL,
+        PRIMARY KEY(ws_id, field, value, doc_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX facets_doc ON facets(doc_id);
+    CREATE TABLE doc_keys(
+        ws_id INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        doc_id INTEGER NOT NULL,
+        PRIMARY KEY(ws_id, key, doc_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX doc_keys_doc ON doc_keys(doc_id);
+    CREATE TABLE links(
+        ws_id INTEGER NOT NULL,
+        src_doc_id INTEGER NOT NULL,
+        target_key TEXT NOT NULL
+    );
+    CREATE INDEX links_src ON links(src_doc_id);
+    CREATE INDEX links_target ON links(ws_id, target_key);
+    CREATE TABLE problems(
+        ws_id INTEGER NOT NULL,
+        path TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        at REAL NOT NULL
+    );
+    CREATE INDEX problems_path ON problems(ws_id, path);
+    CREATE TABLE changes(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ws_id INTEGER NOT NULL,
+        op TEXT NOT NULL,
+        path TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        at REAL NOT NULL,
+        detail TEXT
+    );
+    CREATE INDEX changes_ws ON changes(ws_id, seq);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,145 @@
+"""The query language: words, "quoted phrases", a trailing ``*`` prefix, and facets.
+
+Nothing a person types is passed to FTS5 as syntax: every word is quoted, so ``AND``, ``OR``,
+``NOT``, ``NEAR``, ``:``, ``-``, ``(`` and ``^`` are searched as ordinary words. ``field:value``
+and ``-field:value`` are facets only when the field is declared in the workspace's schema (or is
+``tag``); otherwise they are words too.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from .frontmatter import CoercionError, FacetSchema, coerce
+
+MAX_QUERY_CHARS = 4000
+MAX_TERMS = 64
+BUILTIN_FACETS = {"tag": "list", "tags": "list"}
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most
+    my myself no nor not of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t
+    """.split()  # noqa: SIM905
+)
+
+_TOKEN = re.compile(r'-?[^\s":]+:"[^"]*"?|"[^"]*"?|\S+')
+
+
+@dataclass(frozen=True)
+class Term:
+    text: str
+    phrase: bool = False
+    prefix: bool = False
+
+    def fts(self) -> str:
+        literal = '"' + self.text.replace('"', '""') + '"'
+        return literal + " *" if self.prefix else literal
+
+
+@dataclass
+class FacetFilter:
+    field: str
+    value: str
+    negated: bool = False
+
+
+@dataclass
+class ParsedQuery:
+    raw: str
+    terms: list[Term] = field(default_factory=list)
+    facets: list[FacetFilter] = field(default_factory=list)
+    dropped_stopwords: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def words(self) -> list[str]:
+        """Lower-cased word tokens of all terms, for snippets, tag boosts and highlighting."""
+        return [w for term in self.terms for w in fts_tokens(term.text)]
+
+    @property
+    def text_for_embedding(self) -> str:
+        return " ".join(t.text for t in self.terms)
+
+
+def _is_token_char(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category[0] in "LN" or category == "Co"
+
+
+def fts_tokens(text: str) -> list[str]:
+    """Split text the way FTS5's unicode61 tokenizer does (letters, numbers, private use)."""
+    tokens, current = [], []
+    for char in text:
+        if _is_token_char(char):
+            current.append(char)
+        elif current:
+            tokens.append("".join(current).lower())
+            current = []
+    if current:
+        tokens.append("".join(current).lower())
+    return tokens
+
+
+def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
+    raw = raw[:MAX_QUERY_CHARS].replace("\x00", " ")
+    query = ParsedQuery(raw)
+    tokens = _TOKEN.findall(raw)
+    for position, token in enumerate(tokens):
+        facet = _facet(token, schema, query)
+        if facet is not None:
+            query.facets.append(facet)
+            continue
+        if token.startswith('"'):
+            text = token.strip('"')
+            if fts_tokens(text):
+                query.terms.append(Term(text, phrase=len(fts_tokens(text)) > 1))
+            continue
+        is_last = position == len(tokens) - 1
+        prefix = is_last and token.endswith("*") and len(token.rstrip("*")) > 0
+        for piece in _split_word(token.rstrip("*") if prefix else token):
+            query.terms.append(Term(piece))
+        if prefix and query.terms and fts_tokens(token.rstrip("*")):
+            last = query.terms.pop()
+            query.terms.append(Term(last.text, prefix=True))
+    _drop_stopwords(query)
+    query.terms = query.terms[:MAX_TERMS]
+    return query
+
+
+def _split_word(token: str) -> list[str]:
+    """A typed word becomes one term per FTS token, so punctuation never joins words into a phrase."""
+    return fts_tokens(token)
+
+
+def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None:
+    negated = token.startswith("-")
+    body = token[1:] if negated else token
+    if ":" not in body:
+        return None
+    name, _, value = body.partition(":")
+    value = value.strip('"')
+    kind = BUILTIN_FACETS.get(name.lower()) or schema.declared(name)
+    if not kind or not value:
+        return None
+    field_name = "tag" if name.lower() in BUILTIN_FACETS else name
+    try:
+        values = coerce(value.lstrip("#"), kind) if kind != "list" else [value.lstrip("#")]
+    except CoercionError as exc:
+        query.problems.append(f"{name}:{value}: {exc}; the filter matches nothing")
+        values = ["\x00no-match"]
+    return FacetFilter(field_name, values[0], negated)
+
+
+def _drop_stopwords(query: ParsedQuery) -> None:
+    keep = [t for t in query.terms if t.phrase or t.prefix or t.text.lower() not in STOPWORDS]
+    if keep:
+        query.dropped_stopwords = [t.text for t in query.terms if t not in keep]
+        query.terms = keep

@@ -1,0 +1,133 @@
+"""One method registry for the CLI and the JSON-RPC 2.0 stdio server.
+
+Every incoming message is untrusted: oversized lines, malformed JSON, wrong shapes and unknown
+methods are answered with JSON-RPC errors, and the server keeps going.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import IO, Any
+
+from .engine import Engine
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    AutodocError,
+)
+
+MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+
+METHODS: dict[str, str] = {
+    "workspace.add": "workspace_add",
+    "workspace.list": "workspace_list",
+    "workspace.remove": "workspace_remove",
+    "workspace.configure": "workspace_configure",
+    "workspace.section_size": "workspace_section_size",
+    "workspace.index": "workspace_index",
+    "workspace.status": "workspace_status",
+    "search.query": "search_query",
+    "doc.read": "doc_read",
+    "changes.since": "changes_since",
+}
+
+
+def resolve(engine: Engine, method: Any) -> Callable[..., Any]:
+    if not isinstance(method, str) or method not in METHODS:
+        raise AutodocError(
+            METHOD_NOT_FOUND, f"unknown method {method!r}; methods: {', '.join(METHODS)}", method=str(method)[:100]
+        )
+    return getattr(engine, METHODS[method])
+
+
+def call(engine: Engine, method: Any, params: Any) -> Any:
+    """Run one method with positional (array) or named (object) params."""
+    function = resolve(engine, method)
+    signature = inspect.signature(function)
+    if params is None:
+        params = []
+    try:
+        if isinstance(params, list):
+            bound = signature.bind(*params)
+        elif isinstance(params, dict):
+            bound = signature.bind(**params)
+        else:
+            raise TypeError("params must be an array or an object")
+    except TypeError as exc:
+        expected = ", ".join(signature.parameters)
+        raise AutodocError(INVALID_PARAMS, f"{method}: {exc}; expected [{expected}]") from None
+    return function(*bound.args, **bound.kwargs)
+
+
+def error_object(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, AutodocError):
+        return exc.to_rpc()
+    traceback.print_exc(file=sys.stderr)
+    return AutodocError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}").to_rpc()
+
+
+def handle_message(engine: Engine, message: Any) -> dict[str, Any] | None:
+    """One JSON-RPC request object in, one response out (None for a notification)."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "method" not in message:
+        return _response(None, error=AutodocError(INVALID_REQUEST, "expected a JSON-RPC 2.0 request object").to_rpc())
+    request_id = message.get("id")
+    if request_id is not None and not isinstance(request_id, str | int | float) or isinstance(request_id, bool):
+        return _response(None, error=AutodocError(INVALID_REQUEST, "id must be a string, a number or null").to_rpc())
+    try:
+        result = call(engine, message["method"], message.get("params"))
+        response = _response(request_id, result=result)
+    except Exception as exc:  # every failure becomes an answer; the server keeps serving
+        response = _response(request_id, error=error_object(exc))
+    return response if "id" in message else None
+
+
+def handle_line(engine: Engine, line: bytes) -> Any:
+    if len(line) > MAX_MESSAGE_BYTES:
+        return _response(None, error=AutodocError(
+            INVALID_REQUEST, f"message of {len(line)} bytes is over the {MAX_MESSAGE_BYTES} byte limit").to_rpc())
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        return _response(None, error=AutodocError(PARSE_ERROR, f"invalid JSON: {exc}").to_rpc())
+    if isinstance(message, list):
+        if not message:
+            return _response(None, error=AutodocError(INVALID_REQUEST, "empty batch").to_rpc())
+        answers = [handle_message(engine, item) for item in message]
+        return [a for a in answers if a is not None] or None
+    return handle_message(engine, message)
+
+
+def _response(request_id: Any, result: Any = None, error: dict | None = None) -> dict[str, Any]:
+    if error is not None:
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def serve_stdio(engine: Engine, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """One JSON message per line in, one per line out, until end of input."""
+    while True:
+        line = stdin.readline(MAX_MESSAGE_BYTES + 1)
+        if not line:
+            return
+        if len(line) > MAX_MESSAGE_BYTES and not line.endswith(b"\n"):
+            _discard_rest_of_line(stdin)
+        elif not line.strip():
+            continue
+        answer = handle_line(engine, line)
+        if answer is not None:
+            stdout.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            stdout.flush()
+
+
+def _discard_rest_of_line(stdin: IO[bytes]) -> None:
+    while True:
+        chunk = stdin.readline(MAX_MESSAGE_BYTES)
+        if not chunk or chunk.endswith(b"\n"):
+            return

@@ -1,0 +1,298 @@
+"""The search pipeline: parse the query, run the requested stages, fuse, shape, and say what ran.
+
+Every answer reports ``stages`` (requested, performed, skipped with a reason) and ``timing``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from . import fuse, lexical, shape
+from .errors import UNSUPPORTED, AutodocError, invalid_params
+from .frontmatter import CoercionError, FacetSchema, coerce
+from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
+from .workspace import Workspace
+
+STAGES = ("lexical", "semantic", "rerank")
+MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES), "auto": list(STAGES)}
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode"}
+RETRIEVAL_KEYS = {"abstract_chunk", "demote_superseded"}
+
+
+@dataclass
+class SearchOptions:
+    limit: int
+    paths: list[str]
+    facets: list[FacetFilter]
+    abstract_chunk: bool
+    demote_superseded: bool
+    stages: list[str]
+
+
+def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOptions:
+    if opts is None:
+        opts = {}
+    if not isinstance(opts, dict):
+        raise invalid_params("search options must be an object")
+    unknown = sorted(set(opts) - OPTION_KEYS)
+    if unknown:
+        raise invalid_params(f"unknown search option {', '.join(unknown)}; known: {', '.join(sorted(OPTION_KEYS))}")
+    limit = opts.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    retrieval = opts.get("retrieval") or {}
+    if not isinstance(retrieval, dict) or set(retrieval) - RETRIEVAL_KEYS:
+        raise invalid_params(f"'retrieval' takes {', '.join(sorted(RETRIEVAL_KEYS))}")
+    for key, value in retrieval.items():
+        if not isinstance(value, bool):
+            raise invalid_params(f"'retrieval.{key}' must be true or false")
+    return SearchOptions(
+        limit=limit,
+        paths=_paths(opts.get("paths")),
+        facets=_option_facets(opts.get("facets"), opts.get("tags"), schema),
+        abstract_chunk=retrieval.get("abstract_chunk", ws.option("abstract_chunk")),
+        demote_superseded=retrieval.get("demote_superseded", ws.option("demote_superseded")),
+        stages=_stages(opts.get("stages"), opts.get("mode")),
+    )
+
+
+def _paths(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise invalid_params("'paths' must be a list of folder prefixes")
+    return [p.strip("/").replace("\\", "/") for p in value if p.strip("/")]
+
+
+def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFilter]:
+    result: list[FacetFilter] = []
+    if tags is not None:
+        if isinstance(tags, str):
+            tags = [tags]
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise invalid_params("'tags' must be a list of tag names")
+        result.extend(FacetFilter("tag", t.lstrip("#").lower()) for t in tags)
+    if facets is None:
+        return result
+    if not isinstance(facets, dict):
+        raise invalid_params("'facets' must be an object of field: value")
+    for name, value in facets.items():
+        kind = BUILTIN_FACETS.get(name) or schema.declared(name)
+        if kind is None:
+            declared = sorted(set(schema.common) | {f for t in schema.types.values() for f in t})
+            raise invalid_params(
+                f"facet field {name!r} is not declared in _schema/frontmatter.yaml "
+                f"(declared: {', '.join(declared) or 'none'})",
+                field=name,
+            )
+        for item in value if isinstance(value, list) else [value]:
+            try:
+                coerced = coerce(item, kind) if kind != "list" else [str(item)]
+            except CoercionError as exc:
+                raise invalid_params(f"facet {name}: {exc}", field=name) from None
+            result.append(FacetFilter("tag" if name in BUILTIN_FACETS else name, coerced[0]))
+    return result
+
+
+def _stages(stages: Any, mode: Any) -> list[str]:
+    if stages is None:
+        if mode is None:
+            return list(STAGES)
+        if mode not in MODES:
+            raise invalid_params(f"'mode' must be one of {', '.join(MODES)}, got {mode!r}")
+        return list(MODES[mode])
+    if not isinstance(stages, list) or not all(s in STAGES for s in stages):
+        raise invalid_params(f"'stages' must be a list drawn from {', '.join(STAGES)}, got {stages!r}")
+    if not stages:
+        return list(STAGES)
+    if "lexical" not in stages and "semantic" not in stages:
+        raise invalid_params("'stages' must include lexical or semantic (rerank only reorders their hits)")
+    return [s for s in STAGES if s in stages]
+
+
+def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: bool, ws_id: int) -> lexical.Filters:
+    filters = lexical.Filters()
+    by_field: dict[tuple[str, bool], list[str]] = {}
+    for facet in facets:
+        by_field.setdefault((facet.field, facet.negated), []).append(facet.value)
+    for (name, negated), values in by_field.items():
+        marks = ", ".join("?" * len(values))
+        clause = f"d.id {'NOT ' if negated else ''}IN (SELECT doc_id FROM facets WHERE ws_id = ? AND field = ? " \
+                 f"AND value IN ({marks}))"
+        filters.clauses.append(clause)
+        filters.params.extend([ws_id, name, *values])
+    if paths:
+        filters.clauses.append("(" + " OR ".join("d.path = ? OR substr(d.path, 1, ?) = ?" for _ in paths) + ")")
+        for prefix in paths:
+            filters.params.extend([prefix, len(prefix) + 1, prefix + "/"])
+    if not abstract_chunk:
+        filters.clauses.append("c.kind <> 'abstract'")
+    return filters
+
+
+_HIT_SQL = """
+SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.body, c.byte_start, c.byte_end, c.line_start, c.line_end,
+       d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
+       (SELECT path FROM documents s WHERE s.id = d.successor_id)
+FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
+"""
+
+
+def _load_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple]:
+    rows: dict[int, tuple] = {}
+    for start in range(0, len(chunk_ids), 500):
+        part = chunk_ids[start : start + 500]
+        for row in conn.execute(_HIT_SQL.format(marks=", ".join("?" * len(part))), part):
+            rows[row[0]] = row
+    return rows
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.last = self.started
+        self.ms: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.ms[name] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+    def done(self) -> dict[str, float]:
+        self.ms["total"] = round((time.perf_counter() - self.started) * 1000, 3)
+        return self.ms
+
+
+def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any) -> dict[str, Any]:
+    timer = Timer()
+    if not isinstance(text, str):
+        raise invalid_params(f"query must be a string, got {type(text).__name__}")
+    options = parse_options(opts, ws, schema)
+    query = parse_query(text, schema)
+    facets = query.facets + options.facets
+    filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
+    timer.lap("parse")
+
+    performed: list[str] = []
+    skipped: dict[str, str] = {}
+    if "semantic" in options.stages:
+        skipped["semantic"] = "no embedding model is configured for this workspace"
+        if "lexical" not in options.stages:
+            raise AutodocError(UNSUPPORTED, "semantic search needs an embedding model; none is configured",
+                               stage="semantic")
+    if "rerank" in options.stages:
+        skipped["rerank"] = "no ranker is configured for this workspace"
+
+    if not query.terms and facets:
+        hits = _facet_only(conn, ws, filters, options.limit)
+        timer.lap("facet")
+        mode_used = "facet"
+        lexical_info: dict[str, Any] = {"strategy": "facet"}
+    else:
+        rankings: dict[str, list[int]] = {}
+        lexical_info = {}
+        if "lexical" in options.stages:
+            result = lexical.search(conn, ws.id, query, filters)
+            rankings["lexical"] = result.chunk_ids
+            performed.append("lexical")
+            lexical_info = {"strategy": result.strategy, "candidates": len(result.chunk_ids)}
+            timer.lap("lexical")
+        hits = _fuse_and_shape(conn, ws.id, rankings, query, options)
+        timer.lap("fuse")
+        mode_used = "+".join(performed) if performed else "none"
+        mode_used = "hybrid" if len(rankings) > 1 else mode_used
+    return {
+        "hits": hits,
+        "mode_used": mode_used,
+        "semantic": "off",
+        "rank": {"state": "off", "model": None, "error": None},
+        "stages": {"requested": options.stages, "performed": performed, "skipped": skipped},
+        "query": {
+            "terms": [t.text for t in query.terms],
+            "facets": [{"field": f.field, "value": f.value, "negated": f.negated} for f in facets],
+            "dropped_stopwords": query.dropped_stopwords,
+            "problems": query.problems,
+            **lexical_info,
+        },
+        "timing": timer.done(),
+    }
+
+
+def _fuse_and_shape(conn: apsw.Connection, ws_id: int, rankings: dict[str, list[int]], query: ParsedQuery,
+                    options: SearchOptions) -> list[dict[str, Any]]:
+    fused = fuse.rrf(rankings)
+    rows = _load_rows(conn, [f.chunk_id for f in fused])
+    fused = [f for f in fused if f.chunk_id in rows]
+    most_inbound = conn.execute(
+        "SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?", (ws_id,)
+    ).fetchone()[0]
+    words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
+    fused = fuse.apply_boosts(
+        fused,
+        {f.chunk_id: json.loads(rows[f.chunk_id][10]) for f in fused},
+        {f.chunk_id: rows[f.chunk_id][11] for f in fused},
+        most_inbound,
+        words,
+    )
+    candidates = [_candidate(rows[f.chunk_id], f, query) for f in fused]
+    candidates = shape.cap_per_document(candidates)
+    if options.demote_superseded:
+        candidates = shape.demote_superseded(candidates)
+    return [c.hit for c in candidates[: options.limit]]
+
+
+def _candidate(row: tuple, fused: fuse.Fused, query: ParsedQuery) -> shape.Candidate:
+    (chunk_id, doc_id, path, breadcrumb, body, byte_start, byte_end, line_start, line_end, generation,
+     _tags, _inbound, successor_id, status, title, kind, successor_path) = row
+    superseded = status == "superseded" or successor_id is not None
+    hit = {
+        "path": path,
+        "title": title,
+        "breadcrumb": breadcrumb,
+        "kind": kind,
+        "snippet": shape.snippet(body or breadcrumb, query.words),
+        "byte_start": byte_start,
+        "byte_end": byte_end,
+        "line_start": line_start,
+        "line_end": line_end,
+        "relevance": round(fused.relevance, 4),
+        "score": round(fused.score, 6),
+        "via": list(fused.via),
+        "rank_score": None,
+        "generation": generation,
+        "superseded": superseded,
+        "superseded_by": successor_path,
+        "chunk_id": chunk_id,
+    }
+    return shape.Candidate(hit, doc_id, successor_id, superseded)
+
+
+def _facet_only(conn: apsw.Connection, ws: Workspace, filters: lexical.Filters, limit: int) -> list[dict[str, Any]]:
+    sql = (
+        "SELECT d.path, d.title, d.generation, d.line_count, d.size, d.status, d.successor_id, "
+        "(SELECT path FROM documents s WHERE s.id = d.successor_id) "
+        "FROM documents d WHERE d.ws_id = ?"
+        + "".join(f" AND {c}" for c in filters.clauses if not c.startswith("c."))
+        + " ORDER BY d.path LIMIT ?"
+    )
+    params = [ws.id, *filters.params, limit]
+    hits = []
+    for path, title, generation, line_count, size, status, successor_id, successor_path in conn.execute(
+        sql, params
+    ):
+        hits.append({
+            "path": path, "title": title, "breadcrumb": title, "kind": "document", "snippet": "",
+            "byte_start": 0, "byte_end": size, "line_start": 1, "line_end": line_count,
+            "relevance": 1.0, "score": 1.0, "via": ["facet"], "rank_score": None, "generation": generation,
+            "superseded": status == "superseded" or successor_id is not None, "superseded_by": successor_path,
+        })
+    return hits

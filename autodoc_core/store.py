@@ -1,0 +1,131 @@
+"""The SQLite file: one writer connection, per-thread reader connections, one snapshot per query.
+
+Every workspace lives in the same file and every row carries its ``ws_id``. The database runs
+in WAL mode, so readers never block the writer and each read transaction sees one committed
+state: a document's old chunks or its new ones, never a mix.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+
+from .errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError
+from .migrations import MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def default_db_path() -> Path:
+    """``$AUTODOC_DB``, else ``$XDG_DATA_HOME/autodoc/autodoc.db`` (XDG default ``~/.local/share``)."""
+    if os.environ.get("AUTODOC_DB"):
+        return Path(os.environ["AUTODOC_DB"]).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(data_home) / "autodoc" / "autodoc.db"
+
+
+def _configure(conn: apsw.Connection) -> None:
+    conn.setbusytimeout(BUSY_TIMEOUT_MS)
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-65536")
+
+
+def _open(path: Path, readonly: bool = False) -> apsw.Connection:
+    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    try:
+        conn = apsw.Connection(str(path), flags=flags)
+    except apsw.Error as exc:
+        raise AutodocError(IO_ERROR, f"cannot open database {path}: {exc}") from exc
+    _configure(conn)
+    return conn
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def migrate(conn: apsw.Connection, path: Path) -> None:
+    """Bring the file to SCHEMA_VERSION; refuse a file written by a newer autodoc."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn)
+        if version > SCHEMA_VERSION:
+            raise AutodocError(
+                SCHEMA_TOO_NEW,
+                f"database {path} has schema version {version}, newer than this autodoc understands "
+                f"({SCHEMA_VERSION}); upgrade autodoc or point --db at another file",
+                schema_version=version,
+                supported=SCHEMA_VERSION,
+            )
+        for number in range(version, SCHEMA_VERSION):
+            conn.execute(MIGRATIONS[number])
+            conn.execute(f"PRAGMA user_version={number + 1}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class Store:
+    """Owns the writer connection and hands out snapshot readers, one connection per thread."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path).expanduser() if path else default_db_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise AutodocError(IO_ERROR, f"cannot create the folder for {self.path}: {exc}") from exc
+        self._writer = _open(self.path)
+        self._writer.execute("PRAGMA journal_mode=WAL")
+        migrate(self._writer, self.path)
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[apsw.Connection] = []
+        self._readers_lock = threading.Lock()
+
+    def _reader(self) -> apsw.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _open(self.path, readonly=True)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A read transaction: every statement inside sees the same committed state."""
+        conn = self._reader()
+        conn.execute("BEGIN DEFERRED")
+        try:
+            # A deferred transaction takes its snapshot at the first read: take it now.
+            conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction on the single writer connection; rolled back on any error."""
+        with self._write_lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        self._writer.close()

@@ -1,0 +1,87 @@
+"""Find a workspace's Markdown files: skip hidden and ignored folders, never leave the root.
+
+Ignored: any name starting with ``.`` (``.git``, ``.obsidian``), ``node_modules``, and what the
+``.gitignore`` files inside the root exclude (each applies to its own folder, as in git).
+Symlinks are followed only when they resolve inside the root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pathspec
+
+from .markdown import MARKDOWN_SUFFIXES
+
+ALWAYS_SKIPPED = {"node_modules", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class FoundFile:
+    relpath: str  # "/"-separated, relative to the root
+    abspath: str
+    size: int
+    mtime_ns: int
+
+
+def is_inside(root: str, path: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _gitignore(folder: str) -> pathspec.PathSpec | None:
+    path = os.path.join(folder, ".gitignore")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return pathspec.GitIgnoreSpec.from_lines(handle)
+    except OSError:
+        return None
+
+
+def _ignored(specs: list[tuple[str, pathspec.PathSpec]], relpath: str, is_dir: bool) -> bool:
+    for base, spec in specs:
+        local = relpath[len(base) + 1 :] if base else relpath
+        if spec.match_file(local + "/" if is_dir else local):
+            return True
+    return False
+
+
+def markdown_files(root: str) -> Iterator[FoundFile]:
+    real_root = os.path.realpath(root)
+    yield from _walk(real_root, real_root, "", [], {real_root})
+
+
+def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str]) -> Iterator[FoundFile]:
+    spec = _gitignore(folder)
+    if spec is not None:
+        specs = [*specs, (relfolder, spec)]
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name in ALWAYS_SKIPPED:
+            continue
+        relpath = f"{relfolder}/{entry.name}" if relfolder else entry.name
+        target = entry.path
+        try:
+            if entry.is_symlink():
+                target = os.path.realpath(entry.path)
+                if not is_inside(root, target):
+                    continue
+            is_dir = os.path.isdir(target)
+        except OSError:
+            continue
+        if _ignored(specs, relpath, is_dir):
+            continue
+        if is_dir:
+            real = os.path.realpath(target)
+            if real not in seen:
+                yield from _walk(root, target, relpath, specs, seen | {real})
+        elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
+            try:
+                stat = os.stat(target)
+            except OSError:
+                continue
+            yield FoundFile(relpath, target, stat.st_size, stat.st_mtime_ns)

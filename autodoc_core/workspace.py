@@ -1,0 +1,119 @@
+"""Workspaces: a name, a root folder, and a validated configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from .chunk import DEFAULT_SECTION_TOKENS
+from .errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def _int_range(low: int, high: int):
+    def check(key: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", key=key)
+        return value
+
+    return check
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise invalid_params(f"'{key}' must be true or false, got {value!r}", key=key)
+    return value
+
+
+def _choice(*choices: str):
+    def check(key: str, value: Any) -> str:
+        if value not in choices:
+            raise invalid_params(f"'{key}' must be one of {', '.join(choices)}, got {value!r}", key=key)
+        return value
+
+    return check
+
+
+CONFIG_DEFAULTS: dict[str, Any] = {
+    "section_tokens": DEFAULT_SECTION_TOKENS,
+    "abstract_chunk": True,
+    "demote_superseded": True,
+    "max_file_bytes": 10_000_000,
+    "fusion": "rrf",
+}
+CONFIG_CHECKS = {
+    "section_tokens": _int_range(32, 8192),
+    "abstract_chunk": _boolean,
+    "demote_superseded": _boolean,
+    "max_file_bytes": _int_range(1024, 1_000_000_000),
+    "fusion": _choice("rrf"),
+}
+
+
+@dataclass
+class Workspace:
+    id: int
+    name: str
+    root: str
+    config: dict[str, Any]
+    next_generation: int
+    indexed_at: float | None
+
+    def option(self, key: str) -> Any:
+        return self.config.get(key, CONFIG_DEFAULTS[key])
+
+    def settings(self) -> dict[str, Any]:
+        return {**CONFIG_DEFAULTS, **self.config}
+
+
+def validate_config(changes: Any) -> dict[str, Any]:
+    if not isinstance(changes, dict):
+        raise invalid_params("configuration must be an object of settings")
+    unknown = sorted(set(changes) - set(CONFIG_CHECKS))
+    if unknown:
+        known = ", ".join(sorted(CONFIG_CHECKS))
+        raise invalid_params(f"unknown setting {', '.join(unknown)}; known settings: {known}", keys=unknown)
+    return {key: CONFIG_CHECKS[key](key, value) for key, value in changes.items()}
+
+
+def validate_name(name: Any) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise invalid_params(
+            f"workspace name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit; got {name!r}"
+        )
+    return name
+
+
+def validate_root(root: Any) -> str:
+    if not isinstance(root, str) or not root:
+        raise invalid_params("root must be a folder path")
+    path = os.path.realpath(os.path.expanduser(root))
+    if not os.path.isdir(path):
+        raise invalid_params(f"root {root!r} is not a folder", root=root)
+    return path
+
+
+_COLUMNS = "id, name, root, config, next_generation, indexed_at"
+
+
+def _row(row: tuple) -> Workspace:
+    return Workspace(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5])
+
+
+def get(conn: apsw.Connection, name: Any) -> Workspace:
+    if not isinstance(name, str):
+        raise invalid_params(f"workspace name must be a string, got {name!r}")
+    row = conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}; add it with workspace.add", name=name)
+    return _row(row)
+
+
+def all_workspaces(conn: apsw.Connection) -> list[Workspace]:
+    return [_row(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM workspaces ORDER BY name")]
