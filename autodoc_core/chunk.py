@@ -115,7 +115,11 @@ def _text(lines: list[str], start: int, end: int) -> str:
 
 def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], title: str, budget: int) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for section in _sections(blocks, title):
+    sections = _sections(blocks, title)
+    for position, section in enumerate(sections):
+        following = sections[position + 1] if position + 1 < len(sections) else None
+        if not section.blocks and following and following.breadcrumb.startswith(section.breadcrumb + BREADCRUMB_SEPARATOR):
+            continue  # a heading with nothing but subsections: its children carry it in their breadcrumbs
         head_tokens = estimate_tokens(section.breadcrumb)
         parts: list[list[Block]] = []
         current: list[Block] = []

@@ -20,7 +20,7 @@ import apsw
 
 from . import frontmatter as fm
 from .document import ParsedDocument, parse_document, reference_key_sets
-from .lexical import fts_table
+from .lexical import fts_table, head_text
 from .store import Store
 from .walk import FoundFile, markdown_files
 from .workspace import Workspace
@@ -64,8 +64,8 @@ def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
-def _fts_fields(parsed: ParsedDocument) -> tuple[str, str, str]:
-    return parsed.title, " ".join(parsed.aliases), " ".join(parsed.tags)
+def _fts_fields(parsed: ParsedDocument) -> tuple[str, list[str], list[str]]:
+    return parsed.title, parsed.aliases, parsed.tags
 
 
 class Indexer:
@@ -218,7 +218,7 @@ class Indexer:
             assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
             conn.execute(f"UPDATE documents SET {assignments} WHERE id = ?", (*values, doc_id))
         same_fields = old_fts is not None and (
-            old_fts[0], " ".join(json.loads(old_fts[1])), " ".join(json.loads(old_fts[2]))
+            old_fts[0], json.loads(old_fts[1]), json.loads(old_fts[2])
         ) == _fts_fields(parsed)
         self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields)
         self._write_doc_rows(conn, doc_id, parsed, item.relpath)
@@ -262,8 +262,8 @@ class Indexer:
                 (self.ws.id, doc_id, *spans, chunk.breadcrumb, chunk.body, chunk.text_hash),
             ).fetchone()[0]
             conn.execute(
-                f"INSERT INTO {self.fts}(rowid, title, breadcrumb, aliases, tags, body) VALUES (?,?,?,?,?,?)",
-                (chunk_id, title, chunk.breadcrumb, aliases, tags, chunk.body),
+                f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
+                (chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body),
             )
             self.report.chunks_written += 1
         stale.extend(i for ids in reusable.values() for i in ids)

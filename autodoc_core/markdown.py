@@ -17,9 +17,12 @@ from markdown_it.token import Token
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 _HEADING_ANCHOR = re.compile(r"\s*\{#[^}]*\}\s*$")
-_INLINE_TAG = re.compile(r"(?<![\w#&/\\])#([^\W\d][\w/-]*)")
+_INLINE_TAG = re.compile(r"(?<![\w#&/\\{])#([^\W\d][\w/-]*)")
 _WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _URL_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_MARKDOWN_LINK = re.compile(r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
+_HEADING_MARKUP = re.compile(r"[*_~]+|\\(?=[^\w\s])")
 
 
 @dataclass
@@ -40,7 +43,9 @@ class MarkdownStructure:
 
 @lru_cache(maxsize=1)
 def _parser() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"maxNesting": 40}).enable("table")
+    # Block structure only: inline parsing is most of markdown-it's time, and what we need from
+    # inline text (heading words, #tags, links) regular expressions over it find faster.
+    return MarkdownIt("commonmark", {"maxNesting": 40}).enable("table").disable("inline")
 
 
 def strip_markdown_extension(path: str) -> str:
@@ -83,8 +88,8 @@ def resolve_relative(href: str, from_relpath: str) -> str | None:
 
 
 def heading_plain_text(inline: Token) -> str:
-    parts = [child.content for child in inline.children or [] if child.type in ("text", "code_inline")]
-    text = "".join(parts) if parts else inline.content
+    text = _MARKDOWN_LINK.sub(lambda m: m.group(0)[1 : m.group(0).index("](")], inline.content)
+    text = _HEADING_MARKUP.sub("", text.replace("`", ""))
     return _HEADING_ANCHOR.sub("", text).strip()
 
 
@@ -113,18 +118,14 @@ def parse_structure(text: str, relpath: str) -> MarkdownStructure:
 
 
 def _scan_inline(token: Token, relpath: str, tags: dict[str, None], links: dict[str, None]) -> None:
-    segment: list[str] = []
-    for child in token.children or []:
-        if child.type == "text":
-            segment.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            segment.append("\n")
-        elif child.type == "code_inline":
-            _scan_text("".join(segment), relpath, tags, links)
-            segment = []
-        elif child.type == "link_open":
-            _add_markdown_link(str(child.attrs.get("href", "")), relpath, links)
-    _scan_text("".join(segment), relpath, tags, links)
+    text = token.content
+    if "`" in text:
+        text = _CODE_SPAN.sub(" ", text)
+    if "](" in text:
+        for match in _MARKDOWN_LINK.finditer(text):
+            _add_markdown_link(match.group(1), relpath, links)
+        text = _MARKDOWN_LINK.sub(lambda m: m.group(0)[: m.group(0).index("](")], text)
+    _scan_text(text, relpath, tags, links)
 
 
 def _scan_text(text: str, relpath: str, tags: dict[str, None], links: dict[str, None]) -> None:

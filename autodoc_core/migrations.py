@@ -38,6 +38,7 @@ MIGRATIONS: list[str] = [
         UNIQUE(ws_id, path)
     );
     CREATE INDEX documents_hash ON documents(ws_id, content_hash);
+    CREATE INDEX documents_inbound ON documents(ws_id, inbound_links);
     CREATE TABLE chunks(
         id INTEGER PRIMARY KEY,
         ws_id INTEGER NOT NULL,

@@ -140,7 +140,7 @@ def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: b
 
 
 _HIT_SQL = """
-SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.body, c.byte_start, c.byte_end, c.line_start, c.line_end,
+SELECT c.id, c.doc_id, d.path, c.breadcrumb, NULL, c.byte_start, c.byte_end, c.line_start, c.line_end,
        d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
        (SELECT path FROM documents s WHERE s.id = d.successor_id)
 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
@@ -204,7 +204,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             result = lexical.search(conn, ws.id, query, filters)
             rankings["lexical"] = result.chunk_ids
             performed.append("lexical")
-            lexical_info = {"strategy": result.strategy, "candidates": len(result.chunk_ids)}
+            lexical_info = {"strategy": result.strategy, "candidates": len(result.chunk_ids),
+                            "common_terms_left_out": result.common_terms_left_out}
             timer.lap("lexical")
         hits = _fuse_and_shape(conn, ws.id, rankings, query, options)
         timer.lap("fuse")
@@ -243,15 +244,25 @@ def _fuse_and_shape(conn: apsw.Connection, ws_id: int, rankings: dict[str, list[
         most_inbound,
         words,
     )
-    candidates = [_candidate(rows[f.chunk_id], f, query) for f in fused]
+    candidates = [_candidate(rows[f.chunk_id], f) for f in fused]
     candidates = shape.cap_per_document(candidates)
     if options.demote_superseded:
         candidates = shape.demote_superseded(candidates)
-    return [c.hit for c in candidates[: options.limit]]
+    hits = [c.hit for c in candidates[: options.limit]]
+    words = query.words
+    bodies = _bodies(conn, [hit["chunk_id"] for hit in hits])
+    for hit in hits:
+        hit["snippet"] = shape.snippet(bodies.get(hit["chunk_id"]) or hit["breadcrumb"], words)
+    return hits
 
 
-def _candidate(row: tuple, fused: fuse.Fused, query: ParsedQuery) -> shape.Candidate:
-    (chunk_id, doc_id, path, breadcrumb, body, byte_start, byte_end, line_start, line_end, generation,
+def _bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
+    marks = ", ".join("?" * len(chunk_ids))
+    return dict(conn.execute(f"SELECT id, body FROM chunks WHERE id IN ({marks})", chunk_ids)) if chunk_ids else {}
+
+
+def _candidate(row: tuple, fused: fuse.Fused) -> shape.Candidate:
+    (chunk_id, doc_id, path, breadcrumb, _body, byte_start, byte_end, line_start, line_end, generation,
      _tags, _inbound, successor_id, status, title, kind, successor_path) = row
     superseded = status == "superseded" or successor_id is not None
     hit = {
@@ -259,7 +270,7 @@ def _candidate(row: tuple, fused: fuse.Fused, query: ParsedQuery) -> shape.Candi
         "title": title,
         "breadcrumb": breadcrumb,
         "kind": kind,
-        "snippet": shape.snippet(body or breadcrumb, query.words),
+        "snippet": "",
         "byte_start": byte_start,
         "byte_end": byte_end,
         "line_start": line_start,

@@ -52,20 +52,19 @@ _SPACE = re.compile(r"\s+")
 
 
 def snippet(body: str, words: list[str], size: int = SNIPPET_CHARS) -> str:
-    text = _SPACE.sub(" ", body).strip()
-    if len(text) <= size:
-        return text
-    lower = text.lower()
+    """About ``size`` characters of the body around the first query word, whitespace folded."""
+    lower = body.lower()
     position = -1
     for word in words:
-        stem = word[: max(4, len(word) - 2)]
-        found = lower.find(stem)
+        found = lower.find(word[: max(4, len(word) - 2)])
         if found != -1 and (position == -1 or found < position):
             position = found
-    if position <= size // 3:
-        return text[:size].rstrip() + "…"
-    start = max(0, position - size // 3)
-    space = text.find(" ", start)
-    start = space + 1 if 0 <= space < position else start
-    end = start + size
-    return "…" + text[start:end].strip() + ("…" if end < len(text) else "")
+    start = 0 if position <= size // 3 else position - size // 3
+    if start:
+        space = body.find(" ", start, position)
+        start = space + 1 if space != -1 else start
+    window = _SPACE.sub(" ", body[start : start + size * 2]).strip()
+    text = window[:size].rstrip()
+    prefix = "…" if start else ""
+    suffix = "…" if len(window) > size or start + size * 2 < len(body) else ""
+    return prefix + text + suffix

@@ -1,0 +1,269 @@
+"""``make bench``: retrieval quality, indexing time and query latency on the shared corpora.
+
+Writes ``doc/benchmarks/kb-retrieval.md``. The peer measured in the same run is plain FTS5 BM25
+(one column, no field weights, OR of the query's words) over the same chunks, the way a BM25-only
+note search does it; "AND of all words" shows how a peer that ANDs every word fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import apsw
+
+from autodoc_core.engine import Engine
+from autodoc_core.query import fts_tokens
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def load_queries(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def ndcg_at_10(ranked: list[str], relevant: set[str]) -> float:
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return dcg / ideal if ideal else 0.0
+
+
+def recall_at(ranked: list[str], relevant: set[str], k: int) -> float:
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
+
+
+def documents_in_order(hits: list[dict]) -> list[str]:
+    return list(dict.fromkeys(hit["path"] for hit in hits))
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def quality(ranked_lists: list[list[str]], queries: list[dict]) -> dict[str, float]:
+    rel = [set(q["relevant"]) for q in queries]
+    n = len(queries)
+    return {
+        "ndcg10": sum(ndcg_at_10(r, g) for r, g in zip(ranked_lists, rel, strict=True)) / n,
+        "r3": sum(recall_at(r, g, 3) for r, g in zip(ranked_lists, rel, strict=True)) / n,
+        "r10": sum(recall_at(r, g, 10) for r, g in zip(ranked_lists, rel, strict=True)) / n,
+    }
+
+
+class Peer:
+    """Plain FTS5 BM25 over the same chunk texts, one column, no weights, no stopword handling."""
+
+    def __init__(self, db: Path, ws_id: int) -> None:
+        self.conn = apsw.Connection(":memory:")
+        self.conn.execute("CREATE VIRTUAL TABLE peer USING fts5(text, path UNINDEXED, tokenize='porter unicode61')")
+        source = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        rows = source.execute(
+            "SELECT c.breadcrumb || char(10) || c.body, d.path FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "WHERE c.ws_id = ?", (ws_id,))
+        with self.conn:
+            self.conn.executemany("INSERT INTO peer(text, path) VALUES (?, ?)", rows)
+        source.close()
+
+    def search(self, query: str, operator: str) -> list[str]:
+        words = fts_tokens(query)
+        if not words:
+            return []
+        match = f" {operator} ".join('"' + w + '"' for w in words)
+        rows = self.conn.execute("SELECT path FROM peer WHERE peer MATCH ? ORDER BY rank LIMIT 50", (match,))
+        return list(dict.fromkeys(r[0] for r in rows))
+
+
+def timed_index(engine: Engine, name: str, root: Path) -> dict:
+    engine.workspace_add(name, str(root))
+    started = time.perf_counter()
+    report = engine.workspace_index(name)
+    return {"seconds": time.perf_counter() - started, "documents": report["added"], "chunks": report["chunks_written"]}
+
+
+def eval_engine(engine: Engine, name: str, queries: list[dict], opts: dict) -> list[list[str]]:
+    return [documents_in_order(engine.search_query(name, q["query"], {**opts, "limit": 50})["hits"]) for q in queries]
+
+
+def section_hit_at_3(engine: Engine, name: str, queries: list[dict]) -> tuple[int, int]:
+    """Queries with a labelled section: how many have that section's chunk in the top 3 hits."""
+    labelled = [q for q in queries if q.get("section")]
+    found = 0
+    for q in labelled:
+        hits = engine.search_query(name, q["query"], {"limit": 3, "stages": ["lexical"]})["hits"]
+        target = q["section"].lower()
+        if any(h["path"] == q["relevant"][0] and target in h["breadcrumb"].lower() for h in hits):
+            found += 1
+    return found, len(labelled)
+
+
+def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1) -> list[float]:
+    """Round trips of search.query through ``autodoc serve --stdio``, in milliseconds."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT,
+    )
+    assert process.stdin and process.stdout
+    timings = []
+    for number, text in enumerate(queries * rounds):
+        message = {"jsonrpc": "2.0", "id": number, "method": "search.query",
+                   "params": [name, text, {"stages": ["lexical"], "limit": 10}]}
+        started = time.perf_counter()
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())
+        timings.append((time.perf_counter() - started) * 1000)
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+    process.stdin.close()
+    process.wait()
+    return timings[len(queries) // 10 :] if rounds == 1 else timings  # drop warm-up
+
+
+def peer_latency(peer: Peer, queries: list[str]) -> list[float]:
+    timings = []
+    for text in queries:
+        started = time.perf_counter()
+        peer.search(text, "OR")
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def replicate(source: Path, target: Path, copies: int) -> None:
+    for copy in range(copies):
+        folder = target / f"copy{copy:03d}"
+        folder.mkdir(parents=True)
+        for path in source.iterdir():
+            if path.suffix == ".md":
+                os.link(path, folder / path.name) if _same_device(source, target) else shutil.copy(path, folder)
+
+
+def _same_device(a: Path, b: Path) -> bool:
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", default="../shared")
+    parser.add_argument("--out", default="doc/benchmarks/kb-retrieval.md")
+    parser.add_argument("--scale", type=int, default=50, help="SciFact copies for the growth run (0: skip)")
+    args = parser.parse_args()
+    shared = Path(args.shared).resolve()
+    scifact_q = load_queries(shared / "eval" / "scifact-train.jsonl")
+    techdocs_q = load_queries(shared / "eval" / "techdocs-dev.jsonl")
+    work = Path(tempfile.mkdtemp(prefix="autodoc-bench-"))
+    db = work / "bench.db"
+    engine = Engine(db)
+    lines: list[str] = []
+    try:
+        index = {
+            "scifact": timed_index(engine, "scifact", shared / "data" / "scifact" / "docs"),
+            "techdocs": timed_index(engine, "techdocs", shared / "data" / "techdocs" / "docs"),
+        }
+        rows = []
+        for name, queries in (("scifact", scifact_q), ("techdocs", techdocs_q)):
+            ours = quality(eval_engine(engine, name, queries, {"stages": ["lexical"]}), queries)
+            ws_id = engine._workspace(name).id
+            peer = Peer(db, ws_id)
+            peer_or = quality([peer.search(q["query"], "OR") for q in queries], queries)
+            and_lists = [peer.search(q["query"], "AND") for q in queries]
+            peer_and = quality(and_lists, queries)
+            empty = sum(1 for r in and_lists if not r)
+            rows.append((name, len(queries), ours, peer_or, peer_and, empty))
+            if name == "techdocs":
+                kinds = sorted({q["kind"] for q in queries})
+                per_kind = {}
+                for kind in kinds:
+                    subset = [q for q in queries if q["kind"] == kind]
+                    per_kind[kind] = (len(subset), quality(eval_engine(engine, name, subset, {"stages": ["lexical"]}),
+                                                           subset))
+                sections = section_hit_at_3(engine, name, queries)
+            if name == "scifact":
+                texts = [q["query"] for q in queries]
+                ours_ms = stdio_latency(db, "scifact", texts)
+                peer_ms = peer_latency(peer, texts)
+        growth = scale_run(work, shared, args.scale, scifact_q) if args.scale else None
+        lines = report(index, rows, per_kind, sections, ours_ms, peer_ms, growth)
+    finally:
+        engine.close()
+        shutil.rmtree(work, ignore_errors=True)
+    out = ROOT / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def scale_run(work: Path, shared: Path, copies: int, queries: list[dict]) -> dict:
+    folder = work / "scaled"
+    replicate(shared / "data" / "scifact" / "docs", folder, copies)
+    db = work / "scaled.db"
+    engine = Engine(db)
+    try:
+        indexed = timed_index(engine, "scaled", folder)
+    finally:
+        engine.close()
+    texts = [q["query"] for q in queries[:300]]
+    timings = stdio_latency(db, "scaled", texts)
+    return {"copies": copies, **indexed, "median": statistics.median(timings), "p95": percentile(timings, 0.95)}
+
+
+def _fmt(q: dict) -> str:
+    return f"{q['ndcg10']:.3f} | {q['r3']:.3f} | {q['r10']:.3f}"
+
+
+def report(index, rows, per_kind, sections, ours_ms, peer_ms, growth) -> list[str]:
+    lines = [
+        "# Retrieval benchmark: lexical stage",
+        "",
+        f"Made by `make bench` on {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {apsw.sqlite_lib_version()}.",
+        "Peer, measured in the same run over the same chunks: plain FTS5 BM25 (one column, no field weights, "
+        "query words ORed, stopwords kept); and the AND of all words, as BM25-only note tools do it.",
+        "Ranking is by document (a document's best chunk); hits are chunks.",
+        "",
+        "## Quality",
+        "",
+        "| corpus | queries | autodoc nDCG@10 | R@3 | R@10 | peer OR nDCG@10 | R@3 | R@10 | "
+        "peer AND nDCG@10 | R@3 | R@10 | AND: empty answers |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, count, ours, peer_or, peer_and, empty in rows:
+        lines.append(f"| {name} | {count} | {_fmt(ours)} | {_fmt(peer_or)} | {_fmt(peer_and)} | {empty} |")
+    lines += ["", "techdocs dev by query kind (autodoc lexical):", "",
+              "| kind | queries | nDCG@10 | R@3 | R@10 |", "|---|---|---|---|---|"]
+    for kind, (count, q) in per_kind.items():
+        lines.append(f"| {kind} | {count} | {q['ndcg10']:.3f} | {q['r3']:.3f} | {q['r10']:.3f} |")
+    lines += ["", f"Labelled section of the first relevant file among the top 3 hits: {sections[0]} of {sections[1]}.",
+              "", "## Indexing", "", "| corpus | documents | chunks | seconds |", "|---|---|---|---|"]
+    for name, item in index.items():
+        lines.append(f"| {name} | {item['documents']} | {item['chunks']} | {item['seconds']:.2f} |")
+    ours_median, peer_median = statistics.median(ours_ms), statistics.median(peer_ms)
+    lines += [
+        "", "## Query latency (SciFact train claims, lexical)", "",
+        "| what | median ms | p95 ms |", "|---|---|---|",
+        f"| autodoc `search.query` over `serve --stdio` (round trip, JSON both ways) | {ours_median:.2f} | "
+        f"{percentile(ours_ms, 0.95):.2f} |",
+        f"| peer: FTS5 BM25 OR query in-process (no RPC) | {peer_median:.2f} | {percentile(peer_ms, 0.95):.2f} |",
+        "", f"Ratio autodoc / peer (medians): {ours_median / peer_median:.2f}.",
+    ]
+    if growth:
+        lines += [
+            "", f"## Growth: SciFact replicated {growth['copies']}x", "",
+            f"{growth['documents']} documents, {growth['chunks']} chunks, indexed in {growth['seconds']:.1f} s. "
+            f"`search.query` over stdio on 300 claims: median {growth['median']:.2f} ms, p95 {growth['p95']:.2f} ms.",
+        ]
+    return lines
+
+
+if __name__ == "__main__":
+    main()
