@@ -118,7 +118,8 @@ def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], titl
     sections = _sections(blocks, title)
     for position, section in enumerate(sections):
         following = sections[position + 1] if position + 1 < len(sections) else None
-        if not section.blocks and following and following.breadcrumb.startswith(section.breadcrumb + BREADCRUMB_SEPARATOR):
+        parent_only = following and following.breadcrumb.startswith(section.breadcrumb + BREADCRUMB_SEPARATOR)
+        if not section.blocks and parent_only:
             continue  # a heading with nothing but subsections: its children carry it in their breadcrumbs
         head_tokens = estimate_tokens(section.breadcrumb)
         parts: list[list[Block]] = []

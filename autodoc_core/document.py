@@ -110,7 +110,9 @@ def reference_key_sets(references: list[str], relpath: str) -> list[list[str]]:
     return [reference_keys(ref, relpath) for ref in references]
 
 
-def _facets(fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None) -> tuple[list[tuple[str, str]], list[str]]:
+def _facets(
+    fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None
+) -> tuple[list[tuple[str, str]], list[str]]:
     facets: list[tuple[str, str]] = []
     problems: list[str] = []
     for name, kind in schema.fields_for(doc_type).items():

@@ -65,13 +65,16 @@ def name_key(name: str) -> str:
 
 
 def reference_keys(reference: str, from_relpath: str = "") -> list[str]:
-    """Keys a wiki-style reference may resolve through: a path, else a name (stem, title, alias)."""
+    """Keys a wiki-style reference may resolve through, most likely first: a path from the root,
+    a path from the referring document's folder, a name (file stem, title or alias)."""
     reference = reference.strip()
     if not reference:
         return []
     if "/" in reference:
-        resolved = resolve_relative(reference, from_relpath) if from_relpath else reference.strip("/")
-        return [path_key(resolved)] if resolved else []
+        candidates = [reference.strip("/")]
+        if from_relpath and not reference.startswith("/"):
+            candidates.append(resolve_relative(reference, from_relpath) or "")
+        return list(dict.fromkeys(path_key(c) for c in candidates if c))
     return [name_key(reference), path_key(reference)]
 
 

@@ -85,7 +85,8 @@ def validate_config(changes: Any) -> dict[str, Any]:
 def validate_name(name: Any) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         raise invalid_params(
-            f"workspace name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit; got {name!r}"
+            "workspace name must be 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit; "
+            f"got {name!r}"
         )
     return name
 

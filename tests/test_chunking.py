@@ -1,0 +1,126 @@
+"""Heading-scoped chunks: breadcrumbs, splitting at block boundaries, exact spans."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autodoc_core.chunk import estimate_tokens
+from autodoc_core.document import parse_document
+from autodoc_core.frontmatter import FacetSchema
+from tests.conftest import write
+
+
+def parse(raw: bytes | str, budget: int = 350, relpath: str = "doc.md"):
+    data = raw.encode() if isinstance(raw, str) else raw
+    return parse_document(data, relpath, FacetSchema(), budget)
+
+
+def assert_spans_exact(raw: bytes, chunks) -> None:
+    lines = raw.split(b"\n")
+    for chunk in chunks:
+        by_bytes = raw[chunk.byte_start : chunk.byte_end]
+        by_lines = b"\n".join(line.rstrip(b"\r") for line in lines[chunk.line_start - 1 : chunk.line_end])
+        assert by_bytes.replace(b"\r\n", b"\n") == by_lines, chunk
+        assert not by_bytes.endswith((b"\n", b"\r"))
+
+
+ADR = """\
+# ADR 0203
+
+Intro paragraph.
+
+## 4. Storage Engine
+
+We store things.
+
+### 4.4 Constants
+
+The constant `reclaimBatch` is 64.
+
+## 5. Consequences
+
+Fine.
+"""
+
+
+def test_breadcrumbs_follow_the_heading_path() -> None:
+    doc = parse(ADR)
+    crumbs = [c.breadcrumb for c in doc.chunks]
+    assert crumbs == [
+        "ADR 0203",
+        "ADR 0203 › 4. Storage Engine",
+        "ADR 0203 › 4. Storage Engine › 4.4 Constants",
+        "ADR 0203 › 5. Consequences",
+    ]
+    assert doc.chunks[2].body == "The constant `reclaimBatch` is 64."
+    assert (doc.chunks[2].line_start, doc.chunks[2].line_end) == (9, 11)
+    assert doc.title == "ADR 0203"
+
+
+def test_spans_are_exact_bytes_and_lines() -> None:
+    raw = ("---\ntitle: Ünïcode\n---\n# Ωmega\n\nπ text ✓\n\n## Two\n\nmore\n").encode()
+    doc = parse(raw)
+    assert_spans_exact(raw, doc.chunks)
+    assert raw[doc.chunks[0].byte_start : doc.chunks[0].byte_end].decode() == "# Ωmega\n\nπ text ✓"
+
+
+def test_crlf_files_keep_exact_spans() -> None:
+    raw = b"# One\r\n\r\nalpha\r\n\r\n## Two\r\n\r\nbeta\r\n"
+    doc = parse(raw)
+    assert [c.body for c in doc.chunks] == ["alpha", "beta"]
+    assert_spans_exact(raw, doc.chunks)
+
+
+def test_large_section_splits_between_paragraphs_and_keeps_breadcrumb() -> None:
+    paragraphs = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(8))
+    raw = f"# Big\n\n## Part\n\n{paragraphs}\n"
+    doc = parse(raw, budget=100)
+    parts = [c for c in doc.chunks if c.breadcrumb == "Big › Part"]
+    assert len(parts) >= 4
+    for chunk in parts:
+        assert chunk.body.startswith("Paragraph")  # cut at a paragraph boundary
+        assert estimate_tokens(chunk.body) <= 100 * 2
+    assert_spans_exact(raw.encode(), doc.chunks)
+
+
+def test_code_fences_and_tables_are_never_cut() -> None:
+    fence = "```python\n" + "\n".join(f"line_{i} = {i}" for i in range(80)) + "\n```"
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(60))
+    raw = f"# T\n\nBefore.\n\n{fence}\n\nBetween.\n\n{table}\n\nAfter.\n"
+    doc = parse(raw, budget=60)
+    bodies = [c.body for c in doc.chunks]
+    assert any(b.startswith("```python") and b.endswith("```") for b in bodies)
+    assert any(b.startswith("| a | b |") and b.rstrip().endswith("| 59 | 3481 |") for b in bodies)
+    for body in bodies:
+        assert body.count("```") in (0, 2)
+    assert_spans_exact(raw.encode(), doc.chunks)
+
+
+def test_preamble_before_first_heading_uses_the_title() -> None:
+    doc = parse("---\ntitle: Notes\n---\nLoose text first.\n\n## Later\n\nbody\n")
+    assert doc.chunks[0].breadcrumb == "Notes"
+    assert doc.chunks[0].body == "Loose text first."
+    assert doc.chunks[1].breadcrumb == "Notes › Later"
+
+
+def test_heading_anchor_and_markup_are_stripped() -> None:
+    doc = parse("# Title\n\n## Byte-Range *Caching* {#byte-range}\n\ntext\n")
+    assert doc.chunks[-1].breadcrumb == "Title › Byte-Range Caching"
+
+
+def test_heading_inside_code_fence_is_not_a_section() -> None:
+    doc = parse("# Real\n\n```\n# not a heading\n```\n")
+    assert [c.breadcrumb for c in doc.chunks] == ["Real"]
+
+
+def test_text_hash_changes_only_with_text() -> None:
+    first = parse(ADR)
+    edited = parse(ADR.replace("Fine.", "Fine, mostly."))
+    assert [c.text_hash for c in first.chunks[:3]] == [c.text_hash for c in edited.chunks[:3]]
+    assert first.chunks[3].text_hash != edited.chunks[3].text_hash
+
+
+def test_every_chunk_span_matches_the_file_on_disk(tmp_path: Path) -> None:
+    path = write(tmp_path, "x.md", ADR + "\n- item one\n- item two\n\n> quote\n")
+    raw = path.read_bytes()
+    assert_spans_exact(raw, parse(raw).chunks)

@@ -1,0 +1,107 @@
+"""Frontmatter: metadata, tags, aliases, abstract chunks, the facet schema and its coercions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autodoc_core.frontmatter import CoercionError, coerce, load_schema
+from tests.conftest import paths, search, write
+
+SCHEMA = """
+common: {status: string, owner: string, reviewed: boolean, labels: list}
+types:
+  adr: {number: integer, decided: date}
+"""
+
+
+def test_metadata_tags_aliases_and_inline_tags(engine, kb: Path, indexed) -> None:
+    write(kb, "a.md", """
+        ---
+        title: Alpha Note
+        aliases: [First, Début]
+        tags: [storage, "#sqlite"]
+        rating: 5
+        ---
+        # Heading
+
+        Body mentions #inline-tag and `#notatag` and [x](#anchor).
+        """)
+    indexed()
+    with engine.store.snapshot() as conn:
+        title, aliases, tags, meta = conn.execute("SELECT title, aliases, tags, meta FROM documents").fetchone()
+    assert title == "Alpha Note"
+    assert aliases == '["First", "D\\u00e9but"]'
+    assert tags == '["storage", "sqlite", "inline-tag"]'
+    assert '"rating": 5' in meta
+    assert paths(search(engine, "début")) == ["a.md"]  # aliases are searchable
+
+
+def test_malformed_yaml_is_reported_and_body_still_indexed(engine, kb: Path, indexed) -> None:
+    write(kb, "bad.md", "---\ntitle: [unclosed\n---\n# Bad\n\nthe quokka survives\n")
+    report = indexed()
+    assert report["added"] == 1
+    assert any("malformed YAML" in p["reason"] and p["path"] == "bad.md" for p in report["problems"])
+    assert paths(search(engine, "quokka")) == ["bad.md"]
+    status = engine.workspace_status("kb")
+    assert any(p["path"] == "bad.md" and "malformed YAML" in p["reason"] for p in status["problems"])
+
+
+def test_frontmatter_that_is_not_a_mapping_is_reported(engine, kb: Path, indexed) -> None:
+    write(kb, "list.md", "---\n- just\n- a list\n---\nbody words here\n")
+    report = indexed()
+    assert any("not a mapping" in p["reason"] for p in report["problems"])
+
+
+def test_abstract_field_yields_a_chunk_that_can_be_excluded(engine, kb: Path, indexed) -> None:
+    write(kb, "abs.md", """
+        ---
+        title: Abstracted
+        abstract: A summary about platypus migration.
+        owner: me
+        ---
+        # Abstracted
+
+        The body talks about something else entirely.
+        """)
+    indexed()
+    hits = search(engine, "platypus")["hits"]
+    assert [h["kind"] for h in hits] == ["abstract"]
+    assert (hits[0]["line_start"], hits[0]["line_end"]) == (3, 3)
+    assert search(engine, "platypus", retrieval={"abstract_chunk": False})["hits"] == []
+
+
+def test_schema_coerces_values_and_reports_misfits(engine, kb: Path, indexed) -> None:
+    write(kb, "_schema/frontmatter.yaml", SCHEMA)
+    write(kb, "adr1.md", "---\ntype: adr\nnumber: '7'\ndecided: 2024-01-05\nreviewed: yes\n---\n# One\n\nx\n")
+    write(kb, "adr2.md", "---\ntype: adr\nnumber: seven\n---\n# Two\n\ny\n")
+    report = indexed()
+    misfit = [p for p in report["problems"] if p["path"] == "adr2.md"]
+    assert misfit and "expected an integer" in misfit[0]["reason"]
+    assert paths(search(engine, "number:7")) == ["adr1.md"]
+    assert paths(search(engine, "number:007")) == ["adr1.md"]  # the query value is coerced too
+    assert paths(search(engine, "decided:2024-01-05")) == ["adr1.md"]
+    assert paths(search(engine, "reviewed:true")) == ["adr1.md"]
+    assert sorted(paths(search(engine, "type:adr"))) == ["adr1.md", "adr2.md"]
+
+
+def test_coerce_rules() -> None:
+    assert coerce("12", "integer") == ["12"]
+    assert coerce(True, "boolean") == ["true"]
+    assert coerce("No", "boolean") == ["false"]
+    assert coerce("a, b", "list") == ["a", "b"]
+    assert coerce(["x", 2], "list") == ["x", "2"]
+    for value, kind in (("1.5", "integer"), ("maybe", "boolean"), ("05/01/2024", "date"), (["a"], "string")):
+        try:
+            coerce(value, kind)
+        except CoercionError:
+            continue
+        raise AssertionError(f"{value!r} as {kind} should not coerce")
+
+
+def test_broken_schema_file_is_reported(engine, kb: Path, indexed) -> None:
+    write(kb, "_schema/frontmatter.yaml", "common: {status: strnig}\n")
+    write(kb, "a.md", "# A\n\ntext\n")
+    indexed()
+    problems = engine.workspace_status("kb")["problems"]
+    assert problems[0]["kind"] == "schema" and "unknown type 'strnig'" in problems[0]["reason"]
+    assert load_schema(kb).common == {}

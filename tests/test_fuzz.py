@@ -1,0 +1,76 @@
+"""Property tests: no query string and no file content may raise or hang."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from autodoc_core.document import parse_document
+from autodoc_core.engine import Engine
+from autodoc_core.frontmatter import FacetSchema
+from autodoc_core.query import parse_query
+from tests.conftest import write
+
+QUERY_ALPHABET = st.characters(codec="utf-8")
+SYNTAX = st.sampled_from(['"', "*", "-", ":", "(", ")", "^", "AND", "OR", "NOT", "NEAR", "type:", "tag:", " ", "\\"])
+
+
+@pytest.fixture(scope="module")
+def fuzz_engine(tmp_path_factory) -> Engine:
+    root = tmp_path_factory.mktemp("kb")
+    write(root, "_schema/frontmatter.yaml", "common: {status: string, n: integer, d: date, b: boolean}\n")
+    write(root, "a.md", "---\nstatus: ok\nn: 3\n---\n# Alpha\n\nNEAR AND OR words \"quoted\" (paren) ^caret\n")
+    write(root, "b.md", "# Beta\n\nmore words here\n")
+    engine = Engine(tmp_path_factory.mktemp("db") / "fuzz.db")
+    engine.workspace_add("kb", str(root))
+    engine.workspace_index("kb")
+    return engine
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(QUERY_ALPHABET, max_size=200))
+def test_any_text_query_answers(fuzz_engine: Engine, text: str) -> None:
+    answer = fuzz_engine.search_query("kb", text, None)
+    assert isinstance(answer["hits"], list)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(SYNTAX, st.text(QUERY_ALPHABET, max_size=8)), max_size=20).map("".join))
+def test_syntax_heavy_queries_answer(fuzz_engine: Engine, text: str) -> None:
+    answer = fuzz_engine.search_query("kb", text, None)
+    assert isinstance(answer["hits"], list)
+    parse_query(text, FacetSchema())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=2000))
+def test_any_bytes_parse_as_a_document(raw: bytes) -> None:
+    doc = parse_document(raw, "x.md", FacetSchema(), 350)
+    for chunk in doc.chunks:
+        assert 0 <= chunk.byte_start <= chunk.byte_end <= len(raw)
+        assert 1 <= chunk.line_start <= chunk.line_end
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["# h", "## h2", "---", "```", "| a |", "|---|", "- x", "> q", "", "text", "[[w]]",
+                                 "#tag", "title: [x", "abstract: y", "\t", "<div>", "1. y"]), max_size=40))
+def test_markdown_structures_keep_spans_in_bounds(lines: list[str]) -> None:
+    raw = "\n".join(lines).encode()
+    doc = parse_document(raw, "x.md", FacetSchema(), 16)
+    for chunk in doc.chunks:
+        assert raw[chunk.byte_start : chunk.byte_end].count(b"\n") == chunk.line_end - chunk.line_start
+
+
+def test_pathological_documents(tmp_path: Path) -> None:
+    many_headings = "".join(f"# H{i}\n\nx\n" for i in range(10_000)).encode()
+    assert len(parse_document(many_headings, "x.md", FacetSchema(), 350).chunks) == 10_000
+    deep = ("> " * 2000 + "deep\n").encode() + b"- " * 2000 + b"x\n"
+    parse_document(deep, "x.md", FacetSchema(), 350)
+    long_line = b"# Long\n\n" + b"word " * 2_000_000 + b"\n"
+    doc = parse_document(long_line, "x.md", FacetSchema(), 350)
+    assert doc.chunks[-1].byte_end == len(long_line) - 1
+    nested_yaml = ("---\nkey: " + "[" * 5000 + "\n---\n# T\n").encode()
+    assert parse_document(nested_yaml, "x.md", FacetSchema(), 350).problems

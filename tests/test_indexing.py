@@ -1,0 +1,185 @@
+"""Incremental indexing on real folders: add, edit, delete, rename, ignores, hostile files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.indexer import Indexer
+from tests.conftest import paths, search, write
+
+
+def chunk_rows(engine) -> dict[str, int]:
+    with engine.store.snapshot() as conn:
+        return dict(conn.execute("SELECT breadcrumb, id FROM chunks ORDER BY id"))
+
+
+def test_second_run_reads_nothing_new(engine, kb: Path, indexed) -> None:
+    write(kb, "a.md", "# A\n\nalpha\n")
+    write(kb, "sub/b.markdown", "# B\n\nbeta\n")
+    first = indexed()
+    assert (first["added"], first["scanned"]) == (2, 2)
+    second = indexed()
+    assert (second["added"], second["changed"], second["unchanged"], second["chunks_written"]) == (0, 0, 2, 0)
+
+
+def test_edit_rewrites_only_the_changed_chunk(engine, kb: Path, indexed) -> None:
+    sections = "\n\n".join(f"## S{i}\n\nsection {i} text" for i in range(5))
+    path = write(kb, "doc.md", f"# Doc\n\n{sections}\n")
+    indexed()
+    before = chunk_rows(engine)
+    path.write_text(path.read_text().replace("section 2 text", "section 2 text, edited with zebra"))
+    report = indexed()
+    after = chunk_rows(engine)
+    assert (report["changed"], report["chunks_written"], report["chunks_deleted"]) == (1, 1, 1)
+    assert report["chunks_kept"] == 4
+    for name in ("Doc › S0", "Doc › S1", "Doc › S3", "Doc › S4"):
+        assert before[name] == after[name]
+    assert before["Doc › S2"] != after["Doc › S2"]
+    hit = search(engine, "zebra")["hits"][0]
+    assert hit["breadcrumb"] == "Doc › S2"
+
+
+def test_inserted_lines_move_unchanged_chunk_spans(engine, kb: Path, indexed) -> None:
+    path = write(kb, "doc.md", "# Doc\n\n## One\n\nfirst\n\n## Two\n\nsecond unicorn\n")
+    indexed()
+    assert search(engine, "unicorn")["hits"][0]["line_start"] == 7
+    path.write_text("# Doc\n\nnew intro\n\nmore intro\n\n## One\n\nfirst\n\n## Two\n\nsecond unicorn\n")
+    indexed()
+    hit = search(engine, "unicorn")["hits"][0]
+    assert (hit["line_start"], hit["line_end"]) == (11, 13)
+    assert path.read_bytes()[hit["byte_start"] : hit["byte_end"]] == b"## Two\n\nsecond unicorn"
+
+
+def test_delete_and_rename(engine, kb: Path, indexed) -> None:
+    write(kb, "keep.md", "# Keep\n\nkept words\n")
+    doomed = write(kb, "doomed.md", "# Doomed\n\nwalrus\n")
+    moving = write(kb, "old/name.md", "# Moving\n\ncapybara facts\n")
+    indexed()
+    ids_before = chunk_rows(engine)
+    doomed.unlink()
+    (kb / "new").mkdir()
+    moving.rename(kb / "new" / "name.md")
+    report = indexed()
+    assert (report["deleted"], report["renamed"], report["added"]) == (1, 1, 0)
+    assert search(engine, "walrus")["hits"] == []
+    assert paths(search(engine, "capybara")) == ["new/name.md"]
+    assert chunk_rows(engine)["Moving"] == ids_before["Moving"]  # chunks (and later vectors) reused
+
+
+def test_generation_is_monotonic_per_change(engine, kb: Path, indexed) -> None:
+    path = write(kb, "g.md", "# G\n\nv1 gnu\n")
+    indexed()
+    first = search(engine, "gnu")["hits"][0]["generation"]
+    path.write_text("# G\n\nv2 gnu\n")
+    indexed()
+    assert search(engine, "gnu")["hits"][0]["generation"] > first
+
+
+def test_hidden_ignored_and_node_modules_are_skipped(engine, kb: Path, indexed) -> None:
+    write(kb, "visible.md", "# V\n\nseen\n")
+    write(kb, ".git/x.md", "# G\n\nseen\n")
+    write(kb, ".obsidian/y.md", "# O\n\nseen\n")
+    write(kb, "node_modules/pkg/readme.md", "# N\n\nseen\n")
+    write(kb, "build/out.md", "# B\n\nseen\n")
+    write(kb, "drafts/keep.md", "# K\n\nseen\n")
+    write(kb, "drafts/secret.md", "# S\n\nseen\n")
+    write(kb, ".gitignore", "build/\n")
+    write(kb, "drafts/.gitignore", "secret.md\n")
+    write(kb, "notes.txt", "seen\n")
+    indexed()
+    assert sorted(paths(search(engine, "seen", limit=50))) == ["drafts/keep.md", "visible.md"]
+
+
+def test_symlinks_never_lead_out_of_the_root(engine, kb: Path, tmp_path: Path, indexed) -> None:
+    outside = tmp_path / "outside"
+    write(outside, "private.md", "# Private\n\nsecret ocelot\n")
+    write(kb, "inner/real.md", "# Real\n\nocelot inside\n")
+    os.symlink(outside, kb / "escape")
+    os.symlink(outside / "private.md", kb / "private-link.md")
+    os.symlink(kb / "inner", kb / "loop")  # inside the root: followed once, no cycle
+    os.symlink(kb, kb / "inner" / "back")
+    indexed()
+    found = sorted(paths(search(engine, "ocelot", limit=50)))
+    assert "escape/private.md" not in found and "private-link.md" not in found
+    assert "inner/real.md" in found
+
+
+def test_binary_huge_and_invalid_utf8_files(engine, kb: Path, indexed) -> None:
+    write(kb, "binary.md", b"\x00\x01\x02PNG" * 100)
+    huge = kb / "huge.md"
+    with open(huge, "wb") as handle:
+        handle.write(b"# Huge\n\n")
+        handle.seek(50 * 1024 * 1024)
+        handle.write(b"end\n")
+    write(kb, "latin1.md", "# Caf\xe9\n\ncr\xe8me br\xfbl\xe9e with okapi\n".encode("latin-1"))
+    write(kb, "fine.md", "# Fine\n\nokapi\n")
+    report = indexed()
+    reasons = {p["path"]: p["reason"] for p in report["problems"]}
+    assert "binary" in reasons["binary.md"]
+    assert "over the 10 MB limit" in reasons["huge.md"]
+    assert "invalid UTF-8" in reasons["latin1.md"]
+    assert sorted(paths(search(engine, "okapi"))) == ["fine.md", "latin1.md"]
+    hit = next(h for h in search(engine, "okapi")["hits"] if h["path"] == "latin1.md")
+    assert (hit["line_start"], hit["line_end"]) == (1, 3)
+    status = engine.workspace_status("kb")
+    assert {p["path"] for p in status["problems"]} >= {"binary.md", "huge.md", "latin1.md"}
+    assert status["documents"] == 2
+
+
+def test_file_deleted_mid_index_is_reported_and_the_rest_indexed(engine, kb: Path) -> None:
+    for name in "abcde":
+        write(kb, f"{name}.md", f"# {name}\n\nshared lemur {name}\n")
+    engine.workspace_add("kb", str(kb))
+    ws = engine._workspace("kb")
+
+    def delete_a_later_file(relpath: str) -> None:
+        if relpath == "a.md":
+            (kb / "d.md").unlink()
+
+    report = Indexer(engine.store, ws, on_file=delete_a_later_file).run().as_dict()
+    assert report["added"] == 4
+    assert any(p["path"] == "d.md" and "disappeared" in p["reason"] for p in report["problems"])
+    assert sorted(paths(search(engine, "lemur"))) == ["a.md", "b.md", "c.md", "e.md"]
+
+
+def test_fixed_file_clears_its_problem(engine, kb: Path, indexed) -> None:
+    path = write(kb, "x.md", "---\ntitle: [bad\n---\n# X\n\ntext\n")
+    indexed()
+    assert engine.workspace_status("kb")["problems"]
+    path.write_text("---\ntitle: good\n---\n# X\n\ntext\n")
+    indexed()
+    assert engine.workspace_status("kb")["problems"] == []
+
+
+def test_only_paths_reindexes_just_those(engine, kb: Path, indexed) -> None:
+    write(kb, "a.md", "# A\n\none\n")
+    write(kb, "b.md", "# B\n\ntwo\n")
+    indexed()
+    write(kb, "a.md", "# A\n\none changed\n")
+    write(kb, "b.md", "# B\n\ntwo changed\n")
+    report = indexed(paths=["a.md"])
+    assert (report["scanned"], report["changed"]) == (1, 1)
+    assert paths(search(engine, "changed")) == ["a.md"]  # b.md keeps its old text until indexed
+
+
+def test_section_size_setting_rechunks(engine, kb: Path, indexed) -> None:
+    write(kb, "long.md", "# Long\n\n" + "\n\n".join("para " + "word " * 50 for _ in range(6)) + "\n")
+    indexed()
+    before = engine.workspace_status("kb")["chunks"]
+    engine.workspace_section_size("kb", 64)
+    report = indexed()
+    assert report["changed"] == 1
+    assert engine.workspace_status("kb")["chunks"] > before
+
+
+@pytest.mark.parametrize("bad", [{"section_tokens": 5}, {"nope": 1}, {"abstract_chunk": "yes"}, []])
+def test_configure_rejects_bad_settings(engine, kb: Path, bad) -> None:
+    from autodoc_core.errors import AutodocError
+
+    engine.workspace_add("kb", str(kb))
+    with pytest.raises(AutodocError) as caught:
+        engine.workspace_configure("kb", bad)
+    assert caught.value.code == -32602

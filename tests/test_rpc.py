@@ -1,0 +1,134 @@
+"""The surface: `autodoc --call` and `autodoc serve --stdio`, run as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.errors import AutodocError
+from tests.conftest import PROJECT, write
+
+
+def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), *args],
+        input=stdin, capture_output=True, cwd=PROJECT, timeout=60,
+    )
+
+
+def call(db: Path, method: str, params: list) -> tuple[int, object]:
+    done = autodoc(db, "--call", method, json.dumps(params))
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_call_round_trip(tmp_path: Path, kb: Path) -> None:
+    db = tmp_path / "a.db"
+    write(kb, "a.md", "# Alpha\n\nthe gecko note\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    code, report = call(db, "workspace.index", ["kb", {"wait": "lexical"}])
+    assert code == 0 and report["added"] == 1
+    code, answer = call(db, "search.query", ["kb", "gecko", {"limit": 5}])
+    assert code == 0 and answer["hits"][0]["path"] == "a.md"
+    code, listing = call(db, "workspace.list", [])
+    assert [w["name"] for w in listing] == ["kb"]
+
+
+def test_call_errors_print_the_error_object_and_exit_non_zero(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    code, answer = call(db, "search.query", ["missing", "x"])
+    assert code != 0 and answer["error"]["code"] == -32060
+    code, answer = call(db, "no.such", [])
+    assert code != 0 and answer["error"]["code"] == -32601
+    code, answer = call(db, "workspace.add", ["bad name!", "/"])
+    assert code != 0 and answer["error"]["code"] == -32602
+    done = autodoc(db, "--call", "workspace.list", "{not json")
+    assert done.returncode != 0 and json.loads(done.stdout)["error"]["code"] == -32700
+    code, answer = call(db, "workspace.add", ["kb"])
+    assert code != 0 and answer["error"]["code"] == -32602
+    assert "expected [name, root]" in answer["error"]["data"]["reason"]
+
+
+def test_env_variable_selects_the_database(tmp_path: Path, kb: Path) -> None:
+    db = tmp_path / "env.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "autodoc_core.cli", "--call", "workspace.add", json.dumps(["kb", str(kb)])],
+        capture_output=True, cwd=PROJECT, env={**os.environ, "AUTODOC_DB": str(db)}, timeout=60,
+    )
+    assert done.returncode == 0 and db.exists()
+
+
+def test_stdio_server_answers_and_survives_garbage(tmp_path: Path, kb: Path) -> None:
+    write(kb, "a.md", "# Alpha\n\nthe gecko note\n")
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "workspace.add", "params": ["kb", str(kb)]},
+        {"jsonrpc": "2.0", "id": 2, "method": "workspace.index", "params": ["kb"]},
+        "{broken json",
+        {"jsonrpc": "2.0", "id": 3, "method": "nope", "params": []},
+        {"jsonrpc": "2.0", "id": 4, "method": "search.query", "params": {"name": "kb", "query": "gecko"}},
+        {"id": 5, "method": "workspace.list"},
+        {"jsonrpc": "2.0", "method": "workspace.list"},  # a notification: no answer
+        [{"jsonrpc": "2.0", "id": 6, "method": "workspace.list"}, {"jsonrpc": "2.0", "id": 7, "method": "x"}],
+        {"jsonrpc": "2.0", "id": 8, "method": "search.query", "params": ["kb", "gecko", {"facets": {"x": 1}}]},
+        "[]",
+        "x" * (9 * 1024 * 1024),
+        {"jsonrpc": "2.0", "id": 9, "method": "doc.read", "params": ["kb", "../../etc/passwd"]},
+        {"jsonrpc": "2.0", "id": 10, "method": "search.query", "params": ["kb", "gecko"]},
+    ]
+    payload = b"".join((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n" for line in lines)
+    done = autodoc(tmp_path / "a.db", "serve", "--stdio", stdin=payload)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a["id"]: a for a in answers if isinstance(a, dict) and a.get("id") is not None}
+    assert by_id[1]["result"]["name"] == "kb"
+    assert by_id[2]["result"]["added"] == 1
+    assert by_id[3]["error"]["code"] == -32601
+    assert by_id[4]["result"]["hits"][0]["path"] == "a.md"
+    assert by_id[8]["error"]["code"] == -32602
+    assert by_id[9]["error"]["code"] == -32061
+    assert by_id[10]["result"]["hits"][0]["path"] == "a.md"
+    anonymous = [a for a in answers if isinstance(a, dict) and a.get("id") is None]
+    codes = sorted(a["error"]["code"] for a in anonymous)
+    assert codes == [-32700, -32600, -32600, -32600]  # broken JSON, missing jsonrpc, empty batch, oversized
+    batch = next(a for a in answers if isinstance(a, list))
+    assert [item["id"] for item in batch] == [6, 7] and "error" in batch[1]
+
+
+def test_doc_read_stays_inside_the_root(engine, kb: Path, tmp_path: Path) -> None:
+    write(kb, "a.md", "# A\n\nline two\nline three\n")
+    write(tmp_path, "outside.md", "# secret\n")
+    os.symlink(tmp_path / "outside.md", kb / "link.md")
+    engine.workspace_add("kb", str(kb))
+    read = engine.doc_read("kb", "a.md", {"line_start": 3, "line_end": 4})
+    assert read["text"] == "line two\nline three" and read["total_lines"] == 4
+    for bad in ("../outside.md", "/etc/passwd", str(tmp_path / "outside.md"), "link.md", "sub/../../outside.md"):
+        with pytest.raises(AutodocError) as caught:
+            engine.doc_read("kb", bad)
+        assert caught.value.code == -32061, bad
+    with pytest.raises(AutodocError) as caught:
+        engine.doc_read("kb", "missing.md")
+    assert caught.value.code == -32062
+
+
+def test_workspace_lifecycle(engine, kb: Path, tmp_path: Path) -> None:
+    write(kb, "a.md", "# A\n\nmarmot\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_add("kb", str(kb))  # the same again is fine
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(AutodocError):
+        engine.workspace_add("kb", str(other))
+    with pytest.raises(AutodocError):
+        engine.workspace_add("x", str(tmp_path / "missing"))
+    engine.workspace_index("kb")
+    status = engine.workspace_status("kb")
+    assert (status["documents"], status["chunks"]) == (1, 1)
+    engine.workspace_remove("kb")
+    assert engine.workspace_list() == []
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb")
+    assert engine.search_query("kb", "marmot", None)["hits"][0]["path"] == "a.md"

@@ -1,0 +1,195 @@
+"""The lexical stage, facets, fusion, shaping and the stage report, on real indexed files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.errors import AutodocError
+from tests.conftest import paths, search, write
+
+SCHEMA = "common: {status: string}\ntypes:\n  adr: {number: integer}\n"
+
+
+@pytest.fixture
+def notes(engine, kb: Path, indexed):
+    write(kb, "_schema/frontmatter.yaml", SCHEMA)
+    write(kb, "storage.md", """
+        ---
+        title: Storage
+        tags: [database]
+        ---
+        # Storage
+
+        We keep the write-ahead log on local disk. The checkpoint runs every minute.
+        """)
+    write(kb, "network.md", "# Network\n\nSockets and the write path of packets. Logging is verbose.\n")
+    write(kb, "ops/runbook.md", "# Runbook\n\nRestart the checkpoint daemon when disk fills.\n")
+    write(kb, "ops/deep/alerts.md", "# Alerts\n\nPage on disk pressure.\n")
+    write(kb, "adr/0001.md", "---\ntype: adr\nnumber: 1\nstatus: superseded\nsuperseded_by: adr/0002.md\n---\n"
+                             "# ADR 1 Storage engine\n\nUse JSON files for the storage engine.\n")
+    write(kb, "adr/0002.md", "---\ntype: adr\nnumber: 2\nstatus: accepted\n---\n"
+                             "# ADR 2 Storage engine\n\nUse SQLite for the storage engine.\n")
+    write(kb, "adr/0003.md", "---\ntype: adr\nnumber: 3\nstatus: proposed\n---\n# ADR 3 Caching\n\nAdd a cache.\n")
+    indexed()
+    return engine
+
+
+def test_words_are_anded_when_enough_and_ored_otherwise(notes) -> None:
+    both = search(notes, "checkpoint disk")
+    assert both["query"]["strategy"] == "and+or"  # two full matches are too few: partial ones follow
+    assert sorted(paths(both)[:2]) == ["ops/runbook.md", "storage.md"]
+    assert paths(both)[2:] == ["ops/deep/alerts.md"]
+    answer = search(notes, "does the checkpoint daemon restart when the disk is full or the socket dies")
+    assert answer["query"]["strategy"] == "or"
+    assert paths(answer)[0] == "ops/runbook.md"
+    assert len(answer["hits"]) >= 3  # partial matches still rank
+
+
+def test_quoted_phrase_and_prefix(notes) -> None:
+    assert paths(search(notes, '"write-ahead log"')) == ["storage.md"]
+    assert paths(search(notes, '"log write-ahead"')) == []
+    assert sorted(paths(search(notes, "check*"))) == ["ops/runbook.md", "storage.md"]
+    assert paths(search(notes, "sock*")) == ["network.md"]
+
+
+@pytest.mark.parametrize("query", [
+    "AND", "OR NOT NEAR", "disk AND", "(disk", "disk)", "^disk", "-disk", "disk:", ":", "\"", '"unclosed',
+    "NEAR(disk, log)", "col:disk", "*", "disk**", "'", "\\", "{}", "", "   ", "\x00", "🙂", "d" * 5000,
+])
+def test_operators_and_punctuation_are_words_never_errors(notes, query) -> None:
+    answer = search(notes, query)
+    assert isinstance(answer["hits"], list)
+
+
+def test_operator_words_are_searched_literally(notes, kb: Path, engine, indexed) -> None:
+    write(kb, "logic.md", "# Logic\n\nThe NEAR operator and the OR gate.\n")
+    indexed()
+    assert paths(search(notes, "NEAR")) == ["logic.md"]
+
+
+def test_facets_negation_and_facet_only_listing(notes) -> None:
+    answer = search(notes, "type:adr -status:superseded")
+    assert answer["mode_used"] == "facet"
+    assert paths(answer) == ["adr/0002.md", "adr/0003.md"]  # path order
+    assert paths(search(notes, "type:adr status:proposed")) == ["adr/0003.md"]
+    negated = paths(search(notes, "storage engine -status:superseded"))
+    assert negated[0] == "adr/0002.md" and "adr/0001.md" not in negated
+    assert paths(search(notes, "number:3")) == ["adr/0003.md"]
+
+
+def test_undeclared_field_in_query_is_words(notes) -> None:
+    answer = search(notes, "checkpoint:daemon")
+    assert answer["query"]["facets"] == []
+    assert paths(answer)[0] == "ops/runbook.md"
+
+
+def test_undeclared_facet_in_options_is_invalid_params(notes) -> None:
+    with pytest.raises(AutodocError) as caught:
+        search(notes, "disk", facets={"colour": "red"})
+    assert caught.value.code == -32602 and "not declared" in caught.value.reason
+    with pytest.raises(AutodocError):
+        search(notes, "disk", facets={"number": "three"})
+    assert paths(search(notes, "", facets={"number": 2})) == ["adr/0002.md"]
+
+
+def test_paths_tags_and_limit_options(notes) -> None:
+    assert sorted(paths(search(notes, "disk", paths=["ops"]))) == ["ops/deep/alerts.md", "ops/runbook.md"]
+    assert paths(search(notes, "disk", paths=["ops/deep"])) == ["ops/deep/alerts.md"]
+    assert paths(search(notes, "disk", paths=["op"])) == []  # a folder prefix, not a string prefix
+    assert paths(search(notes, "disk", tags=["database"])) == ["storage.md"]
+    assert paths(search(notes, "disk tag:database")) == ["storage.md"]
+    assert len(search(notes, "disk", limit=1)["hits"]) == 1
+
+
+@pytest.mark.parametrize("opts", [
+    {"limit": 0}, {"limit": "3"}, {"stages": ["rerank"]}, {"stages": ["fast"]}, {"mode": "fuzzy"},
+    {"bogus": 1}, {"retrieval": {"abstract_chunk": "no"}}, {"paths": [3]},
+])
+def test_bad_options_are_invalid_params(notes, opts) -> None:
+    with pytest.raises(AutodocError) as caught:
+        search(notes, "disk", **opts)
+    assert caught.value.code == -32602
+
+
+def test_superseded_document_moves_below_its_successor(notes) -> None:
+    answer = search(notes, "JSON storage engine files")
+    order = paths(answer)
+    assert order.index("adr/0001.md") == order.index("adr/0002.md") + 1
+    old = next(h for h in answer["hits"] if h["path"] == "adr/0001.md")
+    assert old["superseded_by"] == "adr/0002.md" and old["superseded"] is True
+    plain = paths(search(notes, "JSON storage engine files", retrieval={"demote_superseded": False}))
+    assert plain.index("adr/0001.md") < plain.index("adr/0002.md")
+
+
+def test_at_most_three_chunks_per_document(engine, kb: Path, indexed) -> None:
+    sections = "\n\n".join(f"## Part {i}\n\nnarwhal fact {i}" for i in range(6))
+    write(kb, "many.md", f"# Many\n\n{sections}\n")
+    write(kb, "other.md", "# Other\n\nnarwhal once\n")
+    indexed()
+    found = paths(search(engine, "narwhal", limit=20))
+    assert found.count("many.md") == 3 and "other.md" in found
+
+
+def test_relevance_stage_report_and_timing(notes) -> None:
+    answer = search(notes, "checkpoint")
+    top = answer["hits"][0]
+    assert top["relevance"] == 1.0 and top["via"] == ["lexical"]
+    assert all(0 < h["relevance"] <= 1 for h in answer["hits"])
+    assert answer["stages"] == {
+        "requested": ["lexical", "semantic", "rerank"],
+        "performed": ["lexical"],
+        "skipped": {"semantic": "no embedding model is configured for this workspace",
+                    "rerank": "no ranker is configured for this workspace"},
+    }
+    assert answer["rank"] == {"state": "off", "model": None, "error": None}
+    assert answer["semantic"] == "off"
+    assert set(answer["timing"]) >= {"parse", "lexical", "fuse", "total"}
+    for key in ("path", "breadcrumb", "snippet", "byte_start", "byte_end", "line_start", "line_end", "relevance",
+                "score", "via", "rank_score", "generation", "superseded_by"):
+        assert key in top
+
+
+def test_semantic_only_without_a_model_is_unsupported(notes) -> None:
+    with pytest.raises(AutodocError) as caught:
+        search(notes, "disk", stages=["semantic"])
+    assert caught.value.code == -32065
+    answer = search(notes, "disk", stages=["lexical", "semantic"])
+    assert answer["stages"]["performed"] == ["lexical"] and "semantic" in answer["stages"]["skipped"]
+
+
+def test_tag_match_boost(engine, kb: Path, indexed) -> None:
+    write(kb, "a.md", "# A\n\nquasar quasar observations\n")
+    write(kb, "b.md", "---\ntags: [quasar]\n---\n# B\n\nquasar observations\n")
+    indexed()
+    answer = search(engine, "quasar")
+    assert paths(answer)[0] == "b.md"
+
+
+def test_inbound_link_authority(engine, kb: Path, indexed) -> None:
+    write(kb, "hub.md", "# Hub\n\npulsar timing notes\n")
+    write(kb, "leaf.md", "# Leaf\n\npulsar timing notes\n")
+    for i in range(4):
+        write(kb, f"ref{i}.md", f"# Ref {i}\n\nSee [the hub](hub.md) and [[Hub]].\n")
+    indexed()
+    with engine.store.snapshot() as conn:
+        counts = dict(conn.execute("SELECT path, inbound_links FROM documents"))
+    assert counts["hub.md"] == 4 and counts["leaf.md"] == 0
+    hits = search(engine, "pulsar timing")["hits"]
+    assert hits[0]["path"] == "hub.md" and hits[0]["score"] > hits[1]["score"]
+    assert hits[0]["relevance"] == hits[1]["relevance"] or hits[0]["relevance"] >= hits[1]["relevance"]
+
+
+def test_snippet_centres_on_a_query_word(engine, kb: Path, indexed) -> None:
+    write(kb, "long.md", "# Long\n\n" + "filler " * 200 + "the axolotl regrows limbs " + "tail " * 100 + "\n")
+    indexed()
+    hit = search(engine, "axolotl")["hits"][0]
+    assert "axolotl" in hit["snippet"] and hit["snippet"].startswith("…")
+    assert len(hit["snippet"]) <= 250
+
+
+def test_unknown_workspace(engine) -> None:
+    with pytest.raises(AutodocError) as caught:
+        engine.search_query("nope", "x", None)
+    assert caught.value.code == -32060

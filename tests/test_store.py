@@ -1,0 +1,141 @@
+"""The SQLite file: location, WAL, schema versions, snapshot isolation, the change log."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from autodoc_core.engine import Engine
+from autodoc_core.errors import AutodocError
+from autodoc_core.indexer import CHANGE_LOG_KEEP_ROWS
+from autodoc_core.migrations import SCHEMA_VERSION
+from autodoc_core.store import Store, default_db_path
+from tests.conftest import write
+
+
+def test_default_path_follows_xdg_and_env(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("AUTODOC_DB", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_db_path() == tmp_path / "data" / "autodoc" / "autodoc.db"
+    monkeypatch.setenv("AUTODOC_DB", str(tmp_path / "x.db"))
+    assert default_db_path() == tmp_path / "x.db"
+
+
+def test_wal_mode_and_schema_version(tmp_path: Path) -> None:
+    store = Store(tmp_path / "a.db")
+    store.close()
+    conn = apsw.Connection(str(tmp_path / "a.db"))
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+
+
+def test_newer_schema_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    Store(tmp_path / "a.db").close()
+    conn = apsw.Connection(str(tmp_path / "a.db"))
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(AutodocError) as caught:
+        Store(tmp_path / "a.db")
+    assert caught.value.code == -32063
+    assert "newer than this autodoc" in caught.value.reason
+
+
+def test_reopening_keeps_data(tmp_path: Path, kb: Path) -> None:
+    write(kb, "a.md", "# A\n\npersistent heron\n")
+    first = Engine(tmp_path / "a.db")
+    first.workspace_add("kb", str(kb))
+    first.workspace_index("kb")
+    first.close()
+    second = Engine(tmp_path / "a.db")
+    assert second.search_query("kb", "heron", None)["hits"][0]["path"] == "a.md"
+    second.close()
+
+
+def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> None:
+    """A reader loops over searches while the writer re-indexes the same document again and again."""
+    sections = lambda v: "\n\n".join(f"## Part {i}\n\nmarker version{v} common kiwi" for i in range(6))  # noqa: E731
+    path = write(kb, "doc.md", f"# Doc\n\n{sections(0)}\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb")
+    stop = threading.Event()
+    observations: list[tuple[set, set]] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                hits = engine.search_query("kb", "kiwi", {"limit": 50, "stages": ["lexical"]})["hits"]
+                with engine.store.snapshot() as conn:
+                    rows = conn.execute("SELECT body, generation FROM chunks").fetchall()
+                versions = {b.split("version")[1].split()[0] for b, _ in rows}
+                observations.append(({h["generation"] for h in hits}, versions))
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for version in range(1, 40):
+        path.write_text(f"# Doc\n\n{sections(version)}\n")
+        engine.workspace_index("kb")
+    stop.set()
+    thread.join()
+    assert not errors
+    assert len(observations) > 10
+    for generations, versions in observations:
+        assert len(generations) <= 1
+        assert len(versions) == 1
+
+
+def test_change_log_feeds_incremental_sync(engine: Engine, kb: Path) -> None:
+    engine.workspace_add("kb", str(kb))
+    write(kb, "a.md", "# A\n\none\n")
+    write(kb, "b.md", "# B\n\ntwo\n")
+    engine.workspace_index("kb")
+    first = engine.changes_since("kb", None)
+    assert sorted((c["op"], c["path"]) for c in first["changes"]) == [("added", "a.md"), ("added", "b.md")]
+    write(kb, "a.md", "# A\n\none more\n")
+    (kb / "b.md").unlink()
+    engine.workspace_index("kb")
+    second = engine.changes_since("kb", first["cursor"])
+    assert [(c["op"], c["path"]) for c in second["changes"]] == [("changed", "a.md"), ("deleted", "b.md")]
+    assert second["reset"] is False
+    assert engine.changes_since("kb", second["cursor"])["changes"] == []
+    with pytest.raises(AutodocError):
+        engine.changes_since("kb", "yesterday")
+
+
+def test_change_log_keeps_seven_days_and_100k_rows(engine: Engine, kb: Path) -> None:
+    engine.workspace_add("kb", str(kb))
+    ws = engine._workspace("kb")
+    old = time.time() - 8 * 24 * 3600
+    with engine.store.write() as conn:
+        conn.executemany(
+            "INSERT INTO changes(ws_id, op, path, generation, at) VALUES (?, 'changed', 'x.md', 1, ?)",
+            [(ws.id, old)] * (CHANGE_LOG_KEEP_ROWS + 50),
+        )
+    write(kb, "a.md", "# A\n\nfresh\n")
+    engine.workspace_index("kb")
+    with engine.store.snapshot() as conn:
+        count = conn.execute("SELECT COUNT(*) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
+    assert count == CHANGE_LOG_KEEP_ROWS  # old rows beyond 100,000 pruned, the newest kept
+    page = engine.changes_since("kb", 1)
+    assert page["reset"] is True and page["more"] is True
+
+
+def test_recent_changes_are_never_pruned(engine: Engine, kb: Path) -> None:
+    engine.workspace_add("kb", str(kb))
+    ws = engine._workspace("kb")
+    with engine.store.write() as conn:
+        conn.executemany(
+            "INSERT INTO changes(ws_id, op, path, generation, at) VALUES (?, 'changed', 'x.md', 1, ?)",
+            [(ws.id, time.time() - 3600)] * (CHANGE_LOG_KEEP_ROWS + 10),
+        )
+    write(kb, "a.md", "# A\n\nfresh\n")
+    engine.workspace_index("kb")
+    with engine.store.snapshot() as conn:
+        count = conn.execute("SELECT COUNT(*) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
+    assert count == CHANGE_LOG_KEEP_ROWS + 11
