@@ -31,6 +31,7 @@ class Engine:
     def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
+        self._frequencies = lexical.DocumentFrequencies()
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -146,7 +147,7 @@ class Engine:
         ws = self._workspace(name)
         schema = self._schema(ws)
         with self.store.snapshot() as conn:
-            return run_search(conn, ws, schema, query, opts)
+            return run_search(conn, ws, schema, query, opts, self._frequencies)
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

@@ -24,17 +24,17 @@ MIGRATIONS: list[str] = [
         content_hash TEXT NOT NULL,
         chunked_with TEXT NOT NULL,
         generation INTEGER NOT NULL,
+        successor_id INTEGER,
+        inbound_links INTEGER NOT NULL DEFAULT 0,
+        line_count INTEGER NOT NULL,
         title TEXT NOT NULL,
         doc_type TEXT,
         status TEXT,
         aliases TEXT NOT NULL DEFAULT '[]',
         tags TEXT NOT NULL DEFAULT '[]',
-        meta TEXT NOT NULL DEFAULT '{}',
         supersedes TEXT NOT NULL DEFAULT '[]',
         superseded_by TEXT NOT NULL DEFAULT '[]',
-        successor_id INTEGER,
-        inbound_links INTEGER NOT NULL DEFAULT 0,
-        line_count INTEGER NOT NULL,
+        meta TEXT NOT NULL DEFAULT '{}',  -- last: large values stay off the hot columns' pages
         UNIQUE(ws_id, path)
     );
     CREATE INDEX documents_hash ON documents(ws_id, content_hash);
@@ -45,14 +45,14 @@ MIGRATIONS: list[str] = [
         doc_id INTEGER NOT NULL,
         ord INTEGER NOT NULL,
         kind TEXT NOT NULL,
-        breadcrumb TEXT NOT NULL,
-        body TEXT NOT NULL,
         byte_start INTEGER NOT NULL,
         byte_end INTEGER NOT NULL,
         line_start INTEGER NOT NULL,
         line_end INTEGER NOT NULL,
         generation INTEGER NOT NULL,
-        text_hash TEXT NOT NULL
+        text_hash TEXT NOT NULL,
+        breadcrumb TEXT NOT NULL,
+        body TEXT NOT NULL  -- last: reading the columns before it never walks its overflow pages
     );
     CREATE INDEX chunks_doc ON chunks(doc_id, ord);
     CREATE INDEX chunks_hash ON chunks(ws_id, text_hash);

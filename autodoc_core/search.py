@@ -172,7 +172,8 @@ class Timer:
         return self.ms
 
 
-def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any) -> dict[str, Any]:
+def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
+               frequencies: lexical.DocumentFrequencies) -> dict[str, Any]:
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -201,7 +202,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         rankings: dict[str, list[int]] = {}
         lexical_info = {}
         if "lexical" in options.stages:
-            result = lexical.search(conn, ws.id, query, filters)
+            result = lexical.search(conn, ws.id, query, filters, frequencies)
             rankings["lexical"] = result.chunk_ids
             performed.append("lexical")
             lexical_info = {"strategy": result.strategy, "candidates": len(result.chunk_ids),
