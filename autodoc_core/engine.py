@@ -15,10 +15,14 @@ from typing import Any
 from . import frontmatter as fm
 from . import lexical
 from . import workspace as wsmod
-from .errors import NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from .embedders import Embedder, make_embedder
+from .embedding import OFF, PARTIAL, SWITCHING, Progress, counts, fill, semantic_state
+from .errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from .http import ProviderError
 from .indexer import Indexer, file_problem_summary, remove_workspace_rows
 from .markdown import MARKDOWN_SUFFIXES
-from .search import run_search
+from .search import SemanticSource, run_search
+from .semantic import VectorIndex
 from .store import Store
 from .walk import is_inside
 from .workspace import Workspace
@@ -32,11 +36,100 @@ class Engine:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
+        self._embedders: dict[int, tuple[str, Embedder | None]] = {}
+        self._indexes: dict[tuple[int, str], VectorIndex] = {}
+        self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
+        self._progress: dict[int, Progress] = {}
+        self._semantic_lock = threading.RLock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._filler: threading.Thread | None = None
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
     def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._filler is not None:
+            self._filler.join(timeout=30)
         self.store.close()
+
+    # -- the semantic stage's moving parts ---------------------------------------------------
+
+    def _embedder(self, ws: Workspace) -> Embedder | None:
+        """The workspace's embedder, rebuilt only when its configuration changes."""
+        config = ws.option("embedder")
+        key = json.dumps(config, sort_keys=True)
+        with self._semantic_lock:
+            cached = self._embedders.get(ws.id)
+            if cached is None or cached[0] != key:
+                cached = (key, make_embedder(config))
+                self._embedders[ws.id] = cached
+            return cached[1]
+
+    def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
+        embedder = self._embedder(ws)
+        if embedder is None:
+            return SemanticSource(OFF)
+        if embedder.dimensions is None:  # a remote model not yet asked: its vectors cannot exist yet
+            active = ws.active_model_fp
+            state = SWITCHING if active else PARTIAL
+            return SemanticSource(state, embedder, None, (0, 0))
+        fingerprint = embedder.model_fp
+        key = (ws.vector_epoch, fingerprint, ws.active_model_fp)
+        with self._semantic_lock:
+            cached = self._states.get(ws.id)
+            if cached is None or cached[0] != key:
+                state = semantic_state(conn, ws.id, fingerprint, ws.active_model_fp)
+                cached = (key, state, counts(conn, ws.id, fingerprint))
+                self._states[ws.id] = cached
+            index = self._indexes.setdefault((ws.id, fingerprint), VectorIndex(ws.id, fingerprint))
+        index.refresh(conn, ws.vector_epoch)
+        return SemanticSource(cached[1], embedder, index, cached[2])
+
+    def fill_vectors(self, ws: Workspace) -> dict[str, Any]:
+        """Embed every chunk that lacks a vector for the workspace's model, now, in this thread."""
+        embedder = self._embedder(ws)
+        if embedder is None:
+            return {"state": OFF}
+        progress = self._progress.setdefault(ws.id, Progress())
+        progress.started, progress.done_this_run = time.monotonic(), 0
+        try:
+            fill(self.store, ws.id, embedder, progress, self._stop)
+        except ProviderError as exc:
+            raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
+        return progress.as_dict()
+
+    def start_background(self) -> None:
+        """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
+        if self._filler is None:
+            self._filler = threading.Thread(target=self._fill_loop, name="autodoc-embedder", daemon=True)
+            self._filler.start()
+        self._wake.set()
+
+    def _fill_loop(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            self._wake.wait(timeout=60)
+            self._wake.clear()
+            failed = False
+            with self.store.snapshot() as conn:
+                spaces = wsmod.all_workspaces(conn)
+            for ws in spaces:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.fill_vectors(ws)
+                except AutodocError:
+                    failed = True  # recorded in the workspace's progress; retried with backoff
+                except Exception:  # noqa: BLE001 - a background thread must survive anything
+                    failed = True
+            if failed:
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 300.0)
+                self._wake.set()
+            else:
+                backoff = 1.0
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -112,7 +205,12 @@ class Engine:
         with self._index_lock(ws.id):
             report = Indexer(self.store, ws).run(only=paths)
         result = report.as_dict()
-        result["semantic"] = "off"
+        if wait == "semantic":
+            result["embedding"] = self.fill_vectors(self._workspace(name))
+        elif self._filler is not None:
+            self._wake.set()
+        with self.store.snapshot() as conn:
+            result["semantic"] = self._semantic_source(conn, self._workspace(name)).state
         return result
 
     def workspace_status(self, name: Any) -> dict[str, Any]:
@@ -124,15 +222,23 @@ class Engine:
             ).fetchone()
             chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws.id,)).fetchone()[0]
             problems = file_problem_summary(conn, ws.id)
+            source = self._semantic_source(conn, ws)
         if schema.problem:
             problems.insert(0, {"path": fm.SCHEMA_RELPATH, "kind": "schema", "reason": schema.problem})
+        embedder = None
+        if source.embedder is not None:
+            embedded, total = source.progress
+            progress = self._progress.get(ws.id)
+            embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
+                        "embedded": embedded, "total": total,
+                        **({"progress": progress.as_dict()} if progress else {})}
         return {
             **self._describe(ws),
             "documents": documents,
             "chunks": chunks,
             "generation": generation,
-            "semantic": "off",
-            "embedder": None,
+            "semantic": source.state,
+            "embedder": embedder,
             "ranker": None,
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
@@ -147,7 +253,8 @@ class Engine:
         ws = self._workspace(name)
         schema = self._schema(ws)
         with self.store.snapshot() as conn:
-            return run_search(conn, ws, schema, query, opts, self._frequencies)
+            source = self._semantic_source(conn, ws)
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source)
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

@@ -35,6 +35,24 @@ def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[Fused]:
     return sorted(fused.values(), key=lambda e: -e.score)
 
 
+def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict[int, float],
+           weight: float) -> list[Fused]:
+    """``(1 - w) * cosine + w * bm25 / max_bm25`` over the union of both retrievers' candidates;
+    a chunk one retriever did not return scores 0 there. The blend is already 0..1: it is the relevance."""
+    best_bm25 = max(bm25.values(), default=0.0) or 1.0
+    fused: dict[int, Fused] = {}
+    for retriever, chunk_ids in rankings.items():
+        for chunk_id in chunk_ids:
+            entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0))
+            entry.via.append(retriever)
+    for entry in fused.values():
+        cosine = max(cosines.get(entry.chunk_id, 0.0), 0.0)
+        blend = (1 - weight) * cosine + weight * bm25.get(entry.chunk_id, 0.0) / best_bm25
+        entry.score = blend
+        entry.relevance = min(1.0, max(blend, 0.0))
+    return sorted(fused.values(), key=lambda e: -e.score)
+
+
 def authority(inbound_links: int, most_inbound: int) -> float:
     """1.0 for an unlinked document up to 1.1 for the workspace's most linked one."""
     if inbound_links <= 0 or most_inbound <= 0:

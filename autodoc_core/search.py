@@ -11,11 +11,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import apsw
+import numpy as np
 
 from . import fuse, lexical, shape
-from .errors import UNSUPPORTED, AutodocError, invalid_params
+from .embedders import Embedder
+from .embedding import OFF, SWITCHING
+from .errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
+from .errors import SWITCHING as SWITCHING_CODE
 from .frontmatter import CoercionError, FacetSchema, coerce
+from .http import ProviderError
 from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
+from .semantic import VectorIndex
 from .workspace import Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
@@ -139,6 +145,15 @@ def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: b
     return filters
 
 
+def allowed_documents(conn: apsw.Connection, ws_id: int, filters: lexical.Filters) -> np.ndarray | None:
+    """Document ids passing the document-level filters, or None when nothing filters."""
+    clauses = [c for c in filters.clauses if not c.startswith("c.")]
+    if not clauses:
+        return None
+    sql = "SELECT d.id FROM documents d WHERE d.ws_id = ?" + "".join(f" AND {c}" for c in clauses)
+    return np.array([r[0] for r in conn.execute(sql, (ws_id, *filters.params))], dtype=np.int64)
+
+
 _HIT_SQL = """
 SELECT c.id, c.doc_id, d.path, c.breadcrumb, NULL, c.byte_start, c.byte_end, c.line_start, c.line_end,
        d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
@@ -172,8 +187,18 @@ class Timer:
         return self.ms
 
 
+@dataclass
+class SemanticSource:
+    """What the engine knows about a workspace's semantic stage at query time."""
+
+    state: str
+    embedder: Embedder | None = None
+    index: VectorIndex | None = None
+    progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
+
+
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
-               frequencies: lexical.DocumentFrequencies) -> dict[str, Any]:
+               frequencies: lexical.DocumentFrequencies, semantic: SemanticSource) -> dict[str, Any]:
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -185,37 +210,76 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
 
     performed: list[str] = []
     skipped: dict[str, str] = {}
-    if "semantic" in options.stages:
-        skipped["semantic"] = "no embedding model is configured for this workspace"
-        if "lexical" not in options.stages:
-            raise AutodocError(UNSUPPORTED, "semantic search needs an embedding model; none is configured",
-                               stage="semantic")
     if "rerank" in options.stages:
         skipped["rerank"] = "no ranker is configured for this workspace"
-
+    info: dict[str, Any] = {}
     if not query.terms and facets:
         hits = _facet_only(conn, ws, filters, options.limit)
         timer.lap("facet")
-        mode_used = "facet"
-        lexical_info: dict[str, Any] = {"strategy": "facet"}
-    else:
-        rankings: dict[str, list[int]] = {}
-        lexical_info = {}
-        if "lexical" in options.stages:
-            result = lexical.search(conn, ws.id, query, filters, frequencies)
-            rankings["lexical"] = result.chunk_ids
-            performed.append("lexical")
-            lexical_info = {"strategy": result.strategy, "candidates": len(result.chunk_ids),
-                            "common_terms_left_out": result.common_terms_left_out}
-            timer.lap("lexical")
-        hits = _fuse_and_shape(conn, ws.id, rankings, query, options)
-        timer.lap("fuse")
-        mode_used = "+".join(performed) if performed else "none"
-        mode_used = "hybrid" if len(rankings) > 1 else mode_used
+        return _answer(hits, "facet", semantic, options, performed, skipped, query, facets,
+                       {"strategy": "facet"}, timer)
+
+    rankings: dict[str, list[int]] = {}
+    lexical_scores: dict[int, float] = {}
+    if "lexical" in options.stages:
+        result = lexical.search(conn, ws.id, query, filters, frequencies)
+        rankings["lexical"] = result.chunk_ids
+        lexical_scores = result.scores
+        performed.append("lexical")
+        info.update(strategy=result.strategy, candidates=len(result.chunk_ids),
+                    common_terms_left_out=result.common_terms_left_out)
+        timer.lap("lexical")
+    query_vector = None
+    if "semantic" in options.stages:
+        query_vector = _semantic(conn, ws, query, filters, semantic, options, rankings, performed, skipped,
+                                 info, timer)
+    cosines: dict[int, float] = {}
+    if query_vector is not None and semantic.index is not None:
+        cosines = info.pop("_cosines")
+        missing = [c for c in rankings.get("lexical", []) if c not in cosines]
+        if missing and ws.option("fusion") == "linear":
+            cosines.update(semantic.index.exact_cosines(query_vector, missing))
+    hits = _fuse_and_shape(conn, ws, rankings, lexical_scores, cosines, query, options)
+    timer.lap("fuse")
+    mode_used = "hybrid" if len(performed) > 1 else (performed[0] if performed else "none")
+    return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer)
+
+
+def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, rankings, performed, skipped,
+              info, timer) -> np.ndarray | None:
+    reason, code = None, UNSUPPORTED
+    if semantic.state == OFF or semantic.embedder is None:
+        reason = "no embedding model is configured for this workspace"
+    elif semantic.state == SWITCHING:
+        reason, code = "a new embedding model is filling", SWITCHING_CODE
+    elif semantic.index is None or len(semantic.index) == 0:
+        embedded, total = semantic.progress
+        reason = f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)"
+    if reason is None:
+        try:
+            vector = semantic.embedder.embed([query.semantic_text or query.raw or " "], "query")[0]
+        except ProviderError as exc:
+            reason, code = f"embedding the query failed: {exc.reason}", EMBED_FAILED
+        timer.lap("embed")
+    if reason is not None:
+        if "lexical" not in options.stages:
+            raise AutodocError(code, reason, stage="semantic")
+        skipped["semantic"] = reason
+        return None
+    recall = semantic.index.search(vector, allowed_documents(conn, ws.id, filters))
+    rankings["semantic"] = recall.chunk_ids
+    performed.append("semantic")
+    info.update(semantic_scanned=recall.scanned, semantic_shortlist=recall.shortlist, _cosines=recall.cosines)
+    timer.lap("semantic")
+    return vector
+
+
+def _answer(hits, mode_used, semantic: SemanticSource, options, performed, skipped, query, facets, info,
+            timer) -> dict[str, Any]:
     return {
         "hits": hits,
         "mode_used": mode_used,
-        "semantic": "off",
+        "semantic": semantic.state,
         "rank": {"state": "off", "model": None, "error": None},
         "stages": {"requested": options.stages, "performed": performed, "skipped": skipped},
         "query": {
@@ -223,17 +287,23 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             "facets": [{"field": f.field, "value": f.value, "negated": f.negated} for f in facets],
             "dropped_stopwords": query.dropped_stopwords,
             "problems": query.problems,
-            **lexical_info,
+            **info,
         },
         "timing": timer.done(),
     }
 
 
-def _fuse_and_shape(conn: apsw.Connection, ws_id: int, rankings: dict[str, list[int]], query: ParsedQuery,
+def _fuse_and_shape(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
+                    lexical_scores: dict[int, float], cosines: dict[int, float], query: ParsedQuery,
                     options: SearchOptions) -> list[dict[str, Any]]:
-    fused = fuse.rrf(rankings)
+    ws_id = ws.id
+    if ws.option("fusion") == "linear" and "semantic" in rankings:
+        fused = fuse.linear(rankings, lexical_scores, cosines, ws.option("fusion_weight"))
+    else:
+        fused = fuse.rrf(rankings)
     rows = _load_rows(conn, [f.chunk_id for f in fused])
-    fused = [f for f in fused if f.chunk_id in rows]
+    # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude.
+    fused = [f for f in fused if f.chunk_id in rows and (options.abstract_chunk or rows[f.chunk_id][15] != "abstract")]
     most_inbound = conn.execute(
         "SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?", (ws_id,)
     ).fetchone()[0]

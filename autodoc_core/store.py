@@ -100,15 +100,24 @@ class Store:
 
     @contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:
-        """A read transaction: every statement inside sees the same committed state."""
+        """A read transaction: every statement inside sees the same committed state.
+        Nested calls in one thread share the outer snapshot."""
         conn = self._reader()
-        conn.execute("BEGIN DEFERRED")
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
         try:
-            # A deferred transaction takes its snapshot at the first read: take it now.
-            conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
-            yield conn
+            if depth:
+                yield conn
+                return
+            conn.execute("BEGIN DEFERRED")
+            try:
+                # A deferred transaction takes its snapshot at the first read: take it now.
+                conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+                yield conn
+            finally:
+                conn.execute("COMMIT")
         finally:
-            conn.execute("COMMIT")
+            self._local.depth = depth
 
     @contextmanager
     def write(self) -> Iterator[apsw.Connection]:

@@ -11,6 +11,7 @@ from typing import Any
 import apsw
 
 from .chunk import DEFAULT_SECTION_TOKENS
+from .embedders import DEFAULT_EMBEDDER, validate_embedder
 from .errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -40,19 +41,33 @@ def _choice(*choices: str):
     return check
 
 
+def _weight(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+        raise invalid_params(f"'{key}' must be a number from 0 to 1, got {value!r}", key=key)
+    return float(value)
+
+
+def _embedder(key: str, value: Any) -> dict[str, Any]:
+    return validate_embedder(value)
+
+
 CONFIG_DEFAULTS: dict[str, Any] = {
     "section_tokens": DEFAULT_SECTION_TOKENS,
     "abstract_chunk": True,
     "demote_superseded": True,
     "max_file_bytes": 10_000_000,
     "fusion": "rrf",
+    "fusion_weight": 0.4,
+    "embedder": DEFAULT_EMBEDDER,
 }
 CONFIG_CHECKS = {
     "section_tokens": _int_range(32, 8192),
     "abstract_chunk": _boolean,
     "demote_superseded": _boolean,
     "max_file_bytes": _int_range(1024, 1_000_000_000),
-    "fusion": _choice("rrf"),
+    "fusion": _choice("rrf", "linear"),
+    "fusion_weight": _weight,
+    "embedder": _embedder,
 }
 
 
@@ -64,6 +79,8 @@ class Workspace:
     config: dict[str, Any]
     next_generation: int
     indexed_at: float | None
+    active_model_fp: str | None = None
+    vector_epoch: int = 0
 
     def option(self, key: str) -> Any:
         return self.config.get(key, CONFIG_DEFAULTS[key])
@@ -100,11 +117,11 @@ def validate_root(root: Any) -> str:
     return path
 
 
-_COLUMNS = "id, name, root, config, next_generation, indexed_at"
+_COLUMNS = "id, name, root, config, next_generation, indexed_at, active_model_fp, vector_epoch"
 
 
 def _row(row: tuple) -> Workspace:
-    return Workspace(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5])
+    return Workspace(row[0], row[1], row[2], json.loads(row[3]), *row[4:])
 
 
 def get(conn: apsw.Connection, name: Any) -> Workspace:

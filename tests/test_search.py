@@ -140,11 +140,11 @@ def test_relevance_stage_report_and_timing(notes) -> None:
     assert answer["stages"] == {
         "requested": ["lexical", "semantic", "rerank"],
         "performed": ["lexical"],
-        "skipped": {"semantic": "no embedding model is configured for this workspace",
+        "skipped": {"semantic": "no document is fully embedded yet (0 of 7 chunk texts have vectors)",
                     "rerank": "no ranker is configured for this workspace"},
     }
     assert answer["rank"] == {"state": "off", "model": None, "error": None}
-    assert answer["semantic"] == "off"
+    assert answer["semantic"] == "partial"  # the default local model is configured, nothing embedded yet
     assert set(answer["timing"]) >= {"parse", "lexical", "fuse", "total"}
     for key in ("path", "breadcrumb", "snippet", "byte_start", "byte_end", "line_start", "line_end", "relevance",
                 "score", "via", "rank_score", "generation", "superseded_by"):
@@ -152,9 +152,12 @@ def test_relevance_stage_report_and_timing(notes) -> None:
 
 
 def test_semantic_only_without_a_model_is_unsupported(notes) -> None:
+    notes.workspace_configure("kb", {"embedder": "none"})
     with pytest.raises(AutodocError) as caught:
         search(notes, "disk", stages=["semantic"])
     assert caught.value.code == -32065
+    assert "no embedding model" in caught.value.reason
+    assert search(notes, "disk")["semantic"] == "off"
     answer = search(notes, "disk", stages=["lexical", "semantic"])
     assert answer["stages"]["performed"] == ["lexical"] and "semantic" in answer["stages"]["skipped"]
 

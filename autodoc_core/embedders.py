@@ -1,0 +1,288 @@
+"""Embedding providers: one small interface, four implementations.
+
+``local`` (default) runs all-MiniLM-L6-v2 in-process (``minilm``); ``tei`` calls a Text
+Embeddings Inference server; ``openai`` any OpenAI-compatible ``/v1/embeddings``; ``cohere`` the
+Cohere SDK (any Cohere-compatible server via ``url``). Every provider returns L2-normalised
+float32 rows and is identified by ``model_fp`` = provider:model:dimensions:normalisation.
+API keys are read from the environment variable the configuration names, at call time only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import invalid_params
+from .http import ProviderError, post_json, request_json, with_retries
+
+PROVIDERS = ("local", "tei", "openai", "cohere", "none")
+DEFAULT_EMBEDDER = {"provider": "local"}
+DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
+
+
+@dataclass
+class Meter:
+    """Calls to a provider, for workspace.status."""
+
+    calls: int = 0
+    texts: int = 0
+    seconds: float = 0.0
+    failures: int = 0
+    last_error: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, texts: int, seconds: float, error: str | None = None) -> None:
+        with self.lock:
+            self.calls += 1
+            self.texts += texts
+            self.seconds += seconds
+            if error:
+                self.failures += 1
+                self.last_error = error
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "texts": self.texts, "seconds": round(self.seconds, 3),
+                "failures": self.failures, "last_error": self.last_error}
+
+
+def normalise(rows: Any, expected: int) -> np.ndarray:
+    try:
+        matrix = np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ProviderError("the embedding answer is not a list of number lists") from None
+    if matrix.ndim != 2 or matrix.shape[0] != expected or matrix.shape[1] == 0:
+        raise ProviderError(f"expected {expected} vectors, got an array of shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise ProviderError("the embedding answer contains NaN or infinite values")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, np.float32(1e-12))
+
+
+class Embedder:
+    provider = "base"
+    batch_size = 32
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.meter = Meter()
+        self.model = str(config.get("model") or "")
+        self.dimensions: int | None = None
+
+    @property
+    def model_fp(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dimensions or '?'}:l2"
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": self.provider, "model": self.model, "dimensions": self.dimensions,
+                "model_fp": self.model_fp, "calls": self.meter.as_dict()}
+
+    def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
+        """``kind`` is "document" or "query" (providers that distinguish them use it)."""
+        rows = []
+        for start in range(0, len(texts), self.batch_size):
+            part = texts[start : start + self.batch_size]
+            began = time.perf_counter()
+            try:
+                matrix = self._embed_batch(part, kind)
+            except ProviderError as exc:
+                self.meter.record(len(part), time.perf_counter() - began, exc.reason)
+                raise
+            self.meter.record(len(part), time.perf_counter() - began)
+            if self.dimensions is None:
+                self.dimensions = int(matrix.shape[1])
+            elif matrix.shape[1] != self.dimensions:
+                raise ProviderError(f"the model changed dimensions from {self.dimensions} to {matrix.shape[1]}")
+            rows.append(matrix)
+        return np.vstack(rows) if rows else np.zeros((0, self.dimensions or 0), dtype=np.float32)
+
+    def probe(self) -> None:
+        """Learn the model's dimensions (one tiny call) so ``model_fp`` is complete."""
+        if self.dimensions is None:
+            self.embed(["dimension probe"], "query")
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def _timeout(self) -> float:
+        return float(self.config.get("timeout", 30.0))
+
+    def _retries(self) -> int:
+        return int(self.config.get("retries", 2))
+
+    def _api_key(self, default_env: str | None) -> str | None:
+        name = self.config.get("api_key_env") or default_env
+        return os.environ.get(name) if name else None
+
+
+class LocalEmbedder(Embedder):
+    provider = "local"
+    batch_size = 64
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        from .minilm import default_model_dir, read_config
+
+        custom = config.get("model_dir")
+        self.model_dir = Path(custom).expanduser() if custom else default_model_dir()
+        model_config = read_config(self.model_dir)
+        self.model = self.model or (self.model_dir.name if custom else DEFAULT_LOCAL_MODEL)
+        self.dimensions = int(model_config["hidden_size"])
+        self._encoder = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def encoder(self):
+        """The weights load on first use, not when a workspace is merely configured."""
+        with self._load_lock:
+            if self._encoder is None:
+                from .minilm import BertEncoder
+
+                self._encoder = BertEncoder(self.model_dir)
+            return self._encoder
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        return self.encoder.embed(texts)
+
+
+class TeiEmbedder(Embedder):
+    """Text Embeddings Inference: POST /embed {"inputs", "truncate", "normalize"} -> [[float]]."""
+
+    provider = "tei"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.url = _required_url(config)
+        self.batch_size = int(config.get("batch_size", 32))
+
+    def _headers(self) -> dict[str, str]:
+        key = self._api_key(None)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def probe(self) -> None:
+        if not self.model:
+            info = with_retries(lambda: request_json("GET", f"{self.url}/info", None, self._timeout(),
+                                                     self._headers()), self._retries())
+            self.model = str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+        super().probe()
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        body = {"inputs": texts, "truncate": True, "normalize": True}
+        answer = with_retries(lambda: post_json(f"{self.url}/embed", body, self._timeout(), self._headers()),
+                              self._retries())
+        return normalise(answer, len(texts))
+
+
+class OpenAIEmbedder(Embedder):
+    """OpenAI-compatible: POST /v1/embeddings {"model", "input", "encoding_format": "float"}."""
+
+    provider = "openai"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.url = _required_url(config)
+        if not self.model:
+            raise invalid_params("the openai embedder needs 'model'")
+        self.batch_size = int(config.get("batch_size", 64))
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        body = {"model": self.model, "input": texts, "encoding_format": "float"}
+        key = self._api_key(None)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        url = self.url if self.url.endswith("/v1/embeddings") else f"{self.url}/v1/embeddings"
+        answer = with_retries(lambda: post_json(url, body, self._timeout(), headers), self._retries())
+        try:
+            items = sorted(answer["data"], key=lambda item: item["index"])
+            rows = [item["embedding"] for item in items]
+        except (KeyError, TypeError):
+            raise ProviderError("the answer has no data[].embedding list") from None
+        return normalise(rows, len(texts))
+
+
+class CohereEmbedder(Embedder):
+    """The cohere SDK's ClientV2.embed; ``url`` points it at a Cohere-compatible server."""
+
+    provider = "cohere"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        if not self.model:
+            raise invalid_params("the cohere embedder needs 'model'")
+        self.batch_size = int(config.get("batch_size", 96))
+        self._client = None
+
+    def _client_for_call(self):
+        if self._client is None:
+            import cohere
+
+            key = self._api_key("CO_API_KEY")
+            if not key:
+                env = self.config.get("api_key_env") or "CO_API_KEY"
+                raise ProviderError(f"no API key: set the environment variable {env}")
+            options: dict[str, Any] = {"api_key": key, "timeout": self._timeout(), "max_retries": self._retries()}
+            if self.config.get("url"):
+                options["base_url"] = str(self.config["url"]).rstrip("/")
+            self._client = cohere.ClientV2(**options)
+        return self._client
+
+    def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        import cohere
+
+        client = self._client_for_call()
+        input_type = "search_query" if kind == "query" else "search_document"
+        try:
+            answer = client.embed(model=self.model, texts=texts, input_type=input_type, embedding_types=["float"])
+            rows = answer.embeddings.float_
+        except cohere.core.api_error.ApiError as exc:
+            raise ProviderError(f"cohere embed answered HTTP {exc.status_code}",
+                                status=exc.status_code, retryable=exc.status_code in (429, 503)) from None
+        except Exception as exc:  # the SDK raises httpx and pydantic errors of many kinds
+            raise ProviderError(f"cohere embed failed: {type(exc).__name__}") from None
+        return normalise(rows, len(texts))
+
+
+def _required_url(config: dict[str, Any]) -> str:
+    url = config.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise invalid_params(f"the {config.get('provider')} embedder needs 'url' (http:// or https://)")
+    return url.rstrip("/")
+
+
+def validate_embedder(value: Any) -> dict[str, Any]:
+    if value in ("none", None):
+        return {"provider": "none"}
+    if value == "local":
+        return dict(DEFAULT_EMBEDDER)
+    if not isinstance(value, dict):
+        raise invalid_params("'embedder' must be an object like {\"provider\": \"local\"} or \"none\"")
+    if "api_key" in value:
+        raise invalid_params("API keys are never stored: name the environment variable in 'api_key_env'")
+    unknown = sorted(set(value) - EMBEDDER_KEYS)
+    if unknown:
+        raise invalid_params(f"unknown embedder key {', '.join(unknown)}; known: {', '.join(sorted(EMBEDDER_KEYS))}")
+    provider = value.get("provider")
+    if provider not in PROVIDERS:
+        raise invalid_params(f"embedder provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    if provider in ("tei", "openai"):
+        _required_url(value)
+    if provider in ("openai", "cohere") and not value.get("model"):
+        raise invalid_params(f"the {provider} embedder needs 'model'")
+    for key in ("timeout",):
+        if key in value and (not isinstance(value[key], int | float) or not 0 < value[key] <= 600):
+            raise invalid_params(f"embedder '{key}' must be a number of seconds from 0 to 600")
+    return dict(value)
+
+
+def make_embedder(config: dict[str, Any]) -> Embedder | None:
+    provider = config.get("provider", "local")
+    if provider == "none":
+        return None
+    return {"local": LocalEmbedder, "tei": TeiEmbedder, "openai": OpenAIEmbedder, "cohere": CohereEmbedder}[
+        provider
+    ](config)

@@ -1,0 +1,134 @@
+"""Filling a workspace's vectors in the background, and the semantic state it leads to.
+
+Vectors are keyed by (workspace, model_fp, text_hash): identical sections share one row, and an
+edit re-embeds only the chunks whose text changed. A workspace's ``active_model_fp`` is the model
+whose vectors were last complete; a newly configured model fills in the background and becomes
+active only once every chunk has a vector ("switching" until then).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .embedders import Embedder
+from .http import ProviderError
+from .semantic import sign_bits
+from .store import Store
+
+FILL_BATCH = 64
+
+OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
+
+
+@dataclass
+class Progress:
+    model_fp: str = ""
+    embedded: int = 0
+    total: int = 0
+    rate: float = 0.0  # texts per second over the current run
+    started: float = field(default_factory=time.monotonic)
+    done_this_run: int = 0
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        remaining = max(self.total - self.embedded, 0)
+        eta = remaining / self.rate if self.rate > 0 else None
+        return {"model_fp": self.model_fp, "embedded": self.embedded, "total": self.total,
+                "rate": round(self.rate, 2), "eta_seconds": round(eta, 1) if eta is not None else None,
+                "error": self.error}
+
+
+def counts(conn, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(distinct chunk texts with a vector for this model, distinct chunk texts)."""
+    total = conn.execute("SELECT COUNT(DISTINCT text_hash) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
+    embedded = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT DISTINCT text_hash FROM chunks WHERE ws_id = ?) c "
+        "JOIN embeddings e ON e.ws_id = ? AND e.model_fp = ? AND e.text_hash = c.text_hash",
+        (ws_id, ws_id, model_fp),
+    ).fetchone()[0]
+    return embedded, total
+
+
+def semantic_state(conn, ws_id: int, model_fp: str | None, active_fp: str | None) -> str:
+    if not model_fp:
+        return OFF
+    embedded, total = counts(conn, ws_id, model_fp)
+    if embedded >= total:
+        return READY
+    if active_fp and active_fp != model_fp:
+        return SWITCHING
+    return PARTIAL
+
+
+def bump_epoch(conn, ws_id: int) -> None:
+    conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+
+
+def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
+         stop: threading.Event | None = None) -> bool:
+    """Embed every chunk text that lacks a vector for this model. True when complete.
+
+    Raises ProviderError when the provider fails; what was stored before the failure is kept.
+    """
+    embedder.probe()
+    fingerprint = embedder.model_fp
+    progress.model_fp = fingerprint
+    with store.snapshot() as conn:
+        progress.embedded, progress.total = counts(conn, ws_id, fingerprint)
+    while not (stop and stop.is_set()):
+        with store.snapshot() as conn:
+            missing = conn.execute(
+                "SELECT c.text_hash, c.breadcrumb, c.body FROM chunks c WHERE c.ws_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) "
+                "GROUP BY c.text_hash LIMIT ?",
+                (ws_id, fingerprint, FILL_BATCH),
+            ).fetchall()
+        if not missing:
+            _activate(store, ws_id, fingerprint)
+            return True
+        texts = [f"{crumb}\n{body}" if body else crumb for _, crumb, body in missing]
+        try:
+            vectors = embedder.embed(texts, "document")
+        except ProviderError as exc:
+            progress.error = exc.reason
+            raise
+        progress.error = None
+        _store_vectors(store, ws_id, fingerprint, [h for h, _, _ in missing], vectors)
+        progress.embedded += len(missing)
+        progress.done_this_run += len(missing)
+        elapsed = time.monotonic() - progress.started
+        progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
+    return False
+
+
+def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
+    bits = sign_bits(vectors)
+    with store.write() as conn:
+        conn.executemany(
+            "INSERT OR IGNORE INTO embeddings(ws_id, model_fp, text_hash, bits_bytes, f32_bytes) VALUES (?,?,?,?,?)",
+            [(ws_id, fingerprint, h, bits[i].tobytes(), vectors[i].astype(np.float32).tobytes())
+             for i, h in enumerate(hashes)],
+        )
+        bump_epoch(conn, ws_id)
+
+
+def _activate(store: Store, ws_id: int, fingerprint: str) -> None:
+    """The model is complete: make it active and drop vectors of other models and of deleted text."""
+    with store.write() as conn:
+        active = conn.execute("SELECT active_model_fp FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
+        if active is None:
+            return
+        if active[0] != fingerprint:
+            conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (fingerprint, ws_id))
+            conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
+            bump_epoch(conn, ws_id)
+        conn.execute(
+            "DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ? AND text_hash NOT IN "
+            "(SELECT text_hash FROM chunks WHERE ws_id = ?)",
+            (ws_id, fingerprint, ws_id),
+        )

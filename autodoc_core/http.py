@@ -1,0 +1,81 @@
+"""A small JSON-over-HTTP client for model servers: timeouts, bounded retries with backoff, and
+errors that say what the server said (never the API key)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class ProviderError(Exception):
+    """A model server did not give a usable answer. ``reason`` is safe to show and log."""
+
+    def __init__(self, reason: str, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retryable = retryable
+
+
+def post_json(url: str, body: Any, timeout: float, headers: dict[str, str] | None = None) -> Any:
+    return request_json("POST", url, body, timeout, headers)
+
+
+def request_json(method: str, url: str, body: Any, timeout: float, headers: dict[str, str] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Accept", "application/json")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            payload = response.read()
+    except urllib.error.HTTPError as exc:
+        detail = _error_detail(exc.read())
+        raise ProviderError(
+            f"{url} answered HTTP {exc.code}{': ' + detail if detail else ''}",
+            status=exc.code,
+            retryable=exc.code in RETRYABLE_STATUS,
+        ) from None
+    except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, TimeoutError) or "timed out" in str(reason):
+            raise ProviderError(f"timeout after {timeout:g} s calling {url}", retryable=True) from None
+        raise ProviderError(f"cannot reach {url}: {reason}", retryable=True) from None
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise ProviderError(f"{url} answered with malformed JSON ({len(payload)} bytes)") from None
+
+
+def _error_detail(payload: bytes) -> str:
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return payload[:200].decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        error = data.get("error", data.get("message"))
+        if isinstance(error, dict):
+            error = error.get("message")
+        if error:
+            return str(error)[:300]
+    return ""
+
+
+def with_retries(call, retries: int, backoff: float = 0.5, sleep=time.sleep):
+    """Run ``call()``; retry a retryable ProviderError up to ``retries`` times, doubling the wait."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except ProviderError as exc:
+            if not exc.retryable or attempt >= retries:
+                raise
+            sleep(backoff * (2**attempt))
+            attempt += 1
