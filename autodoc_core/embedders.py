@@ -24,6 +24,7 @@ from .http import ProviderError, post_json, request_json, with_retries
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
 
 
@@ -148,7 +149,8 @@ class LocalEmbedder(Embedder):
             return self._encoder
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
-        return self.encoder.embed(texts)
+        workers = 1 if kind == "query" else BULK_WORKERS
+        return self.encoder.embed(texts, workers=workers)
 
 
 class TeiEmbedder(Embedder):

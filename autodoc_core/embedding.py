@@ -20,8 +20,6 @@ from .http import ProviderError
 from .semantic import sign_bits
 from .store import Store
 
-FILL_BATCH = 64
-
 OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
 
 
@@ -73,7 +71,8 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
          stop: threading.Event | None = None) -> bool:
     """Embed every chunk text that lacks a vector for this model. True when complete.
 
-    Raises ProviderError when the provider fails; what was stored before the failure is kept.
+    Works one provider batch at a time and stores each before asking for the next, so a provider
+    that fails keeps what it already answered. Raises ProviderError.
     """
     embedder.probe()
     fingerprint = embedder.model_fp
@@ -86,7 +85,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
                 "SELECT c.text_hash, c.breadcrumb, c.body FROM chunks c WHERE c.ws_id = ? AND NOT EXISTS "
                 "(SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) "
                 "GROUP BY c.text_hash LIMIT ?",
-                (ws_id, fingerprint, FILL_BATCH),
+                (ws_id, fingerprint, embedder.batch_size),
             ).fetchall()
         if not missing:
             _activate(store, ws_id, fingerprint)

@@ -68,7 +68,7 @@ def _error_detail(payload: bytes) -> str:
     return ""
 
 
-def with_retries(call, retries: int, backoff: float = 0.5, sleep=time.sleep):
+def with_retries(call, retries: int, backoff: float = 0.5):
     """Run ``call()``; retry a retryable ProviderError up to ``retries`` times, doubling the wait."""
     attempt = 0
     while True:
@@ -77,5 +77,5 @@ def with_retries(call, retries: int, backoff: float = 0.5, sleep=time.sleep):
         except ProviderError as exc:
             if not exc.retryable or attempt >= retries:
                 raise
-            sleep(backoff * (2**attempt))
+            time.sleep(backoff * (2**attempt))
             attempt += 1

@@ -9,6 +9,7 @@ per sequence. Output: mean-pooled, L2-normalised float32 vectors, as sentence-tr
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -120,24 +121,44 @@ class BertEncoder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
 
-    def embed(self, texts: list[str], batch_tokens: int = BATCH_TOKENS) -> np.ndarray:
-        """One L2-normalised float32 row per text, in input order."""
+    def embed(self, texts: list[str], batch_tokens: int = BATCH_TOKENS, workers: int = 1) -> np.ndarray:
+        """One L2-normalised float32 row per text, in input order.
+
+        ``workers`` > 1 runs batches in that many threads: numpy releases the GIL in its loops, so
+        the element-wise work (exp, GELU, layer norm) runs in parallel too, not only the BLAS calls.
+        """
         if not texts:
             return np.zeros((0, self.hidden), dtype=np.float32)
         ids = [np.asarray(e.ids, dtype=np.int64) for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        batches = self._batches(ids, batch_tokens)
+        if workers > 1 and len(batches) > 1:
+            batches = self._batches(ids, min(batch_tokens, max(512, sum(map(len, ids)) // workers)))
         result = np.empty((len(ids), self.hidden), dtype=np.float32)
+        if workers > 1 and len(batches) > 1:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for batch, vectors in zip(batches, pool.map(lambda b: self._forward([ids[i] for i in b]), batches),
+                                          strict=True):
+                    result[batch] = vectors
+        else:
+            for batch in batches:
+                result[batch] = self._forward([ids[i] for i in batch])
+        return result
+
+    @staticmethod
+    def _batches(ids: list[np.ndarray], batch_tokens: int) -> list[list[int]]:
+        """Texts sorted by length, cut into batches of about ``batch_tokens`` tokens."""
+        batches: list[list[int]] = []
         batch: list[int] = []
         used = 0
-        for index in order:
+        for index in sorted(range(len(ids)), key=lambda i: len(ids[i])):
             if batch and used + len(ids[index]) > batch_tokens:
-                result[batch] = self._forward([ids[i] for i in batch])
+                batches.append(batch)
                 batch, used = [], 0
             batch.append(index)
             used += len(ids[index])
         if batch:
-            result[batch] = self._forward([ids[i] for i in batch])
-        return result
+            batches.append(batch)
+        return batches
 
     def _forward(self, sequences: list[np.ndarray]) -> np.ndarray:
         lengths = np.array([len(s) for s in sequences])

@@ -107,7 +107,8 @@ def section_hit_at_3(engine: Engine, name: str, queries: list[dict]) -> tuple[in
     return found, len(labelled)
 
 
-def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1) -> list[float]:
+def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1,
+                  stages: tuple[str, ...] = ("lexical",)) -> list[float]:
     """Round trips of search.query through ``autodoc serve --stdio``, in milliseconds."""
     process = subprocess.Popen(
         [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
@@ -117,7 +118,7 @@ def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1) -> l
     timings = []
     for number, text in enumerate(queries * rounds):
         message = {"jsonrpc": "2.0", "id": number, "method": "search.query",
-                   "params": [name, text, {"stages": ["lexical"], "limit": 10}]}
+                   "params": [name, text, {"stages": list(stages), "limit": 10}]}
         started = time.perf_counter()
         process.stdin.write(json.dumps(message).encode() + b"\n")
         process.stdin.flush()
@@ -157,6 +158,9 @@ def main() -> None:
     parser.add_argument("--shared", default="../shared")
     parser.add_argument("--out", default="doc/benchmarks/kb-retrieval.md")
     parser.add_argument("--scale", type=int, default=50, help="SciFact copies for the growth run (0: skip)")
+    parser.add_argument("--no-semantic", dest="semantic", action="store_false", help="skip embedding (long)")
+    parser.add_argument("--st-python", default=os.environ.get("ST_PYTHON", ""),
+                        help="a Python with sentence-transformers, for the throughput comparison")
     args = parser.parse_args()
     shared = Path(args.shared).resolve()
     scifact_q = load_queries(shared / "eval" / "scifact-train.jsonl")
@@ -194,6 +198,10 @@ def main() -> None:
                 peer_ms = peer_latency(peer, texts)
         growth = scale_run(work, shared, args.scale, scifact_q) if args.scale else None
         lines = report(index, rows, per_kind, sections, ours_ms, peer_ms, growth)
+        if args.semantic:
+            from tests.bench.semantic import semantic_report
+
+            lines += semantic_report(engine, db, {"scifact": scifact_q, "techdocs": techdocs_q}, args.st_python)
     finally:
         engine.close()
         shutil.rmtree(work, ignore_errors=True)
@@ -223,7 +231,7 @@ def _fmt(q: dict) -> str:
 
 def report(index, rows, per_kind, sections, ours_ms, peer_ms, growth) -> list[str]:
     lines = [
-        "# Retrieval benchmark: lexical stage",
+        "# Retrieval benchmark",
         "",
         f"Made by `make bench` on {time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}, SQLite {apsw.sqlite_lib_version()}.",

