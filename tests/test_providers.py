@@ -83,7 +83,8 @@ def test_openai_compatible_reorders_by_index_and_sends_the_key(monkeypatch) -> N
 def test_openai_error_shape_is_reported_without_the_key(monkeypatch) -> None:
     monkeypatch.setenv("MY_EMBED_KEY", SECRET)
     with model_server("openai", Behaviour(fail_status=[400])) as server:
-        embedder = OpenAIEmbedder({"provider": "openai", "url": server.url, "model": "m", "api_key_env": "MY_EMBED_KEY"})
+        config = {"provider": "openai", "url": server.url, "model": "m", "api_key_env": "MY_EMBED_KEY"}
+        embedder = OpenAIEmbedder(config)
         with pytest.raises(ProviderError) as caught:
             embedder.embed(["x"])
         assert "HTTP 400" in caught.value.reason and SECRET not in caught.value.reason
