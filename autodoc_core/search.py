@@ -21,6 +21,7 @@ from .errors import SWITCHING as SWITCHING_CODE
 from .frontmatter import CoercionError, FacetSchema, coerce
 from .http import ProviderError
 from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
+from .rank import Ranker
 from .semantic import VectorIndex
 from .workspace import Workspace
 
@@ -198,7 +199,8 @@ class SemanticSource:
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
-               frequencies: lexical.DocumentFrequencies, semantic: SemanticSource) -> dict[str, Any]:
+               frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
+               ranker: Ranker | None = None) -> dict[str, Any]:
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -210,14 +212,22 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
 
     performed: list[str] = []
     skipped: dict[str, str] = {}
-    if "rerank" in options.stages:
+    rank = {"state": "off", "model": None, "error": None}
+    if "rerank" not in options.stages:
+        rank["state"] = "not_requested"
+        if ranker is not None:
+            rank["model"] = ranker.model or None
+    elif ranker is None:
         skipped["rerank"] = "no ranker is configured for this workspace"
     info: dict[str, Any] = {}
     if not query.terms and facets:
         hits = _facet_only(conn, ws, filters, options.limit)
         timer.lap("facet")
+        if ranker is not None and "rerank" in options.stages:
+            rank["state"] = "not_applicable"
+            skipped["rerank"] = "a facet-only query lists files; there is nothing to re-rank"
         return _answer(hits, "facet", semantic, options, performed, skipped, query, facets,
-                       {"strategy": "facet"}, timer)
+                       {"strategy": "facet"}, timer, rank)
 
     rankings: dict[str, list[int]] = {}
     lexical_scores: dict[int, float] = {}
@@ -239,10 +249,23 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         missing = [c for c in rankings.get("lexical", []) if c not in cosines]
         if missing and ws.option("fusion") == "linear":
             cosines.update(semantic.index.exact_cosines(query_vector, missing))
-    hits = _fuse_and_shape(conn, ws, rankings, lexical_scores, cosines, query, options)
+    candidates = _fuse(conn, ws, rankings, lexical_scores, cosines, query, options)
     timer.lap("fuse")
-    mode_used = "hybrid" if len(performed) > 1 else (performed[0] if performed else "none")
-    return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer)
+    if ranker is not None and "rerank" in options.stages:
+        candidates, failure = _rerank(conn, candidates, query, ranker)
+        rank["model"] = ranker.model or None
+        if failure:
+            rank.update(state="error", error=failure)
+            skipped["rerank"] = f"the ranker failed: {failure}; hits keep their fused order"
+        else:
+            rank["state"] = "ranked"
+            performed.append("rerank")
+        timer.lap("rerank")
+    hits = _finish(conn, candidates, query, options)
+    timer.lap("shape")
+    retrievers = [p for p in performed if p != "rerank"]
+    mode_used = "hybrid" if len(retrievers) > 1 else (retrievers[0] if retrievers else "none")
+    return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer, rank)
 
 
 def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, rankings, performed, skipped,
@@ -275,12 +298,12 @@ def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, ranki
 
 
 def _answer(hits, mode_used, semantic: SemanticSource, options, performed, skipped, query, facets, info,
-            timer) -> dict[str, Any]:
+            timer, rank) -> dict[str, Any]:
     return {
         "hits": hits,
         "mode_used": mode_used,
         "semantic": semantic.state,
-        "rank": {"state": "off", "model": None, "error": None},
+        "rank": rank,
         "stages": {"requested": options.stages, "performed": performed, "skipped": skipped},
         "query": {
             "terms": [t.text for t in query.terms],
@@ -293,9 +316,10 @@ def _answer(hits, mode_used, semantic: SemanticSource, options, performed, skipp
     }
 
 
-def _fuse_and_shape(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
-                    lexical_scores: dict[int, float], cosines: dict[int, float], query: ParsedQuery,
-                    options: SearchOptions) -> list[dict[str, Any]]:
+def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
+          lexical_scores: dict[int, float], cosines: dict[int, float], query: ParsedQuery,
+          options: SearchOptions) -> list[shape.Candidate]:
+    """Fused, boosted candidates, at most MAX_PER_DOCUMENT per document, best first."""
     ws_id = ws.id
     if ws.option("fusion") == "linear" and "semantic" in rankings:
         fused = fuse.linear(rankings, lexical_scores, cosines, ws.option("fusion_weight"))
@@ -316,7 +340,31 @@ def _fuse_and_shape(conn: apsw.Connection, ws: Workspace, rankings: dict[str, li
         words,
     )
     candidates = [_candidate(rows[f.chunk_id], f) for f in fused]
-    candidates = shape.cap_per_document(candidates)
+    return shape.cap_per_document(candidates)
+
+
+def _rerank(conn: apsw.Connection, candidates: list[shape.Candidate], query: ParsedQuery,
+            ranker: Ranker) -> tuple[list[shape.Candidate], str | None]:
+    """Re-sort the top ``window`` candidates by the ranker's scores; the rest keep their order after them.
+    Returns the candidates and, when the ranker failed, why (the fused order is kept)."""
+    window = candidates[: ranker.window]
+    if not window:
+        return candidates, None
+    bodies = _bodies(conn, [c.hit["chunk_id"] for c in window])
+    texts = [f"{c.hit['breadcrumb']}\n{bodies.get(c.hit['chunk_id'], '')}".strip() for c in window]
+    try:
+        scores = ranker.scores(query.semantic_text or query.raw, texts)
+    except ProviderError as exc:
+        return candidates, exc.reason
+    for candidate, score in zip(window, scores, strict=True):
+        candidate.hit["rank_score"] = round(score, 6)
+        candidate.hit["via"].append("rank")
+    ranked = sorted(window, key=lambda c: -c.hit["rank_score"])
+    return ranked + candidates[ranker.window :], None
+
+
+def _finish(conn: apsw.Connection, candidates: list[shape.Candidate], query: ParsedQuery,
+            options: SearchOptions) -> list[dict[str, Any]]:
     if options.demote_superseded:
         candidates = shape.demote_superseded(candidates)
     hits = [c.hit for c in candidates[: options.limit]]

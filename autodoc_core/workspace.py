@@ -13,6 +13,7 @@ import apsw
 from .chunk import DEFAULT_SECTION_TOKENS
 from .embedders import DEFAULT_EMBEDDER, validate_embedder
 from .errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from .rank import validate_ranker
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -51,6 +52,10 @@ def _embedder(key: str, value: Any) -> dict[str, Any]:
     return validate_embedder(value)
 
 
+def _ranker(key: str, value: Any) -> dict[str, Any]:
+    return validate_ranker(value)
+
+
 CONFIG_DEFAULTS: dict[str, Any] = {
     "section_tokens": DEFAULT_SECTION_TOKENS,
     "abstract_chunk": True,
@@ -59,6 +64,7 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "fusion": "rrf",
     "fusion_weight": 0.4,
     "embedder": DEFAULT_EMBEDDER,
+    "ranker": {"provider": "none"},
 }
 CONFIG_CHECKS = {
     "section_tokens": _int_range(32, 8192),
@@ -68,6 +74,7 @@ CONFIG_CHECKS = {
     "fusion": _choice("rrf", "linear"),
     "fusion_weight": _weight,
     "embedder": _embedder,
+    "ranker": _ranker,
 }
 
 

@@ -35,6 +35,7 @@ class Behaviour:
     delay: float = 0.0
     drop_after: int | None = None  # answer this many embed requests, then drop every connection
     garbage: bool = False
+    wrong_indices: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -92,7 +93,22 @@ class _Handler(BaseHTTPRequestHandler):
             return {"message": message}
         return {"error": message, "error_type": "Overloaded" if status == 429 else "Validation"}
 
+    def _rerank_scores(self, query: str, texts: list[str]) -> list[tuple[int, float]]:
+        """Scores by toy cosine, best first; with wrong_indices, an index out of range."""
+        q = toy_vector(query)
+        pairs = [(i, sum(a * b for a, b in zip(q, toy_vector(t), strict=True))) for i, t in enumerate(texts)]
+        pairs.sort(key=lambda p: -p[1])
+        if self.behaviour.wrong_indices:
+            pairs[0] = (len(texts) + 5, pairs[0][1])
+        return pairs
+
     def _answer_tei(self, body: dict) -> None:
+        if self.path == "/rerank":
+            if "texts" not in body or "query" not in body:
+                self._send(422, {"error": "missing field", "error_type": "Validation"})
+                return
+            self._send(200, [{"index": i, "score": s} for i, s in self._rerank_scores(body["query"], body["texts"])])
+            return
         if self.path != "/embed":
             self._send(404, {"error": "not found", "error_type": "Validation"})
             return
@@ -110,6 +126,11 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     def _answer_cohere(self, body: dict) -> None:
+        if self.path == "/v2/rerank":
+            pairs = self._rerank_scores(body["query"], body["documents"])[: body.get("top_n") or None]
+            self._send(200, {"id": "r", "results": [{"index": i, "relevance_score": s} for i, s in pairs],
+                             "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}})
+            return
         texts = body["texts"]
         self._send(200, {"id": "x", "embeddings": {"float": [toy_vector(t) for t in texts]}, "texts": texts,
                          "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 1}},

@@ -1,0 +1,170 @@
+"""Stage 3: a cross-encoder re-sorts the top fused hits.
+
+Two rankers: ``tei`` (a Text Embeddings Inference server running a re-ranker: POST /rerank) and
+``cohere`` (the Cohere SDK's rerank, so Cohere itself and any Cohere-compatible endpoint work).
+A ranker that fails, answers late or answers nonsense never loses hits: the caller keeps the
+fused order and reports why.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .embedders import Meter
+from .errors import invalid_params
+from .http import ProviderError, post_json, request_json, with_retries
+
+RANKER_PROVIDERS = ("tei", "cohere", "none")
+RANKER_KEYS = {"provider", "url", "model", "window", "api_key_env", "timeout"}
+DEFAULT_WINDOW = 40
+WINDOW_RANGE = (10, 100)
+DEFAULT_TIMEOUT = 5.0
+
+
+class Ranker:
+    provider = "base"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.model = str(config.get("model") or "")
+        self.window = int(config.get("window", DEFAULT_WINDOW))
+        self.timeout = float(config.get("timeout", DEFAULT_TIMEOUT))
+        self.meter = Meter()
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": self.provider, "model": self.model or None, "window": self.window,
+                "calls": self.meter.as_dict()}
+
+    def scores(self, query: str, texts: list[str]) -> list[float]:
+        """One score per text, in input order. Raises ProviderError."""
+        began = time.perf_counter()
+        try:
+            result = self._scores(query, texts)
+        except ProviderError as exc:
+            self.meter.record(len(texts), time.perf_counter() - began, exc.reason)
+            raise
+        self.meter.record(len(texts), time.perf_counter() - began)
+        return result
+
+    def _scores(self, query: str, texts: list[str]) -> list[float]:
+        raise NotImplementedError
+
+
+def scores_from_pairs(pairs: Any, count: int, score_key: str) -> list[float]:
+    """``[{"index": i, score_key: s}, ...]`` -> scores in input order; every index exactly once."""
+    if not isinstance(pairs, list) or len(pairs) != count:
+        raise ProviderError(f"the ranker returned {len(pairs) if isinstance(pairs, list) else 'no'} scores "
+                            f"for {count} texts")
+    scores: list[float | None] = [None] * count
+    for item in pairs:
+        try:
+            index, score = item["index"], float(item[score_key])
+        except (KeyError, TypeError, ValueError):
+            raise ProviderError(f"the ranker's answer lacks index/{score_key}") from None
+        if not isinstance(index, int) or not 0 <= index < count or scores[index] is not None:
+            raise ProviderError(f"the ranker returned an impossible index {index!r} for {count} texts")
+        if score != score:
+            raise ProviderError("the ranker returned a NaN score")
+        scores[index] = score
+    return [s for s in scores if s is not None]
+
+
+class TeiRanker(Ranker):
+    """TEI: POST /rerank {"query", "texts", "raw_scores", "truncate"} -> [{"index", "score"}]."""
+
+    provider = "tei"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.url = str(config["url"]).rstrip("/")
+
+    def _model_name(self) -> None:
+        if not self.model:
+            info = request_json("GET", f"{self.url}/info", None, self.timeout)
+            self.model = str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+
+    def _scores(self, query: str, texts: list[str]) -> list[float]:
+        self._model_name()
+        body = {"query": query, "texts": texts, "raw_scores": False, "truncate": True}
+        answer = with_retries(lambda: post_json(f"{self.url}/rerank", body, self.timeout), retries=1)
+        return scores_from_pairs(answer, len(texts), "score")
+
+
+class CohereRanker(Ranker):
+    """The cohere SDK: ClientV2(base_url=..., api_key=...).rerank(model, query, documents, top_n)."""
+
+    provider = "cohere"
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self._client = None
+
+    def _client_for_call(self):
+        if self._client is None:
+            import os
+
+            import cohere
+
+            env = self.config.get("api_key_env") or "CO_API_KEY"
+            key = os.environ.get(env)
+            if not key:
+                raise ProviderError(f"no API key: set the environment variable {env}")
+            options: dict[str, Any] = {"api_key": key, "timeout": self.timeout, "max_retries": 1}
+            if self.config.get("url"):
+                options["base_url"] = str(self.config["url"]).rstrip("/")
+            self._client = cohere.ClientV2(**options)
+        return self._client
+
+    def _scores(self, query: str, texts: list[str]) -> list[float]:
+        import cohere
+        import httpx
+
+        client = self._client_for_call()
+        try:
+            answer = client.rerank(model=self.model, query=query, documents=texts, top_n=len(texts))
+        except cohere.core.api_error.ApiError as exc:
+            raise ProviderError(f"cohere rerank answered HTTP {exc.status_code}", status=exc.status_code) from None
+        except httpx.TimeoutException:
+            raise ProviderError(f"timeout after {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ProviderError(f"cannot reach the cohere endpoint ({type(exc).__name__})") from None
+        except Exception as exc:  # the SDK raises pydantic and JSON errors on malformed answers
+            raise ProviderError(f"malformed cohere rerank answer ({type(exc).__name__})") from None
+        pairs = [{"index": r.index, "relevance_score": r.relevance_score} for r in answer.results]
+        return scores_from_pairs(pairs, len(texts), "relevance_score")
+
+
+def validate_ranker(value: Any) -> dict[str, Any]:
+    if value in ("none", None):
+        return {"provider": "none"}
+    if not isinstance(value, dict):
+        raise invalid_params("'ranker' must be an object like {\"provider\": \"tei\", \"url\": ...} or \"none\"")
+    if "api_key" in value:
+        raise invalid_params("API keys are never stored: name the environment variable in 'api_key_env'")
+    unknown = sorted(set(value) - RANKER_KEYS)
+    if unknown:
+        raise invalid_params(f"unknown ranker key {', '.join(unknown)}; known: {', '.join(sorted(RANKER_KEYS))}")
+    provider = value.get("provider")
+    if provider not in RANKER_PROVIDERS:
+        raise invalid_params(f"ranker provider must be one of {', '.join(RANKER_PROVIDERS)}, got {provider!r}")
+    window = value.get("window", DEFAULT_WINDOW)
+    if isinstance(window, bool) or not isinstance(window, int) or not WINDOW_RANGE[0] <= window <= WINDOW_RANGE[1]:
+        raise invalid_params(f"ranker 'window' must be an integer from {WINDOW_RANGE[0]} to {WINDOW_RANGE[1]}, "
+                             f"got {window!r}")
+    url = value.get("url")
+    if provider == "tei" and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        raise invalid_params("the tei ranker needs 'url' (http:// or https://)")
+    if provider == "cohere" and not value.get("model"):
+        raise invalid_params("the cohere ranker needs 'model'")
+    timeout = value.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 120:
+        raise invalid_params("ranker 'timeout' must be a number of seconds from 0 to 120")
+    return dict(value)
+
+
+def make_ranker(config: dict[str, Any]) -> Ranker | None:
+    provider = config.get("provider", "none")
+    if provider == "none":
+        return None
+    return {"tei": TeiRanker, "cohere": CohereRanker}[provider](config)
