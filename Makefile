@@ -32,9 +32,12 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# ST_PYTHON=/path/to/python-with-sentence-transformers adds the throughput comparison.
+# ST_PYTHON=/path/to/python-with-sentence-transformers adds the throughput comparison;
+# RANKER_URL=http://127.0.0.1:8081 (a TEI re-ranker; RANKER_PROVIDER=cohere RANKER_MODEL=... for a
+# Cohere-compatible one) adds the reranked configuration. SCALE=0 skips the 50x growth run.
+SCALE ?= 50
 bench: install
-	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --out doc/benchmarks/kb-retrieval.md
+	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .ruff_cache

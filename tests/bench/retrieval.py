@@ -159,6 +159,10 @@ def main() -> None:
     parser.add_argument("--out", default="doc/benchmarks/kb-retrieval.md")
     parser.add_argument("--scale", type=int, default=50, help="SciFact copies for the growth run (0: skip)")
     parser.add_argument("--no-semantic", dest="semantic", action="store_false", help="skip embedding (long)")
+    parser.add_argument("--ranker-url", default=os.environ.get("RANKER_URL", ""),
+                        help="a TEI /rerank server (or Cohere-compatible with --ranker-provider cohere)")
+    parser.add_argument("--ranker-provider", default=os.environ.get("RANKER_PROVIDER", "tei"))
+    parser.add_argument("--ranker-model", default=os.environ.get("RANKER_MODEL", ""))
     parser.add_argument("--st-python", default=os.environ.get("ST_PYTHON", ""),
                         help="a Python with sentence-transformers, for the throughput comparison")
     args = parser.parse_args()
@@ -201,7 +205,10 @@ def main() -> None:
         if args.semantic:
             from tests.bench.semantic import semantic_report
 
-            lines += semantic_report(engine, db, {"scifact": scifact_q, "techdocs": techdocs_q}, args.st_python)
+            ranker = ({"provider": args.ranker_provider, "url": args.ranker_url, "model": args.ranker_model or None}
+                      if args.ranker_url else None)
+            lines += semantic_report(engine, db, {"scifact": scifact_q, "techdocs": techdocs_q}, args.st_python,
+                                     ranker)
     finally:
         engine.close()
         shutil.rmtree(work, ignore_errors=True)

@@ -32,7 +32,8 @@ print(json.dumps({"seconds": time.perf_counter() - started}))
 """
 
 
-def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st_python: str) -> list[str]:
+def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st_python: str,
+                    ranker: dict | None = None) -> list[str]:
     lines = ["", "## Semantic stage (all-MiniLM-L6-v2 in numpy, in-process)", ""]
     fill = {}
     for name in queries:
@@ -47,6 +48,8 @@ def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st
     lines += latency_rows(engine, db, queries["scifact"])
     lines += prefilter_rows(engine, queries["scifact"])
     lines += million_scan()
+    if ranker:
+        lines += reranked_rows(engine, queries, {k: v for k, v in ranker.items() if v})
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines += ["", f"Peak resident memory of the benchmark process (both corpora, vectors loaded, plus the "
               f"1M-vector scan): {rss:.0f} MiB."]
@@ -150,6 +153,27 @@ def prefilter_rows(engine: Engine, queries: list[dict]) -> list[str]:
             r50.append(len(set(exact) & set(got)) / len(exact))
             r10.append(len(set(exact[:10]) & set(got[:10])) / 10)
         lines.append(f"| {shortlist} | {np.mean(r50):.3f} | {np.mean(r10):.3f} |")
+    return lines
+
+
+def reranked_rows(engine: Engine, queries: dict[str, list[dict]], ranker: dict) -> list[str]:
+    lines = ["", f"### Reranked ({ranker['provider']} at {ranker['url']})", "",
+             "| corpus | nDCG@10 | R@3 | R@10 | rerank median ms | p95 ms | total median ms | ranker errors |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, qs in queries.items():
+        engine.workspace_configure(name, {"ranker": ranker})
+        ranked, rerank_ms, total_ms, errors = [], [], [], 0
+        for q in qs:
+            answer = engine.search_query(name, q["query"], {"limit": 50})
+            ranked.append(documents_in_order(answer["hits"]))
+            rerank_ms.append(answer["timing"].get("rerank", 0.0))
+            total_ms.append(answer["timing"]["total"])
+            errors += answer["rank"]["state"] == "error"
+        result = quality(ranked, qs)
+        lines.append(f"| {name} | {result['ndcg10']:.3f} | {result['r3']:.3f} | {result['r10']:.3f} | "
+                     f"{statistics.median(rerank_ms):.1f} | {percentile(rerank_ms, 0.95):.1f} | "
+                     f"{statistics.median(total_ms):.1f} | {errors} |")
+        engine.workspace_configure(name, {"ranker": "none"})
     return lines
 
 
