@@ -23,10 +23,11 @@ from .document import ParsedDocument, parse_document, reference_key_sets
 from .embedding import bump_epoch
 from .lexical import fts_table, head_text
 from .store import Store
+from .symbols import chunk_symbols, store_symbols
 from .walk import FoundFile, markdown_files
 from .workspace import Workspace
 
-PARSER_VERSION = 1
+PARSER_VERSION = 2  # 2: symbols collected per chunk
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
@@ -253,11 +254,15 @@ class Indexer:
             spans = (ord_, chunk.kind, chunk.byte_start, chunk.byte_end, chunk.line_start, chunk.line_end, generation)
             kept = reusable.get(chunk.text_hash)
             if kept:
+                chunk_id = kept.pop()
                 conn.execute(
                     "UPDATE chunks SET ord=?, kind=?, byte_start=?, byte_end=?, line_start=?, line_end=?, "
                     "generation=? WHERE id = ?",
-                    (*spans, kept.pop()),
+                    (*spans, chunk_id),
                 )
+                # Same text, same symbols, unless the extraction changed: rewriting them is cheap.
+                conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
+                store_symbols(conn, self.ws.id, chunk_id, chunk_symbols(chunk.breadcrumb, chunk.body))
                 self.report.chunks_kept += 1
                 continue
             chunk_id = conn.execute(
@@ -269,6 +274,7 @@ class Indexer:
                 f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
                 (chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body),
             )
+            store_symbols(conn, self.ws.id, chunk_id, chunk_symbols(chunk.breadcrumb, chunk.body))
             self.report.chunks_written += 1
         stale.extend(i for ids in reusable.values() for i in ids)
         self._delete_chunks(conn, stale)
@@ -276,6 +282,7 @@ class Indexer:
     def _delete_chunks(self, conn, chunk_ids: list[int]) -> None:
         for chunk_id in chunk_ids:
             conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
+            conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
         self.report.chunks_deleted += len(chunk_ids)
 
@@ -380,6 +387,7 @@ def file_problem_summary(conn, ws_id: int) -> list[dict]:
 
 
 def remove_workspace_rows(conn, ws_id: int) -> None:
-    for table in ("chunks", "facets", "doc_keys", "links", "problems", "changes", "documents"):
+    for table in ("chunks", "symbols", "embeddings", "facets", "doc_keys", "links", "problems", "changes",
+                  "documents"):
         conn.execute(f"DELETE FROM {table} WHERE ws_id = ?", (ws_id,))
     conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))

@@ -22,7 +22,7 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]
 _URL_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
 _MARKDOWN_LINK = re.compile(r"\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+[\"'(][^)]*)?\)")
-_HEADING_MARKUP = re.compile(r"[*_~]+|\\(?=[^\w\s])")
+_HEADING_MARKUP = re.compile(r"(?<![\w*_~])[*_~]+|[*_~]+(?![\w*_~])|\\(?=[^\w\s])")  # emphasis marks, not snake_case
 
 
 @dataclass

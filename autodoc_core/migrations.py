@@ -112,6 +112,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE workspaces ADD COLUMN active_model_fp TEXT;
     ALTER TABLE workspaces ADD COLUMN vector_epoch INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: identifiers per chunk for the symbol retriever; each qualified name also under its
+    # shorter suffixes (suffix = 1). Filled as documents are re-parsed (PARSER_VERSION 2).
+    """
+    CREATE TABLE symbols(
+        ws_id INTEGER NOT NULL,
+        symbol TEXT NOT NULL,
+        folded TEXT NOT NULL,
+        suffix INTEGER NOT NULL,
+        weight INTEGER NOT NULL,
+        chunk_id INTEGER NOT NULL
+    );
+    CREATE INDEX symbols_exact ON symbols(ws_id, symbol);
+    CREATE INDEX symbols_folded ON symbols(ws_id, folded);
+    CREATE INDEX symbols_chunk ON symbols(chunk_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

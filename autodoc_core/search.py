@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from . import fuse, lexical, shape
+from . import fuse, lexical, shape, symbols
 from .embedders import Embedder
 from .embedding import OFF, SWITCHING
 from .errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
@@ -30,7 +30,7 @@ MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode"}
-RETRIEVAL_KEYS = {"abstract_chunk", "demote_superseded"}
+RETRIEVAL_KEYS = {"abstract_chunk", "demote_superseded", "symbol"}
 
 
 @dataclass
@@ -41,6 +41,7 @@ class SearchOptions:
     abstract_chunk: bool
     demote_superseded: bool
     stages: list[str]
+    symbol: bool = True
 
 
 def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOptions:
@@ -67,6 +68,7 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
         abstract_chunk=retrieval.get("abstract_chunk", ws.option("abstract_chunk")),
         demote_superseded=retrieval.get("demote_superseded", ws.option("demote_superseded")),
         stages=_stages(opts.get("stages"), opts.get("mode")),
+        symbol=retrieval.get("symbol", True),
     )
 
 
@@ -239,6 +241,13 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         info.update(strategy=result.strategy, candidates=len(result.chunk_ids),
                     common_terms_left_out=result.common_terms_left_out)
         timer.lap("lexical")
+    shape_of_query = symbols.classify(query.semantic_text)
+    if shape_of_query.shape == "identifier" and options.symbol:
+        rankings["symbol"] = symbols.search(conn, ws.id, shape_of_query.tokens, filters.sql(),
+                                            tuple(filters.params))
+        performed.append("symbol")
+        timer.lap("symbol")
+    info["query_shape"] = shape_of_query.as_dict()
     query_vector = None
     if "semantic" in options.stages:
         query_vector = _semantic(conn, ws, query, filters, semantic, options, rankings, performed, skipped,
@@ -263,7 +272,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         timer.lap("rerank")
     hits = _finish(conn, candidates, query, options)
     timer.lap("shape")
-    retrievers = [p for p in performed if p != "rerank"]
+    retrievers = [p for p in performed if p in ("lexical", "semantic")]
     mode_used = "hybrid" if len(retrievers) > 1 else (retrievers[0] if retrievers else "none")
     return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer, rank)
 
@@ -302,6 +311,7 @@ def _answer(hits, mode_used, semantic: SemanticSource, options, performed, skipp
     return {
         "hits": hits,
         "mode_used": mode_used,
+        "query_shape": info.pop("query_shape", {"shape": "text", "kinds": [], "identifiers": []}),
         "semantic": semantic.state,
         "rank": rank,
         "stages": {"requested": options.stages, "performed": performed, "skipped": skipped},
@@ -321,7 +331,8 @@ def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
           options: SearchOptions) -> list[shape.Candidate]:
     """Fused, boosted candidates, at most MAX_PER_DOCUMENT per document, best first."""
     ws_id = ws.id
-    if ws.option("fusion") == "linear" and "semantic" in rankings:
+    # The blend needs a score on each retriever's scale; a symbol match has none, so RRF fuses those.
+    if ws.option("fusion") == "linear" and "semantic" in rankings and "symbol" not in rankings:
         fused = fuse.linear(rankings, lexical_scores, cosines, ws.option("fusion_weight"))
     else:
         fused = fuse.rrf(rankings)

@@ -1,0 +1,169 @@
+"""Identifiers: collect them from chunks, recognise identifier-shaped queries, and look them up.
+
+Engineers paste names: ``ResiliencePipeline.AddRetry``, ``std::vector::reserve``,
+``reclaim_batch()``, ``reclaimBatch``, ``--max-batch-tokens``, ``ERR_OSSL_EVP_UNSUPPORTED``,
+``-32069``, a commit prefix. BM25 splits them into words and vectors blur them, so identifier-
+shaped queries also run the ``symbol`` retriever: exact matches first, then case-folded, then by
+suffix (``AddRetry`` finds ``ResiliencePipeline.AddRetry`` and the other way round), and a hex
+prefix finds the commit hashes written in the documents.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import apsw
+
+# Where a symbol occurs says how likely the chunk defines it.
+WEIGHT_HEADING, WEIGHT_CODE_SPAN, WEIGHT_FENCE, WEIGHT_PROSE = 4, 2, 2, 1
+CANDIDATES = 50
+MIN_HEX = 7
+
+_FENCE = re.compile(r"^(?P<fence>```+|~~~+)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$|\Z)", re.S | re.M)
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+
+KINDS: list[tuple[str, re.Pattern[str]]] = [
+    ("path", re.compile(r"[A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)+")),
+    ("dotted", re.compile(r"(?<![\w.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?![\w(])")),
+    ("call", re.compile(r"(?<![\w.])[A-Za-z_$][\w$.:]*(?=\()")),
+    ("flag", re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")),
+    ("screaming_case", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
+    ("snake_case", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
+    ("camel_case", re.compile(r"\b(?:[a-z]+[a-z0-9]*[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*\b")),
+    ("error_code", re.compile(r"(?<![\w.-])-\d{4,6}\b|\b[A-Z]{1,5}-?\d{3,6}\b")),
+    ("hex", re.compile(r"\b[0-9a-f]{7,40}\b")),
+]
+
+
+def _is_hex_hash(text: str) -> bool:
+    return len(text) >= MIN_HEX and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+
+
+def identifiers(text: str) -> list[tuple[str, str]]:
+    """(identifier, kind) pairs found in text, longest forms first, each once."""
+    found: dict[str, str] = {}
+    for kind, pattern in KINDS:
+        for match in pattern.finditer(text):
+            token = match.group(0)
+            if kind == "hex" and not _is_hex_hash(token):
+                continue
+            if kind == "call":
+                token = token.rstrip(".:")
+            found.setdefault(token, kind)
+    return list(found.items())
+
+
+def lookup_keys(symbol: str) -> list[tuple[str, bool]]:
+    """The symbol itself, then each shorter qualified suffix (``b.c``, ``c`` for ``a.b.c``)."""
+    parts = re.split(r"(::|\.)", symbol)
+    names = parts[0::2]
+    keys = [(symbol, False)]
+    if len(names) > 1 and all(names):
+        for start in range(1, len(names)):
+            keys.append(("".join(parts[start * 2 :]), True))
+    return keys
+
+
+def chunk_symbols(breadcrumb: str, body: str) -> list[tuple[str, int]]:
+    """(symbol, weight) for one chunk: its heading if it is an identifier, code spans, fenced code,
+    and hex hashes or error codes in prose."""
+    weights: dict[str, int] = {}
+
+    def add(symbol: str, weight: int) -> None:
+        symbol = symbol.strip()
+        if 2 <= len(symbol) <= 200:
+            weights[symbol] = max(weights.get(symbol, 0), weight)
+
+    heading = breadcrumb.rsplit(" › ", 1)[-1].strip().strip("`")
+    for token, _kind in identifiers(heading):
+        add(token, WEIGHT_HEADING if token == heading or len(identifiers(heading)) == 1 else WEIGHT_PROSE)
+    for match in _FENCE.finditer(body):
+        for token, _kind in identifiers(match.group("code")):
+            add(token, WEIGHT_FENCE)
+    prose = _FENCE.sub(" ", body)
+    for match in _CODE_SPAN.finditer(prose):
+        span = match.group(2).strip()
+        if span and not any(c.isspace() for c in span):
+            add(span.split("(", 1)[0] if "(" in span else span, WEIGHT_CODE_SPAN)
+        for token, _kind in identifiers(span):
+            add(token, WEIGHT_CODE_SPAN)
+    for token, kind in identifiers(_CODE_SPAN.sub(" ", prose)):
+        if kind in ("hex", "error_code", "screaming_case", "dotted", "path", "flag"):
+            add(token, WEIGHT_PROSE)
+    return list(weights.items())
+
+
+@dataclass
+class QueryShape:
+    shape: str  # "identifier" | "text"
+    kinds: list[str] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens}
+
+
+def classify(query: str) -> QueryShape:
+    """Identifier-shaped when the query holds a token of an identifier form (plain words never are)."""
+    pairs = [(t, k) for t, k in identifiers(query.strip().strip('"'))]
+    for token in query.split():
+        bare = token.strip("`'\",;")
+        if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
+            pairs.append((bare, "code_span"))
+    if not pairs:
+        return QueryShape("text")
+    found = list(dict.fromkeys(t.rstrip("()") for t, _ in pairs))
+    # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
+    tokens = [t for t in found if not any(t != other and t in other for other in found)]
+    kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
+    return QueryShape("identifier", kinds, tokens)
+
+
+def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
+    rows = []
+    for symbol, weight in symbols:
+        for key, is_suffix in lookup_keys(symbol):
+            rows.append((ws_id, key, key.casefold(), int(is_suffix), weight, chunk_id))
+    conn.executemany(
+        "INSERT INTO symbols(ws_id, symbol, folded, suffix, weight, chunk_id) VALUES (?,?,?,?,?,?)", rows
+    )
+
+
+# Match tiers, best first: exact, case-folded, suffix (either way round), hex prefix.
+_TIER_SCORE = {0: 8.0, 1: 4.0, 2: 2.0, 3: 3.0}
+
+
+def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: str = "",
+           params: tuple = (), limit: int = CANDIDATES) -> list[int]:
+    """Chunks whose symbols match the query's identifiers, best first."""
+    scores: dict[int, float] = {}
+    for token in tokens:
+        best: dict[int, float] = {}
+        for tier, sql, args in _lookups(token):
+            for chunk_id, weight in conn.execute(
+                "SELECT s.chunk_id, MAX(s.weight) FROM symbols s JOIN chunks c ON c.id = s.chunk_id "
+                f"JOIN documents d ON d.id = c.doc_id WHERE s.ws_id = ? AND {sql}{allowed_sql} GROUP BY s.chunk_id",
+                (ws_id, *args, *params),
+            ):
+                best[chunk_id] = max(best.get(chunk_id, 0.0), _TIER_SCORE[tier] * weight)
+        for chunk_id, score in best.items():
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + score
+    return [c for c, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))][:limit]
+
+
+def _lookups(token: str) -> list[tuple[int, str, tuple]]:
+    folded = token.casefold()
+    lookups = [
+        (0, "s.symbol = ? AND s.suffix = 0", (token,)),
+        (1, "s.folded = ? AND s.suffix = 0 AND s.symbol <> ?", (folded, token)),
+        (2, "s.folded = ? AND s.suffix = 1", (folded,)),
+    ]
+    keys = lookup_keys(token)
+    for key, is_suffix in keys[1:]:
+        if is_suffix and len(key) >= 3:
+            lookups.append((2, "s.folded = ? AND s.suffix = 0", (key.casefold(),)))
+            break
+    if re.fullmatch(r"[0-9a-fA-F]{7,40}", token) and _is_hex_hash(folded):
+        lookups.append((3, "s.folded >= ? AND s.folded < ? AND s.symbol <> ?", (folded, folded + "\uffff", token)))
+    return lookups

@@ -1,0 +1,103 @@
+"""Identifier-shaped queries find the page that defines the identifier, at rank 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.symbols import chunk_symbols, classify, lookup_keys
+from tests.conftest import search, write
+
+NOISE = ("Add a retry to the resilience pipeline. The pipeline adds retries; retry the pipeline. "
+         "Reclaim the batch, reclaim every batch, batch after batch. The max batch tokens limit bounds the batch. "
+         "Vector reserve: reserve the vector before you reserve more. OSSL EVP unsupported errors mean "
+         "the err is unsupported. Switching errors: rpc switching. Commit early. ") * 6
+
+
+@pytest.fixture
+def api_kb(engine, kb: Path):
+    write(kb, "guides/overview.md", f"# Overview\n\n## Retries and batches\n\n{NOISE}\n\n## More\n\n{NOISE}\n")
+    write(kb, "guides/faq.md", f"# FAQ\n\n{NOISE}\n")
+    write(kb, "api/resilience.md", """
+        # ResiliencePipeline
+
+        ## ResiliencePipeline.AddRetry
+
+        Adds a retry strategy.
+
+        ```csharp
+        var pipeline = new ResiliencePipelineBuilder().AddRetry(new RetryStrategyOptions()).Build();
+        ```
+        """)
+    write(kb, "api/cpp-vector.md", "# Containers\n\n## std::vector::reserve\n\nIncrease the capacity.\n")
+    write(kb, "api/python-gc.md", "# GC (Python)\n\n## reclaim_batch()\n\n```python\ndef reclaim_batch(n):\n"
+                                  "    ...\n```\n\nFrees up to n objects.\n")
+    write(kb, "api/js-gc.md",
+          "# GC (JavaScript)\n\n## reclaimBatch\n\n```js\nexport function reclaimBatch(n) {}\n```\n")
+    write(kb, "reference/cli.md", "# CLI\n\n## Options\n\n| flag | meaning |\n|---|---|\n"
+                                  "| `--max-batch-tokens` | tokens per batch |\n| `--port` | port |\n")
+    write(kb, "reference/errors.md",
+          "# Errors\n\n## ERR_OSSL_EVP_UNSUPPORTED\n\nNode 17 and OpenSSL 3.\n\n"
+          "## JSON-RPC codes\n\n| code | name |\n|---|---|\n| `-32069` | `rpc.switching` |\n")
+    write(kb, "changelog.md", "# Changelog\n\n## 1.4.0\n\nFixed the reclaim loop (3f9a2b7c1d0e).\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    engine.workspace_index("kb")
+    return engine
+
+
+@pytest.mark.parametrize("query, page, kind", [
+    ("ResiliencePipeline.AddRetry", "api/resilience.md", "dotted"),
+    ("AddRetry", "api/resilience.md", "camel_case"),
+    ("std::vector::reserve", "api/cpp-vector.md", "path"),
+    ("vector::reserve", "api/cpp-vector.md", "path"),
+    ("reclaim_batch()", "api/python-gc.md", "call"),
+    ("reclaim_batch", "api/python-gc.md", "snake_case"),
+    ("reclaimBatch", "api/js-gc.md", "camel_case"),
+    ("--max-batch-tokens", "reference/cli.md", "flag"),
+    ("ERR_OSSL_EVP_UNSUPPORTED", "reference/errors.md", "screaming_case"),
+    ("-32069", "reference/errors.md", "error_code"),
+    ("3f9a2b7", "changelog.md", "hex"),
+])
+def test_identifier_finds_its_definition_first(api_kb, query, page, kind) -> None:
+    answer = search(api_kb, query)
+    assert answer["hits"][0]["path"] == page, [h["path"] for h in answer["hits"][:3]]
+    assert answer["query_shape"]["shape"] == "identifier" and kind in answer["query_shape"]["kinds"]
+    assert "symbol" in answer["stages"]["performed"]
+    assert "symbol" in answer["hits"][0]["via"]
+
+
+def test_text_queries_do_not_run_the_symbol_retriever(api_kb) -> None:
+    answer = search(api_kb, "reclaim the batch and reserve the vector")
+    assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": []}
+    assert "symbol" not in answer["stages"]["performed"]
+    assert all("symbol" not in h["via"] for h in answer["hits"])
+
+
+def test_symbol_retriever_can_be_switched_off(api_kb) -> None:
+    answer = search(api_kb, "reclaimBatch", retrieval={"symbol": False})
+    assert "symbol" not in answer["stages"]["performed"]
+
+
+def test_filters_apply_to_the_symbol_retriever(api_kb) -> None:
+    answer = search(api_kb, "ERR_OSSL_EVP_UNSUPPORTED", paths=["guides"])
+    assert answer["hits"] and all(h["path"].startswith("guides/") for h in answer["hits"])
+    assert all("symbol" not in h["via"] for h in answer["hits"])  # the defining page is filtered out
+
+
+def test_edits_update_symbols(api_kb, kb: Path) -> None:
+    write(kb, "api/js-gc.md", "# GC (JavaScript)\n\n## collectBatch\n\nRenamed.\n")
+    api_kb.workspace_index("kb")
+    assert all(h["path"] != "api/js-gc.md" or "symbol" not in h["via"] for h in search(api_kb, "reclaimBatch")["hits"])
+    assert search(api_kb, "collectBatch")["hits"][0]["path"] == "api/js-gc.md"
+
+
+def test_extraction_and_shapes() -> None:
+    symbols = dict(chunk_symbols("API › Client.connect", "Call `connect(url)`; see a1b2c3d9 and `MAX_RETRIES`.\n"))
+    assert symbols["Client.connect"] == 4 and symbols["connect"] == 2 and symbols["MAX_RETRIES"] == 2
+    assert "a1b2c3d9" in symbols
+    assert lookup_keys("a.b.c") == [("a.b.c", False), ("b.c", True), ("c", True)]
+    assert classify("deadbeefcafe").shape == "text"  # hex needs a digit: words are not commits
+    assert classify("how do I use `thing`").tokens == ["thing"]
+    assert classify("plain words only").shape == "text"
