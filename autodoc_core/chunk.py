@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .markdown import Block
 
@@ -27,6 +27,7 @@ class Chunk:
     line_start: int  # 1-based, inclusive
     line_end: int  # 1-based, inclusive
     text_hash: str
+    symbols: list[tuple[str, int]] = field(default_factory=list)  # (identifier, weight), see symbols.py
 
     @property
     def indexed_text(self) -> str:

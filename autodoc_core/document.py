@@ -13,6 +13,7 @@ from typing import Any
 from . import frontmatter as fm
 from .chunk import Chunk, LineTable, abstract_chunk, section_chunks
 from .markdown import name_key, parse_structure, path_key, reference_keys
+from .symbols import chunk_symbols
 
 
 @dataclass
@@ -71,6 +72,8 @@ def parse_document(raw: bytes, relpath: str, schema: fm.FacetSchema, section_tok
         chunks.insert(0, abstract_chunk(lines, table, front.line_count, title, abstract))
     if not chunks:
         chunks = section_chunks(lines, table, [], title, section_tokens)
+    for chunk in chunks:
+        chunk.symbols = chunk_symbols(chunk.breadcrumb, chunk.body)
 
     keys = _unique([path_key(relpath), name_key(stem), name_key(title)] + [name_key(a) for a in aliases])
     return ParsedDocument(

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
+import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,12 +26,14 @@ from .document import ParsedDocument, parse_document, reference_key_sets
 from .embedding import bump_epoch
 from .lexical import fts_table, head_text
 from .store import Store
-from .symbols import chunk_symbols, store_symbols
+from .symbols import store_symbols
 from .walk import FoundFile, markdown_files
 from .workspace import Workspace
 
 PARSER_VERSION = 2  # 2: symbols collected per chunk
 BATCH_SIZE = 200
+PARALLEL_PARSE_MIN = 200  # below this, starting worker processes costs more than it saves
+MAX_PARSE_WORKERS = 4
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
 CHANGE_LOG_KEEP_ROWS = 100_000
@@ -81,6 +86,8 @@ class Indexer:
         self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
         self.report = IndexReport()
         self.fts = fts_table(ws.id)
+        self.paths_with_problems: set[str] = set()
+        self.stale_problems: set[str] = set()
 
     def run(self, only: list[str] | None = None) -> IndexReport:
         """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
@@ -113,12 +120,17 @@ class Indexer:
         if only is not None:
             gone = {p: e for p, e in gone.items() if p in only}
         renames = self._pair_renames(gone, pending)
+        # Problems of files that are gone (deleted, or skipped before and deleted since) go with them.
+        self.stale_problems = set() if only is not None else self.paths_with_problems - set(found)
         self._write(pending, touched, renames, gone, skipped, existing)
         self.report.seconds = time.perf_counter() - started
         return self.report
 
     def _existing(self) -> dict[str, _Existing]:
         with self.store.snapshot() as conn:
+            self.paths_with_problems = {
+                r[0] for r in conn.execute("SELECT DISTINCT path FROM problems WHERE ws_id = ?", (self.ws.id,))
+            }
             rows = conn.execute(
                 "SELECT path, id, size, mtime_ns, content_hash, chunked_with FROM documents WHERE ws_id = ?",
                 (self.ws.id,),
@@ -164,16 +176,33 @@ class Indexer:
             gone.pop(old_path, None)
         return renames
 
+    def _parsed(self, pending: list[tuple[FoundFile, bytes, str]]) -> Iterator[ParsedDocument]:
+        """Parsed documents in ``pending`` order; large runs parse in worker processes while this
+        one writes (parsing and symbol extraction are pure Python and CPU-bound)."""
+        budget = self.ws.option("section_tokens")
+        jobs = ((raw, item.relpath, self.schema, budget) for item, raw, _ in pending)
+        workers = min(os.cpu_count() or 1, MAX_PARSE_WORKERS)
+        if len(pending) < PARALLEL_PARSE_MIN or workers < 2:
+            yield from (parse_document(*job) for job in jobs)
+            return
+        # spawn, not fork: the caller may hold threads (the embedder, an editor's RPC loop).
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            yield from pool.map(_parse_job, jobs, chunksize=16)
+
     def _write(self, pending, touched, renames, gone, skipped, existing) -> None:
-        for item, old in touched:
+        if touched:
             with self.store.write() as conn:
-                conn.execute(
-                    "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (item.size, item.mtime_ns, old.id)
-                )
+                for item, old in touched:
+                    conn.execute(
+                        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (item.size, item.mtime_ns, old.id)
+                    )
+        parsed_documents = self._parsed(pending)
         for start in range(0, len(pending), BATCH_SIZE):
             with self.store.write() as conn:
-                for item, raw, digest in pending[start : start + BATCH_SIZE]:
-                    self._write_document(conn, item, raw, digest, existing.get(item.relpath), renames)
+                for item, _raw, digest in pending[start : start + BATCH_SIZE]:
+                    parsed = next(parsed_documents)
+                    self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
                 bump_epoch(conn, self.ws.id)
         with self.store.write() as conn:
             for path, old in gone.items():
@@ -183,6 +212,8 @@ class Indexer:
             for path, reason in skipped.items():
                 self._set_problems(conn, path, "skipped", [reason])
                 self.report.skipped += 1
+            for path in self.stale_problems:
+                conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
             if self.report.added or self.report.changed or self.report.deleted or self.report.renamed:
                 self._resolve_links(conn)
             self._prune_change_log(conn)
@@ -195,8 +226,8 @@ class Indexer:
         ).fetchone()[0]
         return generation
 
-    def _write_document(self, conn, item: FoundFile, raw: bytes, digest: str, old: _Existing | None, renames) -> None:
-        parsed = parse_document(raw, item.relpath, self.schema, self.ws.option("section_tokens"))
+    def _write_document(self, conn, item: FoundFile, parsed: ParsedDocument, digest: str, old: _Existing | None,
+                        renames) -> None:
         generation = self._next_generation(conn)
         renamed_from = None
         if old is None and item.relpath in renames:
@@ -225,11 +256,13 @@ class Indexer:
         same_fields = old_fts is not None and (
             old_fts[0], json.loads(old_fts[1]), json.loads(old_fts[2])
         ) == _fts_fields(parsed)
-        self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields)
-        self._write_doc_rows(conn, doc_id, parsed, item.relpath)
-        self._set_problems(conn, item.relpath, "warning", parsed.problems)
+        self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None)
+        self._write_doc_rows(conn, doc_id, parsed, new=old is None)
+        if parsed.problems or item.relpath in self.paths_with_problems:
+            self._set_problems(conn, item.relpath, "warning", parsed.problems)
         if renamed_from:
-            self._set_problems(conn, renamed_from, "warning", [])
+            if renamed_from in self.paths_with_problems:
+                self._set_problems(conn, renamed_from, "warning", [])
             self._log(conn, "deleted", renamed_from, generation, {"renamed_to": item.relpath})
             self._log(conn, "added", item.relpath, generation, {"renamed_from": renamed_from})
             self.report.renamed += 1
@@ -240,9 +273,11 @@ class Indexer:
             self._log(conn, "changed", item.relpath, generation)
             self.report.changed += 1
 
-    def _write_chunks(self, conn, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool) -> None:
+    def _write_chunks(self, conn, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool,
+                      new: bool) -> None:
         reusable: dict[str, list[int]] = {}
-        for chunk_id, text_hash in conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,)):
+        existing = () if new else conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,))
+        for chunk_id, text_hash in existing:
             reusable.setdefault(text_hash, []).append(chunk_id)
         if not reuse:
             stale = [i for ids in reusable.values() for i in ids]
@@ -262,7 +297,7 @@ class Indexer:
                 )
                 # Same text, same symbols, unless the extraction changed: rewriting them is cheap.
                 conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
-                store_symbols(conn, self.ws.id, chunk_id, chunk_symbols(chunk.breadcrumb, chunk.body))
+                store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
                 self.report.chunks_kept += 1
                 continue
             chunk_id = conn.execute(
@@ -274,7 +309,7 @@ class Indexer:
                 f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
                 (chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body),
             )
-            store_symbols(conn, self.ws.id, chunk_id, chunk_symbols(chunk.breadcrumb, chunk.body))
+            store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
             self.report.chunks_written += 1
         stale.extend(i for ids in reusable.values() for i in ids)
         self._delete_chunks(conn, stale)
@@ -286,8 +321,8 @@ class Indexer:
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
         self.report.chunks_deleted += len(chunk_ids)
 
-    def _write_doc_rows(self, conn, doc_id: int, parsed: ParsedDocument, relpath: str) -> None:
-        for table in ("facets", "doc_keys", "links"):
+    def _write_doc_rows(self, conn, doc_id: int, parsed: ParsedDocument, new: bool) -> None:
+        for table in () if new else ("facets", "doc_keys", "links"):
             column = "src_doc_id" if table == "links" else "doc_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (doc_id,))
         facets = set(parsed.facets) | {("tag", tag) for tag in parsed.tags}
@@ -372,6 +407,10 @@ class Indexer:
             "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
             (self.ws.id, time.time() - CHANGE_LOG_KEEP_SECONDS, self.ws.id, CHANGE_LOG_KEEP_ROWS - 1),
         )
+
+
+def _parse_job(job: tuple) -> ParsedDocument:
+    return parse_document(*job)
 
 
 def _first(key_docs: dict[str, list[int]], keys: list[str]) -> int | None:

@@ -24,13 +24,13 @@ _FENCE = re.compile(r"^(?P<fence>```+|~~~+)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ 
 _CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
 KINDS: list[tuple[str, re.Pattern[str]]] = [
-    ("path", re.compile(r"[A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)+")),
-    ("dotted", re.compile(r"(?<![\w.])[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?![\w(])")),
+    ("path", re.compile(r"(?<![\w~])[A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)+")),
+    ("dotted", re.compile(r"(?<![\w.-])[A-Za-z_$][\w$-]*(?:\.[A-Za-z_$][\w$-]*)+(?![\w(])")),
     ("call", re.compile(r"(?<![\w.])[A-Za-z_$][\w$.:]*(?=\()")),
     ("flag", re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")),
     ("screaming_case", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
     ("snake_case", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
-    ("camel_case", re.compile(r"\b(?:[a-z]+[a-z0-9]*[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*\b")),
+    ("camel_case", re.compile(r"\b(?:[a-z][a-z0-9]*[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*\b")),
     ("error_code", re.compile(r"(?<![\w.-])-\d{4,6}\b|\b[A-Z]{1,5}-?\d{3,6}\b")),
     ("hex", re.compile(r"\b[0-9a-f]{7,40}\b")),
 ]
@@ -40,10 +40,17 @@ def _is_hex_hash(text: str) -> bool:
     return len(text) >= MIN_HEX and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
-def identifiers(text: str) -> list[tuple[str, str]]:
+# A kind is only looked for when its tell-tale character is in the text at all.
+_GATES = {"path": "::", "dotted": ".", "call": "(", "flag": "--", "screaming_case": "_", "snake_case": "_"}
+PROSE_KINDS = {"hex", "error_code", "screaming_case", "path", "flag"}  # dotted prose is mostly "e.g." and URLs
+
+
+def identifiers(text: str, kinds: set[str] | None = None) -> list[tuple[str, str]]:
     """(identifier, kind) pairs found in text, longest forms first, each once."""
     found: dict[str, str] = {}
     for kind, pattern in KINDS:
+        if (kinds is not None and kind not in kinds) or (kind in _GATES and _GATES[kind] not in text):
+            continue
         for match in pattern.finditer(text):
             token = match.group(0)
             if kind == "hex" and not _is_hex_hash(token):
@@ -88,9 +95,8 @@ def chunk_symbols(breadcrumb: str, body: str) -> list[tuple[str, int]]:
             add(span.split("(", 1)[0] if "(" in span else span, WEIGHT_CODE_SPAN)
         for token, _kind in identifiers(span):
             add(token, WEIGHT_CODE_SPAN)
-    for token, kind in identifiers(_CODE_SPAN.sub(" ", prose)):
-        if kind in ("hex", "error_code", "screaming_case", "dotted", "path", "flag"):
-            add(token, WEIGHT_PROSE)
+    for token, _kind in identifiers(_CODE_SPAN.sub(" ", prose), PROSE_KINDS):
+        add(token, WEIGHT_PROSE)
     return list(weights.items())
 
 

@@ -154,6 +154,17 @@ def test_fixed_file_clears_its_problem(engine, kb: Path, indexed) -> None:
     assert engine.workspace_status("kb")["problems"] == []
 
 
+def test_problems_leave_with_their_files(engine, kb: Path, indexed) -> None:
+    binary = write(kb, "binary.md", b"\x00\x01" * 10)
+    warned = write(kb, "warned.md", "---\ntitle: [bad\n---\n# W\n\ntext\n")
+    indexed()
+    assert {p["path"] for p in engine.workspace_status("kb")["problems"]} == {"binary.md", "warned.md"}
+    binary.unlink()
+    warned.unlink()
+    indexed()
+    assert engine.workspace_status("kb")["problems"] == []
+
+
 def test_only_paths_reindexes_just_those(engine, kb: Path, indexed) -> None:
     write(kb, "a.md", "# A\n\none\n")
     write(kb, "b.md", "# B\n\ntwo\n")
@@ -183,3 +194,14 @@ def test_configure_rejects_bad_settings(engine, kb: Path, bad) -> None:
     with pytest.raises(AutodocError) as caught:
         engine.workspace_configure("kb", bad)
     assert caught.value.code == -32602
+
+
+def test_large_runs_parse_in_worker_processes(engine, kb: Path, indexed) -> None:
+    from autodoc_core.indexer import PARALLEL_PARSE_MIN
+
+    for i in range(PARALLEL_PARSE_MIN + 10):
+        write(kb, f"bulk/n{i:03d}.md", f"# Note {i}\n\n## Body\n\nterm{i} and `sym_{i}` shared heron\n")
+    report = indexed()
+    assert report["added"] == PARALLEL_PARSE_MIN + 10
+    assert len(paths(search(engine, "heron", limit=200))) == 200
+    assert paths(search(engine, "sym_123"))[0] == "bulk/n123.md"  # symbols made in the workers arrive too

@@ -107,6 +107,25 @@ def section_hit_at_3(engine: Engine, name: str, queries: list[dict]) -> tuple[in
     return found, len(labelled)
 
 
+def symbol_recall(engine: Engine, name: str, queries: list[dict]) -> list[str]:
+    """Recall@1/@3 of identifier queries, lexical stage, with and without the symbol retriever."""
+    lines = ["", f"### Identifier queries ({name}, {len(queries)} of kind identifier, lexical stage)", "",
+             "| symbol retriever | R@1 | R@3 | ran on |", "|---|---|---|---|"]
+    for enabled in (False, True):
+        r1 = r3 = ran = 0.0
+        for q in queries:
+            answer = engine.search_query(name, q["query"], {"stages": ["lexical"], "limit": 20,
+                                                            "retrieval": {"symbol": enabled}})
+            ranked, relevant = documents_in_order(answer["hits"]), set(q["relevant"])
+            r1 += recall_at(ranked, relevant, 1)
+            r3 += recall_at(ranked, relevant, 3)
+            ran += "symbol" in answer["stages"]["performed"]
+        count = len(queries) or 1
+        lines.append(f"| {'on' if enabled else 'off'} | {r1 / count:.3f} | {r3 / count:.3f} | "
+                     f"{int(ran)} of {len(queries)} queries |")
+    return lines
+
+
 def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1,
                   stages: tuple[str, ...] = ("lexical",)) -> list[float]:
     """Round trips of search.query through ``autodoc serve --stdio``, in milliseconds."""
@@ -196,12 +215,13 @@ def main() -> None:
                     per_kind[kind] = (len(subset), quality(eval_engine(engine, name, subset, {"stages": ["lexical"]}),
                                                            subset))
                 sections = section_hit_at_3(engine, name, queries)
+                identifier_rows = symbol_recall(engine, name, [q for q in queries if q["kind"] == "identifier"])
             if name == "scifact":
                 texts = [q["query"] for q in queries]
                 ours_ms = stdio_latency(db, "scifact", texts)
                 peer_ms = peer_latency(peer, texts)
         growth = scale_run(work, shared, args.scale, scifact_q) if args.scale else None
-        lines = report(index, rows, per_kind, sections, ours_ms, peer_ms, growth)
+        lines = report(index, rows, per_kind, sections, ours_ms, peer_ms, growth) + identifier_rows
         if args.semantic:
             from tests.bench.semantic import semantic_report
 
