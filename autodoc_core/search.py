@@ -22,7 +22,7 @@ from .frontmatter import CoercionError, FacetSchema, coerce
 from .http import ProviderError
 from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
 from .rank import Ranker
-from .semantic import VectorIndex
+from .semantic import CANDIDATES, VectorIndex
 from .workspace import Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
@@ -234,7 +234,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     rankings: dict[str, list[int]] = {}
     lexical_scores: dict[int, float] = {}
     if "lexical" in options.stages:
-        result = lexical.search(conn, ws.id, query, filters, frequencies)
+        result = lexical.search(conn, ws.id, query, filters, frequencies, max(lexical.CANDIDATES, options.limit))
         rankings["lexical"] = result.chunk_ids
         lexical_scores = result.scores
         performed.append("lexical")
@@ -244,7 +244,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     shape_of_query = symbols.classify(query.semantic_text)
     if shape_of_query.shape == "identifier" and options.symbol:
         rankings["symbol"] = symbols.search(conn, ws.id, shape_of_query.tokens, filters.sql(),
-                                            tuple(filters.params))
+                                            tuple(filters.params), max(symbols.CANDIDATES, options.limit))
         performed.append("symbol")
         timer.lap("symbol")
     info["query_shape"] = shape_of_query.as_dict()
@@ -298,7 +298,7 @@ def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, ranki
             raise AutodocError(code, reason, stage="semantic")
         skipped["semantic"] = reason
         return None
-    recall = semantic.index.search(vector, allowed_documents(conn, ws.id, filters))
+    recall = semantic.index.search(vector, allowed_documents(conn, ws.id, filters), max(CANDIDATES, options.limit))
     rankings["semantic"] = recall.chunk_ids
     performed.append("semantic")
     info.update(semantic_scanned=recall.scanned, semantic_shortlist=recall.shortlist, _cosines=recall.cosines)
