@@ -25,6 +25,7 @@ PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
+QUERY_CACHE_SIZE = 256
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
 
 
@@ -75,6 +76,8 @@ class Embedder:
         self.meter = Meter()
         self.model = str(config.get("model") or "")
         self.dimensions: int | None = None
+        self._query_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._cache_lock = threading.Lock()
 
     @property
     def model_fp(self) -> str:
@@ -86,6 +89,25 @@ class Embedder:
 
     def embed(self, texts: list[str], kind: str = "document") -> np.ndarray:
         """``kind`` is "document" or "query" (providers that distinguish them use it)."""
+        if kind == "query" and len(texts) == 1:
+            return self._cached_query(texts[0])
+        return self._embed_all(texts, kind)
+
+    def _cached_query(self, text: str) -> np.ndarray:
+        """A picker re-runs the same query on every stage toggle: remember the last few vectors."""
+        key = (self.model_fp, text)
+        with self._cache_lock:
+            hit = self._query_cache.get(key)
+        if hit is not None:
+            return hit
+        vector = self._embed_all([text], "query")
+        with self._cache_lock:
+            if len(self._query_cache) >= QUERY_CACHE_SIZE:
+                self._query_cache.pop(next(iter(self._query_cache)))
+            self._query_cache[key] = vector
+        return vector
+
+    def _embed_all(self, texts: list[str], kind: str) -> np.ndarray:
         rows = []
         for start in range(0, len(texts), self.batch_size):
             part = texts[start : start + self.batch_size]

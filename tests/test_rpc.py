@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,38 @@ def test_workspace_lifecycle(engine, kb: Path, tmp_path: Path) -> None:
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
     assert engine.search_query("kb", "marmot", None)["hits"][0]["path"] == "a.md"
+
+
+def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Path) -> None:
+    write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
+    write(kb, "b.md", "# Cooking\n\nFlour, water, salt and yeast make bread.\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
+    )
+    assert process.stdin and process.stdout
+    counter = iter(range(1, 10_000))
+
+    def ask(method: str, params: list) -> dict:
+        message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        return json.loads(process.stdout.readline())
+
+    try:
+        ask("workspace.add", ["kb", str(kb)])
+        first = ask("workspace.index", ["kb"])["result"]
+        assert first["added"] == 2  # returns once the lexical index is written
+        lexical = ask("search.query", ["kb", "bread"])["result"]
+        assert lexical["hits"][0]["path"] == "b.md"  # answers while the embedder works
+        deadline = time.monotonic() + 90
+        while ask("workspace.status", ["kb"])["result"]["semantic"] != "ready":
+            assert time.monotonic() < deadline, "the background embedder never finished"
+            time.sleep(0.2)
+        status = ask("workspace.status", ["kb"])["result"]["embedder"]
+        assert status["embedded"] == status["total"] == 2 and status["progress"]["rate"] > 0
+        answer = ask("search.query", ["kb", "baking a loaf", {"stages": ["semantic"]}])["result"]
+        assert answer["hits"][0]["path"] == "b.md" and answer["semantic"] == "ready"
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)

@@ -213,3 +213,15 @@ def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None
         thread.join()
     assert not errors
     assert "partial" in seen
+
+
+def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
+    notes(kb)
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", tei_config(server.url))
+        engine.workspace_index("kb", {"wait": "semantic"})
+        before = len(server.behaviour.requests)
+        for stages in (["lexical", "semantic"], ["semantic"], ["lexical", "semantic"]):
+            search(engine, "sockets and packets", stages=stages)
+        assert len(server.behaviour.requests) == before + 1  # one query embedding for three searches
