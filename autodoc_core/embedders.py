@@ -26,6 +26,7 @@ DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 QUERY_CACHE_SIZE = 256
+MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
 
 
@@ -172,7 +173,11 @@ class LocalEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         workers = 1 if kind == "query" else BULK_WORKERS
-        return self.encoder.embed(texts, workers=workers)
+        try:
+            encoder = self.encoder
+        except (OSError, ValueError, KeyError) as exc:
+            raise ProviderError(f"cannot load the model in {self.model_dir}: {exc}") from None
+        return encoder.embed(texts, workers=workers)
 
 
 class TeiEmbedder(Embedder):
@@ -295,6 +300,11 @@ def validate_embedder(value: Any) -> dict[str, Any]:
         raise invalid_params(f"embedder provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
     if provider in ("tei", "openai"):
         _required_url(value)
+    if provider == "local" and value.get("model_dir"):
+        folder = Path(str(value["model_dir"])).expanduser()
+        missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+        if missing:
+            raise invalid_params(f"model_dir {str(folder)!r} lacks {', '.join(missing)}")
     if provider in ("openai", "cohere") and not value.get("model"):
         raise invalid_params(f"the {provider} embedder needs 'model'")
     for key in ("timeout",):

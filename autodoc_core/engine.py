@@ -69,6 +69,13 @@ class Engine:
                 self._embedders[ws.id] = cached
             return cached[1]
 
+    def _usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
+        """The embedder, or why the configured one cannot be used (e.g. the model is not installed)."""
+        try:
+            return self._embedder(ws), None
+        except (OSError, ValueError) as exc:
+            return None, f"the embedding model cannot be used: {exc}"
+
     def _ranker(self, ws: Workspace) -> Ranker | None:
         """The workspace's ranker; a configuration change takes effect at the next query."""
         config = ws.option("ranker")
@@ -81,9 +88,9 @@ class Engine:
             return cached[1]
 
     def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
-        embedder = self._embedder(ws)
+        embedder, unavailable = self._usable_embedder(ws)
         if embedder is None:
-            return SemanticSource(OFF)
+            return SemanticSource(OFF, unavailable=unavailable)
         if embedder.dimensions is None:  # a remote model not yet asked: its vectors cannot exist yet
             active = ws.active_model_fp
             state = SWITCHING if active else PARTIAL
@@ -102,7 +109,9 @@ class Engine:
 
     def fill_vectors(self, ws: Workspace) -> dict[str, Any]:
         """Embed every chunk that lacks a vector for the workspace's model, now, in this thread."""
-        embedder = self._embedder(ws)
+        embedder, unavailable = self._usable_embedder(ws)
+        if unavailable:
+            raise AutodocError(EMBED_FAILED, unavailable)
         if embedder is None:
             return {"state": OFF}
         progress = self._progress.setdefault(ws.id, Progress())

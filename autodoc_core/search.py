@@ -198,6 +198,7 @@ class SemanticSource:
     embedder: Embedder | None = None
     index: VectorIndex | None = None
     progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
+    unavailable: str | None = None  # why a configured model cannot be used
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
@@ -280,7 +281,9 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
 def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, rankings, performed, skipped,
               info, timer) -> np.ndarray | None:
     reason, code = None, UNSUPPORTED
-    if semantic.state == OFF or semantic.embedder is None:
+    if semantic.unavailable:
+        reason = semantic.unavailable
+    elif semantic.state == OFF or semantic.embedder is None:
         reason = "no embedding model is configured for this workspace"
     elif semantic.state == SWITCHING:
         reason, code = "a new embedding model is filling", SWITCHING_CODE

@@ -139,3 +139,20 @@ def test_recent_changes_are_never_pruned(engine: Engine, kb: Path) -> None:
     with engine.store.snapshot() as conn:
         count = conn.execute("SELECT COUNT(*) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
     assert count == CHANGE_LOG_KEEP_ROWS + 11
+
+
+def test_old_schema_is_migrated_in_place(tmp_path: Path, kb: Path) -> None:
+    from autodoc_core.migrations import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    conn = apsw.Connection(str(path))
+    conn.execute(MIGRATIONS[0])
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO workspaces(name, root) VALUES ('kb', ?)", (str(kb),))
+    conn.close()
+    store = Store(path)
+    with store.snapshot() as reader:
+        assert reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert reader.execute("SELECT name, vector_epoch FROM workspaces").fetchall() == [("kb", 0)]
+        assert reader.execute("SELECT COUNT(*) FROM symbols").fetchone()[0] == 0
+    store.close()
