@@ -9,6 +9,7 @@ spans move), so the lexical index and, later, embeddings are rewritten only for 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -34,6 +35,7 @@ PARSER_VERSION = 2  # 2: symbols collected per chunk
 BATCH_SIZE = 200
 PARALLEL_PARSE_MIN = 200  # below this, starting worker processes costs more than it saves
 MAX_PARSE_WORKERS = 4
+PARSE_WINDOW = 1024
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
 CHANGE_LOG_KEEP_ROWS = 100_000
@@ -187,8 +189,15 @@ class Indexer:
             return
         # spawn, not fork: the caller may hold threads (the embedder, an editor's RPC loop).
         context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            yield from pool.map(_parse_job, jobs, chunksize=16)
+        try:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+        except OSError:  # no processes or semaphores to be had: parse here, just slower
+            yield from (parse_document(*job) for job in jobs)
+            return
+        with pool:
+            # map() submits everything at once: feed it a window at a time to bound memory.
+            while window := list(itertools.islice(jobs, PARSE_WINDOW)):
+                yield from pool.map(_parse_job, window, chunksize=16)
 
     def _write(self, pending, touched, renames, gone, skipped, existing) -> None:
         if touched:

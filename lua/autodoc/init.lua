@@ -1,0 +1,134 @@
+--- AutoDoc for Neovim: setup, workspaces and indexing on save.
+local rpc = require('autodoc.rpc')
+
+local M = {}
+
+M.defaults = {
+  workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
+  db = nil, -- default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
+  index_on_save = true,
+  debounce_ms = 60,
+  limit = 30,
+  keys = {
+    toggle_lexical = '<M-l>',
+    toggle_semantic = '<M-s>',
+    toggle_rerank = '<M-r>',
+    toggle_under_cursor = '<Space>',
+    open = '<CR>',
+    open_vsplit = '<C-v>',
+    open_split = '<C-x>',
+    open_tab = '<C-t>',
+    quickfix = '<C-q>',
+    next = { '<C-n>', '<Down>' },
+    prev = { '<C-p>', '<Up>' },
+    close = { '<Esc>', 'q' },
+  },
+}
+
+M.config = vim.deepcopy(M.defaults)
+M.workspaces = {}
+local ready = false
+local on_ready = {}
+
+local function notify(message, level)
+  vim.notify(message, level or vim.log.levels.INFO, { title = 'autodoc' })
+end
+
+--- Run `fn` once the engine is open (setup answered).
+function M.when_ready(fn)
+  if ready then
+    fn()
+  else
+    table.insert(on_ready, fn)
+  end
+end
+
+local function absolute(path)
+  return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p')):gsub('/$', '')
+end
+
+function M.add_workspace(name, path, callback)
+  local root = absolute(path)
+  rpc.request('workspace.add', { name, root }, function(err, result)
+    if err then
+      notify(rpc.describe(err), vim.log.levels.ERROR)
+      return
+    end
+    M.workspaces[name] = result.root
+    M.index(name, callback)
+  end)
+end
+
+function M.index(name, callback, paths)
+  local names = name and { name } or vim.tbl_keys(M.workspaces)
+  for _, ws in ipairs(names) do
+    rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
+      if err then
+        notify(rpc.describe(err), vim.log.levels.ERROR)
+      elseif callback then
+        callback(ws, result)
+      end
+      vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws } })
+    end)
+  end
+end
+
+function M.status(name)
+  local ws = name or next(M.workspaces)
+  if not ws then
+    notify('no workspace: add one in setup({ workspaces = ... })', vim.log.levels.WARN)
+    return
+  end
+  rpc.request('workspace.status', { ws }, function(err, result)
+    if err then
+      notify(rpc.describe(err), vim.log.levels.ERROR)
+      return
+    end
+    notify(string.format('%s: %d documents, %d chunks, semantic %s', ws, result.documents, result.chunks,
+      result.semantic))
+  end)
+end
+
+--- The workspace whose root holds `file`, and the file's path relative to it.
+function M.workspace_of(file)
+  file = absolute(file)
+  for name, root in pairs(M.workspaces) do
+    if file:sub(1, #root + 1) == root .. '/' then
+      return name, file:sub(#root + 2)
+    end
+  end
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  local log = vim.fn.stdpath('log') .. '/autodoc.log'
+  rpc.request('plugin.setup', { { db = M.config.db, log = log } }, function(err)
+    if err then
+      notify(rpc.describe(err), vim.log.levels.ERROR)
+      return
+    end
+    ready = true
+    for _, ws in ipairs(M.config.workspaces) do
+      M.add_workspace(ws.name, ws.path)
+    end
+    for _, fn in ipairs(on_ready) do
+      fn()
+    end
+    on_ready = {}
+  end)
+  if M.config.index_on_save then
+    local group = vim.api.nvim_create_augroup('autodoc', { clear = true })
+    vim.api.nvim_create_autocmd('BufWritePost', {
+      group = group,
+      pattern = { '*.md', '*.markdown' },
+      callback = function(event)
+        local ws, relpath = M.workspace_of(event.match)
+        if ws then
+          M.index(ws, nil, { relpath })
+        end
+      end,
+    })
+  end
+end
+
+return M

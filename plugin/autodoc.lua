@@ -1,0 +1,34 @@
+-- AutoDoc: register the Python remote plugin in a host of its own (no :UpdateRemotePlugins
+-- needed, as Neovim does for its legacy providers) and define the user commands.
+if vim.g.loaded_autodoc or vim.fn.has('nvim-0.10') == 0 then
+  return
+end
+vim.g.loaded_autodoc = 1
+
+local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h')
+local plugin_path = root .. '/rplugin/python3/autodoc'
+local ok, err = pcall(function()
+  vim.fn['remote#host#RegisterClone']('autodoc', 'python3')
+  vim.fn['remote#host#RegisterPlugin']('autodoc', plugin_path, {
+    { type = 'function', name = 'AutodocRequest', sync = 0, opts = vim.empty_dict() },
+  })
+end)
+if not ok and not tostring(err):find('already registered', 1, true) then
+  vim.g.autodoc_registration_error = tostring(err)
+end
+
+vim.api.nvim_create_user_command('AutodocSearch', function(cmd)
+  require('autodoc.picker').open({ query = cmd.args })
+end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
+
+vim.api.nvim_create_user_command('AutodocIndex', function(cmd)
+  require('autodoc').index(cmd.args ~= '' and cmd.args or nil)
+end, { nargs = '?', desc = 'AutoDoc: re-index a workspace (all when none is named)' })
+
+vim.api.nvim_create_user_command('AutodocStatus', function(cmd)
+  require('autodoc').status(cmd.args ~= '' and cmd.args or nil)
+end, { nargs = '?', desc = 'AutoDoc: show a workspace status' })
+
+vim.keymap.set('n', '<Plug>(autodoc-search)', function()
+  require('autodoc.picker').open({})
+end, { desc = 'AutoDoc: search' })
