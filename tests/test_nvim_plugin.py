@@ -90,3 +90,66 @@ def test_errors_reach_the_caller(nvim) -> None:
           function(err, result) _G.answer = { err = err } end)""")
     answer = wait_for(lambda: lua(nvim, "return _G.answer"))
     assert answer["err"]["code"] == -32060
+
+
+def picker(nvim, field: str):
+    return lua(nvim, f"local s = require('autodoc.picker').state; return s and s.{field}")
+
+
+def list_lines(nvim) -> list[str]:
+    return lua(nvim, "local s = require('autodoc.picker').state; "
+                     "return s and vim.api.nvim_buf_get_lines(s.list_buf, 0, -1, false) or {}")
+
+
+def ready(nvim) -> None:
+    wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.kb ~= nil"))
+
+
+def test_picker_searches_as_you_type_and_jumps(nvim) -> None:
+    ready(nvim)
+    nvim.command("AutodocSearch")
+    assert len(lua(nvim, "return vim.tbl_filter(function(w) return vim.api.nvim_win_get_config(w).relative ~= '' "
+                         "end, vim.api.nvim_list_wins())")) == 4  # prompt, hits, toggles, preview
+    nvim.input("relational store")
+    wait_for(lambda: any("adr/0002.md" in line for line in list_lines(nvim)))
+    assert list_lines(nvim)[0].startswith("adr/0002.md:6-8  ADR 0002 Keep the index in SQLite › Decision")
+    toggles = lua(nvim, "local s = require('autodoc.picker').state; "
+                        "return vim.api.nvim_buf_get_lines(s.toggles_buf, 0, -1, false)[1]")
+    assert toggles.startswith("[x] Lexical  [x] Semantic")
+    marks = lua(nvim, "local s = require('autodoc.picker').state; "
+                      "return #vim.api.nvim_buf_get_extmarks(s.preview_buf, -1, 0, -1, { details = true })")
+    assert marks >= 3  # the span's lines and the query words
+    nvim.input("<CR>")
+    wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+    assert nvim.current.window.cursor[0] == 6  # line_start of the hit
+
+
+def test_toggles_change_the_stages_and_persist(nvim) -> None:
+    ready(nvim)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: list_lines(nvim) and "notes/cooking.md" in list_lines(nvim)[0])
+    nvim.input("<M-s>")
+    wait_for(lambda: picker(nvim, "last_stages") and "semantic" not in picker(nvim, "last_stages")["requested"])
+    assert picker(nvim, "stages")["semantic"] is False
+    nvim.input("<M-l>")  # turning off the last retriever is refused
+    assert picker(nvim, "stages")["lexical"] is True
+    nvim.input("<Esc>")
+    nvim.command("AutodocSearch bread")
+    assert picker(nvim, "stages")["semantic"] is False  # kept across openings (and in stdpath('state'))
+    nvim.input("<M-s>")
+    assert picker(nvim, "stages")["semantic"] is True
+
+
+def test_an_answer_to_an_older_query_is_dropped(nvim) -> None:
+    ready(nvim)
+    shown = lua(nvim, """
+        local rpc = require('autodoc.rpc')
+        local seen = {}
+        local first = rpc.request('workspace.list', {}, function() table.insert(seen, 'old') end, 'lane')
+        local second = rpc.request('workspace.list', {}, function() table.insert(seen, 'new') end, 'lane')
+        rpc._resolve(first, {}, vim.NIL)
+        _G.seen = seen
+        return { first = first, second = second, current_first = rpc.is_current(first, 'lane') }""")
+    assert shown["current_first"] is False
+    wait_for(lambda: lua(nvim, "return #_G.seen > 0"))
+    assert lua(nvim, "return _G.seen") == ["new"]

@@ -8,6 +8,7 @@ M.defaults = {
   db = nil, -- default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
   index_on_save = true,
   debounce_ms = 60,
+  poll_ms = 1000, -- how often to check a workspace whose vectors are filling
   limit = 30,
   keys = {
     toggle_lexical = '<M-l>',
@@ -59,16 +60,47 @@ function M.add_workspace(name, path, callback)
   end)
 end
 
+local watching = {}
+
+--- Poll a workspace while its vectors fill; fire User AutodocSemanticReady once they are complete,
+--- so an open picker refreshes by itself.
+function M.watch_semantic(ws)
+  if watching[ws] then
+    return
+  end
+  watching[ws] = true
+  local function poll()
+    rpc.request('workspace.status', { ws }, function(err, result)
+      if err or not result then
+        watching[ws] = nil
+        return
+      end
+      if result.semantic == 'partial' or result.semantic == 'switching' then
+        vim.defer_fn(poll, M.config.poll_ms)
+      else
+        watching[ws] = nil
+        vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocSemanticReady', data = { workspace = ws } })
+      end
+    end)
+  end
+  poll()
+end
+
 function M.index(name, callback, paths)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
   for _, ws in ipairs(names) do
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
       if err then
         notify(rpc.describe(err), vim.log.levels.ERROR)
-      elseif callback then
+        return
+      end
+      if callback then
         callback(ws, result)
       end
       vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws } })
+      if result.semantic == 'partial' or result.semantic == 'switching' then
+        M.watch_semantic(ws)
+      end
     end)
   end
 end
