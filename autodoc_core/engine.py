@@ -318,6 +318,31 @@ class Engine:
             raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
         return abspath, os.path.relpath(abspath, ws.root).replace(os.sep, "/")
 
+    def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
+        """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact
+        title or alias first, then prefixes, then the rest, each in path order."""
+        ws = self._workspace(name)
+        if not isinstance(query, str):
+            raise invalid_params("query must be a string")
+        limit = (opts or {}).get("limit", 50) if isinstance(opts, dict) else 50
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise invalid_params("'limit' must be an integer from 1 to 1000")
+        needle = query.strip().lower()
+        with self.store.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
+            ).fetchall()
+        ranked = []
+        for path, title, aliases_json, line_count in rows:
+            aliases = json.loads(aliases_json)
+            names = [title.lower(), *(a.lower() for a in aliases)]
+            if needle and not any(needle in n for n in [*names, path.lower()]):
+                continue
+            tier = 0 if needle in names else 1 if any(n.startswith(needle) for n in names) else 2
+            ranked.append((tier, path, {"path": path, "title": title, "aliases": aliases, "line_count": line_count}))
+        ranked.sort(key=lambda item: item[:2])
+        return [item[2] for item in ranked[:limit]]
+
     # -- changes.* -------------------------------------------------------------------------
 
     def changes_since(self, name: Any, cursor: Any = None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ METHODS: dict[str, str] = {
     "workspace.status": "workspace_status",
     "search.query": "search_query",
     "doc.read": "doc_read",
+    "doc.list": "doc_list",
     "changes.since": "changes_since",
 }
 

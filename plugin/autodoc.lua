@@ -21,6 +21,18 @@ vim.api.nvim_create_user_command('AutodocSearch', function(cmd)
   require('autodoc.picker').open({ query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
 
+vim.api.nvim_create_user_command('AutodocOpen', function(cmd)
+  require('autodoc.picker').open({ mode = 'documents', query = cmd.args })
+end, { nargs = '?', desc = 'AutoDoc: open a document by title, alias or path' })
+
+vim.api.nvim_create_user_command('AutodocWorkspaceAdd', function(cmd)
+  if #cmd.fargs == 2 then
+    require('autodoc').add_workspace(cmd.fargs[1], cmd.fargs[2])
+  else
+    require('autodoc.picker').open({ mode = 'folders', query = cmd.fargs[1] })
+  end
+end, { nargs = '*', complete = 'dir', desc = 'AutoDoc: add a workspace (a folder picker, or NAME PATH)' })
+
 vim.api.nvim_create_user_command('AutodocIndex', function(cmd)
   require('autodoc').index(cmd.args ~= '' and cmd.args or nil)
 end, { nargs = '?', desc = 'AutoDoc: re-index a workspace (all when none is named)' })

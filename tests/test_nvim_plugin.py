@@ -153,3 +153,35 @@ def test_an_answer_to_an_older_query_is_dropped(nvim) -> None:
     assert shown["current_first"] is False
     wait_for(lambda: lua(nvim, "return #_G.seen > 0"))
     assert lua(nvim, "return _G.seen") == ["new"]
+
+
+def test_checkhealth_reports_host_dependencies_and_workspaces(nvim) -> None:
+    ready(nvim)
+    wait_for(lambda: lua(nvim, """
+        if not _G.indexed then
+          _G.indexed = true
+          require('autodoc').index('kb', function() _G.index_done = true end)
+        end
+        return _G.index_done"""))
+    nvim.command("checkhealth autodoc")
+    text = "\n".join(nvim.current.buffer[:])
+    assert "remote plugin registered" in text
+    assert "autodoc_core" in text and "MISSING" not in text
+    assert "kb (" in text and "2 documents" in text
+    assert "embedder: local:all-MiniLM-L6-v2:384:l2" in text
+
+
+def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:
+    ready(nvim)
+    nvim.command("AutodocOpen")
+    nvim.input("keep the index")
+    wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:1-"))
+    nvim.input("<CR>")
+    wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+    other = tmp_path / "second-kb"
+    write(other, "x.md", "# Second\n\nzebra\n")
+    nvim.command(f"AutodocWorkspaceAdd {other}/")
+    wait_for(lambda: list_lines(nvim) and str(other) in list_lines(nvim)[0])
+    assert "1 Markdown files" in list_lines(nvim)[0]
+    nvim.input("<CR>")
+    wait_for(lambda: lua(nvim, "return require('autodoc').workspaces['second-kb'] ~= nil"))

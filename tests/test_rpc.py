@@ -168,3 +168,16 @@ def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Pat
     finally:
         process.stdin.close()
         process.wait(timeout=30)
+
+
+def test_doc_list_finds_documents_by_title_alias_or_path(engine, kb: Path) -> None:
+    write(kb, "adr/0002.md", "---\ntitle: Keep the index in SQLite\naliases: [storage decision]\n---\n# X\n")
+    write(kb, "notes/storage-notes.md", "# Storage notes\n\ntext\n")
+    write(kb, "other.md", "# Other\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb")
+    assert [d["path"] for d in engine.doc_list("kb", "storage")] == ["adr/0002.md", "notes/storage-notes.md"]
+    assert [d["path"] for d in engine.doc_list("kb", "storage notes")] == ["notes/storage-notes.md"]
+    assert [d["path"] for d in engine.doc_list("kb", "storage decision")] == ["adr/0002.md"]
+    assert [d["path"] for d in engine.doc_list("kb", "adr/")] == ["adr/0002.md"]
+    assert len(engine.doc_list("kb", "")) == 3

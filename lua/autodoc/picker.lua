@@ -70,6 +70,13 @@ local function list_title(answer)
 end
 
 local function render_toggles(state)
+  if state.mode ~= 'search' then
+    vim.bo[state.toggles_buf].modifiable = true
+    vim.api.nvim_buf_set_lines(state.toggles_buf, 0, -1, false,
+      { state.mode == 'folders' and '<CR> adds the folder as a workspace' or '<CR> opens the document' })
+    vim.bo[state.toggles_buf].modifiable = false
+    return
+  end
   local pieces, spans = {}, {}
   local column = 0
   for _, name in ipairs(stages.names) do
@@ -125,8 +132,13 @@ function M.preview(state)
     vim.bo[buf].modifiable = false
     return
   end
-  local path = state.root .. '/' .. hit.path
-  local ok, lines = pcall(vim.fn.readfile, path)
+  local path = hit.folder and hit.path or state.root .. '/' .. hit.path
+  local ok, lines
+  if hit.folder then
+    ok, lines = true, vim.fn.globpath(path, '**/*.md', false, true)
+  else
+    ok, lines = pcall(vim.fn.readfile, path)
+  end
   vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, ok and lines or { 'cannot read ' .. path })
   vim.bo[buf].modifiable = false
@@ -178,11 +190,53 @@ end
 
 -- Searching ----------------------------------------------------------------------------------
 
+local sources = {}
+
+--- :AutodocOpen: documents by title, alias or path.
+function sources.documents(state, query, seq)
+  rpc.request('doc.list', { state.workspace, query, { limit = autodoc.config.limit } }, function(err, documents)
+    if seq ~= state.seq or not vim.api.nvim_win_is_valid(state.list_win) then
+      return
+    end
+    if err then
+      vim.notify(rpc.describe(err), vim.log.levels.WARN)
+      return
+    end
+    local hits = {}
+    for _, doc in ipairs(documents) do
+      local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
+      table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
+        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' } })
+    end
+    render(state, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
+  end, 'documents')
+end
+
+--- :AutodocWorkspaceAdd: folders, completed as you type; <CR> adds the one under the cursor.
+function sources.folders(state, query)
+  local hits = {}
+  local candidates = vim.fn.getcompletion(query ~= '' and query or './', 'dir')
+  if query ~= '' and vim.fn.isdirectory(vim.fn.expand(query)) == 1 then
+    table.insert(candidates, 1, query) -- the folder typed so far, before its subfolders
+  end
+  for _, dir in ipairs(candidates) do
+    local path = vim.fn.fnamemodify(vim.fn.expand(dir), ':p'):gsub('/$', '')
+    local count = #vim.fn.globpath(path, '**/*.md', false, true)
+    table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
+      relevance = 1, via = { 'folder' }, folder = true })
+  end
+  render(state, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
+end
+
 function M.search(state)
   state.seq = state.seq + 1
   local seq = state.seq
   local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
   state.query = query
+  if state.mode ~= 'search' then
+    sources[state.mode](state, query, seq)
+    return
+  end
   if query:match('^%s*$') then
     render(state, { hits = {}, semantic = state.available.semantic == false and 'off' or 'ready', rank = {} })
     return
@@ -278,6 +332,14 @@ function M.open_hit(how)
   if not hit then
     return
   end
+  if hit.folder then
+    M.close()
+    local name = vim.fn.fnamemodify(hit.path, ':t'):gsub('[^%w_.-]', '-')
+    autodoc.add_workspace(name, hit.path, function(ws, report)
+      vim.notify(string.format('autodoc: workspace %s added, %d documents indexed', ws, report.added))
+    end)
+    return
+  end
   local path = state.root .. '/' .. hit.path
   M.close()
   vim.cmd("normal! m'") -- the jumplist remembers where we came from
@@ -359,16 +421,18 @@ function M.open(opts)
   if M.state then
     M.close()
   end
+  local mode = opts.mode or 'search'
   local name = workspace_name(opts)
-  if not name then
+  if not name and mode ~= 'folders' then
     vim.notify('autodoc: no workspace; add one with require("autodoc").setup({ workspaces = ... })',
       vim.log.levels.WARN)
     return
   end
   local geometry = layout()
   local state = {
+    mode = mode,
     workspace = name,
-    root = autodoc.workspaces[name] or '',
+    root = name and autodoc.workspaces[name] or '',
     origin_win = vim.api.nvim_get_current_win(),
     stages = stages.load(),
     available = {},
@@ -384,8 +448,9 @@ function M.open(opts)
   state.list_win = float(state.list_buf, vim.tbl_extend('force', geometry.list, { title = ' Hits ' }), false)
   vim.wo[state.list_win].cursorline = true
   state.toggles_win = float(state.toggles_buf, geometry.toggles, false)
+  local titles = { search = ' AutoDoc · %s ', documents = ' AutoDoc open · %s ', folders = ' AutoDoc: add a folder ' }
   state.prompt_win = float(state.prompt_buf, vim.tbl_extend('force', geometry.prompt,
-    { title = ' AutoDoc · ' .. name .. ' ' }), true)
+    { title = string.format(titles[mode], name or '') }), true)
   M.state = state
   render_toggles(state)
   set_keys(state)
@@ -409,7 +474,7 @@ function M.open(opts)
   end
   vim.cmd('startinsert!')
   autodoc.when_ready(function()
-    state.root = autodoc.workspaces[name] or state.root
+    state.root = name and autodoc.workspaces[name] or state.root
     M.search(state)
   end)
   -- When the embedding model finishes filling or the workspace changes, refresh the open query.

