@@ -19,11 +19,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Index and embed the bundled knowledge base, then open Neovim on it with the picker showing.
+# Without a terminal (CI, a pipe) it prints a sample search instead.
 run: install
 	@mkdir -p .run
 	$(BIN)/autodoc --db $(RUN_DB) --call workspace.add '["autodoc-kb", "doc/kb"]' > /dev/null
-	$(BIN)/autodoc --db $(RUN_DB) --call workspace.index '["autodoc-kb", {"wait": "semantic"}]'
-	$(BIN)/autodoc --db $(RUN_DB) --call search.query '["autodoc-kb", "why did we pick an embedded relational store", {"limit": 3}]'
+	$(BIN)/autodoc --db $(RUN_DB) --call workspace.index '["autodoc-kb", {"wait": "semantic"}]' > /dev/null
+	@if [ -t 0 ] && [ -t 1 ]; then \
+		AUTODOC_ROOT="$(CURDIR)" $(BIN)/nvim -u scripts/run_init.lua; \
+	else \
+		$(BIN)/autodoc --db $(RUN_DB) --call search.query '["autodoc-kb", "why did we pick an embedded relational store", {"limit": 3}]'; \
+	fi
 
 test: install
 	$(BIN)/ruff check .

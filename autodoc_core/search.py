@@ -216,12 +216,11 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     performed: list[str] = []
     skipped: dict[str, str] = {}
     rank = {"state": "off", "model": None, "error": None}
-    if "rerank" not in options.stages:
-        rank["state"] = "not_requested"
-        if ranker is not None:
-            rank["model"] = ranker.model or None
-    elif ranker is None:
-        skipped["rerank"] = "no ranker is configured for this workspace"
+    if ranker is None:
+        if "rerank" in options.stages:
+            skipped["rerank"] = "no ranker is configured for this workspace"
+    elif "rerank" not in options.stages:
+        rank.update(state="not_requested", model=ranker.model or None)
     info: dict[str, Any] = {}
     if not query.terms and facets:
         hits = _facet_only(conn, ws, filters, options.limit)

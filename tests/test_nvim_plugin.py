@@ -185,3 +185,53 @@ def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:
     assert "1 Markdown files" in list_lines(nvim)[0]
     nvim.input("<CR>")
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces['second-kb'] ~= nil"))
+
+
+def test_hidden_stage_cannot_be_flipped_and_choice_survives_a_restart(nvim, tmp_path: Path) -> None:
+    ready(nvim)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: picker(nvim, "answer"))
+    toggles = lua(nvim, "local s = require('autodoc.picker').state; "
+                        "return vim.api.nvim_buf_get_lines(s.toggles_buf, 0, -1, false)[1]")
+    assert "Rerank" not in toggles  # no ranker configured: the box is hidden
+    nvim.input("<M-r>")
+    assert picker(nvim, "stages")["rerank"] is True  # unchanged: it comes back as it was left
+    nvim.input("<M-s>")
+    wait_for(lambda: picker(nvim, "stages")["semantic"] is False)
+    saved = (tmp_path / "state" / "nvim" / "autodoc" / "stages.json").read_text()
+    assert '"semantic":false' in saved.replace(" ", "")
+    # a new Neovim with the same state folder reads the kept choice
+    second = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u",
+                                          str(PROJECT / "tests" / "nvim" / "minimal_init.lua")])
+    try:
+        assert second.exec_lua("return require('autodoc.stages').load()")["semantic"] is False
+    finally:
+        with contextlib.suppress(EOFError, OSError):
+            second.command("qall!")
+        second.close()
+
+
+def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:
+    from tests.model_servers import Behaviour, model_server
+
+    ready(nvim)
+    wait_for(lambda: lua(nvim, """
+        if not _G.indexed then
+          _G.indexed = true
+          require('autodoc').index('kb', function(_, r) _G.first_state = r.semantic end)
+        end
+        return _G.first_state"""))
+    with model_server("tei", Behaviour(delay=1.5)) as server:
+        lua(nvim, """
+            require('autodoc.rpc').request('workspace.configure',
+              { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 10 } } },
+              function() require('autodoc').index('kb') end)""", server.url)
+        nvim.command("AutodocSearch bread")
+        title = lambda: lua(nvim, "local s = require('autodoc.picker').state; "  # noqa: E731
+                                  "return s and vim.api.nvim_win_get_config(s.list_win).title[1][1]")
+        wait_for(lambda: "semantic switching" in (title() or "") or "semantic partial" in (title() or ""))
+        # refreshed by itself once the vectors were complete: the full answer (its query embedding
+        # takes the slow server's 1.5 s) replaces the lexical one in place
+        wait_for(lambda: "semantic" in picker(nvim, "answer")["stages"]["performed"], timeout=60)
+        assert picker(nvim, "answer")["semantic"] == "ready" and "semantic" not in title()
+        assert "semantic" in picker(nvim, "hits")[0]["via"]

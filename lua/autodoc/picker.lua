@@ -281,7 +281,12 @@ end
 
 function M.toggle(name)
   local state = M.state
-  if not state then
+  if not state or state.mode ~= 'search' then
+    return
+  end
+  if state.available[name] == false then
+    vim.notify(string.format('autodoc: %s is not available in this workspace (%s)', LABELS[name],
+      name == 'rerank' and 'no ranker configured' or 'no embedding model'), vim.log.levels.INFO)
     return
   end
   if not stages.toggle(state.stages, name) then
@@ -447,6 +452,7 @@ function M.open(opts)
     { title = ' Preview ', focusable = false }), false)
   state.list_win = float(state.list_buf, vim.tbl_extend('force', geometry.list, { title = ' Hits ' }), false)
   vim.wo[state.list_win].cursorline = true
+  vim.wo[state.list_win].wrap = false
   state.toggles_win = float(state.toggles_buf, geometry.toggles, false)
   local titles = { search = ' AutoDoc · %s ', documents = ' AutoDoc open · %s ', folders = ' AutoDoc: add a folder ' }
   state.prompt_win = float(state.prompt_buf, vim.tbl_extend('force', geometry.prompt,
