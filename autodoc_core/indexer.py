@@ -152,7 +152,10 @@ class Indexer:
             return None, f"skipped: {item.size / 1e6:.1f} MB is over the {limit / 1e6:g} MB limit (max_file_bytes)"
         try:
             with open(item.abspath, "rb") as handle:
-                raw = handle.read(limit + 1)
+                # Ask for about the file's size, not the limit: read(n) allocates n bytes up front, and
+                # a 10 MB buffer shrunk to 2 kB leaves a memory mapping behind per file (259k files
+                # exhausted vm.max_map_count).
+                raw = handle.read(min(limit + 1, item.size + 65536))
         except FileNotFoundError:
             return None, "skipped: the file disappeared while it was being indexed"
         except OSError as exc:

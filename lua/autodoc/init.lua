@@ -7,7 +7,7 @@ M.defaults = {
   workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
   db = nil, -- default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
   index_on_save = true,
-  debounce_ms = 60,
+  debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
   poll_ms = 1000, -- how often to check a workspace whose vectors are filling
   limit = 30,
   keys = {

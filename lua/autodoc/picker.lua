@@ -11,6 +11,7 @@ local ns = vim.api.nvim_create_namespace('autodoc')
 local LABELS = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
 
 M.state = nil -- the open picker, for tests and mappings
+M.latencies = {} -- { level = 1|2, ms = keystroke-to-updated-list } for each rendered answer (make bench)
 
 local function float(buf, config, enter)
   return vim.api.nvim_open_win(buf, enter, vim.tbl_extend('force', { relative = 'editor', style = 'minimal',
@@ -231,6 +232,8 @@ end
 function M.search(state)
   state.seq = state.seq + 1
   local seq = state.seq
+  state.typed_at = state.typed_at or {}
+  state.typed_at[seq] = state.last_keystroke or vim.uv.hrtime()
   local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
   state.query = query
   if state.mode ~= 'search' then
@@ -255,6 +258,8 @@ function M.search(state)
       level = this_level
       state.last_stages = result.stages
       render(state, result)
+      table.insert(M.latencies, { level = this_level, ms = (vim.uv.hrtime() - state.typed_at[seq]) / 1e6,
+        stages = result.stages.performed })
       vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { seq = seq, level = this_level } })
     end
   end
@@ -462,7 +467,10 @@ function M.open(opts)
   set_keys(state)
   vim.api.nvim_create_autocmd({ 'TextChangedI', 'TextChanged' }, {
     buffer = state.prompt_buf,
-    callback = function() schedule_search(state) end,
+    callback = function()
+      state.last_keystroke = vim.uv.hrtime()
+      schedule_search(state)
+    end,
   })
   vim.api.nvim_create_autocmd('BufLeave', {
     buffer = state.prompt_buf,

@@ -229,6 +229,10 @@ def main() -> None:
                       if args.ranker_url else None)
             lines += semantic_report(engine, db, {"scifact": scifact_q, "techdocs": techdocs_q}, args.st_python,
                                      ranker)
+        from tests.bench.picker import picker_latency
+
+        lines += picker_latency(db, shared / "data" / "scifact" / "docs", [q["query"] for q in scifact_q[:100]],
+                                work, hybrid=args.semantic)
     finally:
         engine.close()
         shutil.rmtree(work, ignore_errors=True)
