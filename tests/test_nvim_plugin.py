@@ -235,3 +235,38 @@ def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:
         wait_for(lambda: "semantic" in picker(nvim, "answer")["stages"]["performed"], timeout=60)
         assert picker(nvim, "answer")["semantic"] == "ready" and "semantic" not in title()
         assert "semantic" in picker(nvim, "hits")[0]["via"]
+
+
+def test_a_saved_edit_is_searchable_within_a_second(nvim, kb: Path) -> None:
+    ready(nvim)
+    nvim.command(f"edit {kb / 'notes' / 'cooking.md'}")
+    nvim.current.buffer.append(["", "Sourdough needs a levain."])
+    nvim.command("write")
+    saved = time.monotonic()
+    lua(nvim, "_G.found = nil")
+
+    def found() -> bool:
+        lua(nvim, """require('autodoc.rpc').request('search.query', { 'kb', 'levain', { stages = { 'lexical' } } },
+            function(err, r) _G.found = (not err) and #r.hits > 0 end)""")
+        time.sleep(0.05)
+        return bool(lua(nvim, "return _G.found"))
+
+    wait_for(found, timeout=5)
+    assert time.monotonic() - saved < 1.0
+
+
+def test_quickfix_and_split_keys(nvim) -> None:
+    ready(nvim)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: list_lines(nvim) and "notes/cooking.md" in list_lines(nvim)[0])
+    nvim.input("<C-q>")
+    wait_for(lambda: nvim.funcs.getqflist())
+    item = nvim.funcs.getqflist()[0]
+    assert item["lnum"] == 3 and "Bread" in item["text"]
+    nvim.command("cclose")
+    windows = len(nvim.windows)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: list_lines(nvim) and "notes/cooking.md" in list_lines(nvim)[0])
+    nvim.input("<C-v>")
+    wait_for(lambda: nvim.current.buffer.name.endswith("notes/cooking.md"))
+    assert len(nvim.windows) == windows + 1 and nvim.current.window.cursor[0] == 3
