@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from .errors import invalid_params
 from .http import ProviderError, post_json, request_json, with_retries
+from .providers import Meter, check_provider_config
 
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
@@ -28,31 +28,6 @@ BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 QUERY_CACHE_SIZE = 256
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
-
-
-@dataclass
-class Meter:
-    """Calls to a provider, for workspace.status."""
-
-    calls: int = 0
-    texts: int = 0
-    seconds: float = 0.0
-    failures: int = 0
-    last_error: str | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def record(self, texts: int, seconds: float, error: str | None = None) -> None:
-        with self.lock:
-            self.calls += 1
-            self.texts += texts
-            self.seconds += seconds
-            if error:
-                self.failures += 1
-                self.last_error = error
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "texts": self.texts, "seconds": round(self.seconds, 3),
-                "failures": self.failures, "last_error": self.last_error}
 
 
 def normalise(rows: Any, expected: int) -> np.ndarray:
@@ -284,20 +259,12 @@ def _required_url(config: dict[str, Any]) -> str:
 
 
 def validate_embedder(value: Any) -> dict[str, Any]:
-    if value in ("none", None):
-        return {"provider": "none"}
     if value == "local":
         return dict(DEFAULT_EMBEDDER)
-    if not isinstance(value, dict):
-        raise invalid_params("'embedder' must be an object like {\"provider\": \"local\"} or \"none\"")
-    if "api_key" in value:
-        raise invalid_params("API keys are never stored: name the environment variable in 'api_key_env'")
-    unknown = sorted(set(value) - EMBEDDER_KEYS)
-    if unknown:
-        raise invalid_params(f"unknown embedder key {', '.join(unknown)}; known: {', '.join(sorted(EMBEDDER_KEYS))}")
-    provider = value.get("provider")
-    if provider not in PROVIDERS:
-        raise invalid_params(f"embedder provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+    value = check_provider_config(value, "embedder", EMBEDDER_KEYS, PROVIDERS, '{"provider": "local"}')
+    if value is None:
+        return {"provider": "none"}
+    provider = value["provider"]
     if provider in ("tei", "openai"):
         _required_url(value)
     if provider == "local" and value.get("model_dir"):

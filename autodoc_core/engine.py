@@ -58,16 +58,20 @@ class Engine:
 
     # -- the semantic stage's moving parts ---------------------------------------------------
 
-    def _embedder(self, ws: Workspace) -> Embedder | None:
-        """The workspace's embedder, rebuilt only when its configuration changes."""
-        config = ws.option("embedder")
+    def _provider(self, cache: dict, ws: Workspace, option: str, factory):
+        """The workspace's embedder or ranker, rebuilt only when its configuration changes (so a
+        change takes effect at the next query, with no restart)."""
+        config = ws.option(option)
         key = json.dumps(config, sort_keys=True)
         with self._semantic_lock:
-            cached = self._embedders.get(ws.id)
+            cached = cache.get(ws.id)
             if cached is None or cached[0] != key:
-                cached = (key, make_embedder(config))
-                self._embedders[ws.id] = cached
+                cached = (key, factory(config))
+                cache[ws.id] = cached
             return cached[1]
+
+    def _embedder(self, ws: Workspace) -> Embedder | None:
+        return self._provider(self._embedders, ws, "embedder", make_embedder)
 
     def _usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
         """The embedder, or why the configured one cannot be used (e.g. the model is not installed)."""
@@ -77,15 +81,7 @@ class Engine:
             return None, f"the embedding model cannot be used: {exc}"
 
     def _ranker(self, ws: Workspace) -> Ranker | None:
-        """The workspace's ranker; a configuration change takes effect at the next query."""
-        config = ws.option("ranker")
-        key = json.dumps(config, sort_keys=True)
-        with self._semantic_lock:
-            cached = self._rankers.get(ws.id)
-            if cached is None or cached[0] != key:
-                cached = (key, make_ranker(config))
-                self._rankers[ws.id] = cached
-            return cached[1]
+        return self._provider(self._rankers, ws, "ranker", make_ranker)
 
     def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
         embedder, unavailable = self._usable_embedder(ws)

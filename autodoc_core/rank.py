@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .embedders import Meter
 from .errors import invalid_params
 from .http import ProviderError, post_json, request_json, with_retries
+from .providers import Meter, check_provider_config
 
 RANKER_PROVIDERS = ("tei", "cohere", "none")
 RANKER_KEYS = {"provider", "url", "model", "window", "api_key_env", "timeout"}
@@ -136,18 +136,11 @@ class CohereRanker(Ranker):
 
 
 def validate_ranker(value: Any) -> dict[str, Any]:
-    if value in ("none", None):
+    value = check_provider_config(value, "ranker", RANKER_KEYS, RANKER_PROVIDERS,
+                                  '{"provider": "tei", "url": ...}')
+    if value is None:
         return {"provider": "none"}
-    if not isinstance(value, dict):
-        raise invalid_params("'ranker' must be an object like {\"provider\": \"tei\", \"url\": ...} or \"none\"")
-    if "api_key" in value:
-        raise invalid_params("API keys are never stored: name the environment variable in 'api_key_env'")
-    unknown = sorted(set(value) - RANKER_KEYS)
-    if unknown:
-        raise invalid_params(f"unknown ranker key {', '.join(unknown)}; known: {', '.join(sorted(RANKER_KEYS))}")
-    provider = value.get("provider")
-    if provider not in RANKER_PROVIDERS:
-        raise invalid_params(f"ranker provider must be one of {', '.join(RANKER_PROVIDERS)}, got {provider!r}")
+    provider = value["provider"]
     window = value.get("window", DEFAULT_WINDOW)
     if isinstance(window, bool) or not isinstance(window, int) or not WINDOW_RANGE[0] <= window <= WINDOW_RANGE[1]:
         raise invalid_params(f"ranker 'window' must be an integer from {WINDOW_RANGE[0]} to {WINDOW_RANGE[1]}, "

@@ -1,0 +1,51 @@
+"""What embedders and rankers share: call metering and the checks on their configuration."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import invalid_params
+
+
+@dataclass
+class Meter:
+    """Calls to a provider, for workspace.status."""
+
+    calls: int = 0
+    texts: int = 0
+    seconds: float = 0.0
+    failures: int = 0
+    last_error: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, texts: int, seconds: float, error: str | None = None) -> None:
+        with self.lock:
+            self.calls += 1
+            self.texts += texts
+            self.seconds += seconds
+            if error:
+                self.failures += 1
+                self.last_error = error
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "texts": self.texts, "seconds": round(self.seconds, 3),
+                "failures": self.failures, "last_error": self.last_error}
+
+
+def check_provider_config(value: Any, what: str, known_keys: set[str], providers: tuple[str, ...],
+                          example: str) -> dict[str, Any] | None:
+    """The checks every provider configuration gets; None means "none" (the stage is off)."""
+    if value in ("none", None):
+        return None
+    if not isinstance(value, dict):
+        raise invalid_params(f"'{what}' must be an object like {example} or \"none\"")
+    if "api_key" in value:
+        raise invalid_params("API keys are never stored: name the environment variable in 'api_key_env'")
+    unknown = sorted(set(value) - known_keys)
+    if unknown:
+        raise invalid_params(f"unknown {what} key {', '.join(unknown)}; known: {', '.join(sorted(known_keys))}")
+    if value.get("provider") not in providers:
+        raise invalid_params(f"{what} provider must be one of {', '.join(providers)}, got {value.get('provider')!r}")
+    return value
