@@ -60,6 +60,12 @@ def lua(nvim: pynvim.Nvim, code: str, *args):
     return nvim.exec_lua(code, *args)
 
 
+def index_once(nvim) -> dict:
+    """Index the workspace through the plugin and wait for its report."""
+    lua(nvim, "_G.report = nil; require('autodoc').index('kb', function(_, r) _G.report = r end)")
+    return wait_for(lambda: lua(nvim, "return _G.report"))
+
+
 def test_plugin_registers_without_update_remote_plugins(nvim) -> None:
     assert nvim.funcs.exists("*AutodocRequest") == 1
     assert nvim.vars.get("autodoc_registration_error") is None
@@ -68,12 +74,7 @@ def test_plugin_registers_without_update_remote_plugins(nvim) -> None:
 
 def test_requests_answer_asynchronously(nvim) -> None:
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.kb ~= nil"))
-    wait_for(lambda: lua(nvim, """
-        if not _G.indexed then
-          _G.indexed = true
-          require('autodoc').index('kb', function() _G.index_done = true end)
-        end
-        return _G.index_done"""))
+    index_once(nvim)
     lua(nvim, """
         _G.answer = nil
         require('autodoc.rpc').request('search.query', { 'kb', 'relational store', { stages = { 'lexical' } } },
@@ -157,12 +158,7 @@ def test_an_answer_to_an_older_query_is_dropped(nvim) -> None:
 
 def test_checkhealth_reports_host_dependencies_and_workspaces(nvim) -> None:
     ready(nvim)
-    wait_for(lambda: lua(nvim, """
-        if not _G.indexed then
-          _G.indexed = true
-          require('autodoc').index('kb', function() _G.index_done = true end)
-        end
-        return _G.index_done"""))
+    index_once(nvim)
     nvim.command("checkhealth autodoc")
     text = "\n".join(nvim.current.buffer[:])
     assert "remote plugin registered" in text
@@ -215,12 +211,7 @@ def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:
     from tests.model_servers import Behaviour, model_server
 
     ready(nvim)
-    wait_for(lambda: lua(nvim, """
-        if not _G.indexed then
-          _G.indexed = true
-          require('autodoc').index('kb', function(_, r) _G.first_state = r.semantic end)
-        end
-        return _G.first_state"""))
+    index_once(nvim)
     with model_server("tei", Behaviour(delay=1.5)) as server:
         lua(nvim, """
             require('autodoc.rpc').request('workspace.configure',
