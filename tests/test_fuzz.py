@@ -74,3 +74,38 @@ def test_pathological_documents(tmp_path: Path) -> None:
     assert doc.chunks[-1].byte_end == len(long_line) - 1
     nested_yaml = ("---\nkey: " + "[" * 5000 + "\n---\n# T\n").encode()
     assert parse_document(nested_yaml, "x.md", FacetSchema(), 350).problems
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300))
+def test_any_bytes_on_the_rpc_channel_get_an_answer(fuzz_engine: Engine, line: bytes) -> None:
+    from autodoc_core.rpc import handle_line
+
+    answer = handle_line(fuzz_engine, line)
+    assert answer is None or isinstance(answer, dict | list)
+    if isinstance(answer, dict) and "error" in answer:
+        assert isinstance(answer["error"]["code"], int) and answer["error"]["data"]["reason"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["search.query", "workspace.status", "doc.read", "changes.since", "workspace.configure",
+                        "doc.list", "workspace.index", "nope"]),
+       st.one_of(JSON_VALUES, st.lists(JSON_VALUES, max_size=3).map(lambda rest: ["kb", *rest])))
+def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, method: str, params) -> None:
+    import json
+
+    from autodoc_core.rpc import handle_message
+
+    if method in ("workspace.index", "workspace.configure") and isinstance(params, list) and params[:1] == ["kb"]:
+        params = ["kb-missing", *params[1:]]  # keep the shared workspace as it is
+    answer = handle_message(fuzz_engine, {"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    json.dumps(answer)  # always serialisable
+    if "error" in answer:
+        assert answer["error"]["code"] != -32603, answer  # never an internal error
