@@ -52,10 +52,11 @@ def counts(conn, ws_id: int, model_fp: str) -> tuple[int, int]:
     return embedded, total
 
 
-def semantic_state(conn, ws_id: int, model_fp: str | None, active_fp: str | None) -> str:
+def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: str | None) -> str:
+    """The state from ``counts()``'s (embedded, total) and which model is active."""
     if not model_fp:
         return OFF
-    embedded, total = counts(conn, ws_id, model_fp)
+    embedded, total = progress
     if embedded >= total:
         return READY
     if active_fp and active_fp != model_fp:

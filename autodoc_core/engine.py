@@ -96,8 +96,8 @@ class Engine:
         with self._semantic_lock:
             cached = self._states.get(ws.id)
             if cached is None or cached[0] != key:
-                state = semantic_state(conn, ws.id, fingerprint, ws.active_model_fp)
-                cached = (key, state, counts(conn, ws.id, fingerprint))
+                progress = counts(conn, ws.id, fingerprint)
+                cached = (key, semantic_state(progress, fingerprint, ws.active_model_fp), progress)
                 self._states[ws.id] = cached
             index = self._indexes.setdefault((ws.id, fingerprint), VectorIndex(ws.id, fingerprint))
         index.refresh(conn, ws.vector_epoch)

@@ -73,7 +73,6 @@ class LexicalResult:
     chunk_ids: list[int]
     scores: dict[int, float]
     strategy: str
-    match: str
     common_terms_left_out: list[str] = field(default_factory=list)
 
 
@@ -153,14 +152,14 @@ def match_expression(terms: list[Term], operator: str) -> str:
 def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filters,
            frequencies: DocumentFrequencies, limit: int = CANDIDATES) -> LexicalResult:
     if not query.terms:
-        return LexicalResult([], {}, "none", "")
+        return LexicalResult([], {}, "none")
     ids: list[int] = []
     scores: dict[int, float] = {}
     if len(query.terms) <= MAX_AND_TERMS:
         conjunctive = match_expression(query.terms, "AND")
         ids, scores = _run(conn, ws_id, conjunctive, filters, limit)
         if len(ids) >= min(AND_ENOUGH, limit) or len(query.terms) == 1:
-            return LexicalResult(ids, scores, "and", conjunctive)
+            return LexicalResult(ids, scores, "and")
     kept, left_out = prune_common(conn, ws_id, query.terms, frequencies)
     disjunctive = match_expression(kept, "OR")
     more_ids, more_scores = _run(conn, ws_id, disjunctive, filters, limit)
@@ -169,7 +168,7 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
     for chunk_id, score in more_scores.items():
         scores.setdefault(chunk_id, score)
     strategy = "and+or" if ids else "or"
-    return LexicalResult(merged[:limit], scores, strategy, disjunctive, [t.text for t in left_out])
+    return LexicalResult(merged[:limit], scores, strategy, [t.text for t in left_out])
 
 
 def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters, limit: int):

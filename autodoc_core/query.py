@@ -107,7 +107,8 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             continue
         is_last = position == len(tokens) - 1
         prefix = is_last and token.endswith("*") and len(token.rstrip("*")) > 0
-        for piece in _split_word(token.rstrip("*") if prefix else token):
+        # one term per FTS token, so punctuation never joins typed words into a phrase
+        for piece in fts_tokens(token.rstrip("*") if prefix else token):
             query.terms.append(Term(piece))
         if prefix and query.terms and fts_tokens(token.rstrip("*")):
             last = query.terms.pop()
@@ -116,11 +117,6 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     query.terms = query.terms[:MAX_TERMS]
     query.semantic_text = " ".join(kept_tokens)
     return query
-
-
-def _split_word(token: str) -> list[str]:
-    """A typed word becomes one term per FTS token, so punctuation never joins words into a phrase."""
-    return fts_tokens(token)
 
 
 def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None:

@@ -158,7 +158,7 @@ def allowed_documents(conn: apsw.Connection, ws_id: int, filters: lexical.Filter
 
 
 _HIT_SQL = """
-SELECT c.id, c.doc_id, d.path, c.breadcrumb, NULL, c.byte_start, c.byte_end, c.line_start, c.line_end,
+SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.byte_start, c.byte_end, c.line_start, c.line_end,
        d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
        (SELECT path FROM documents s WHERE s.id = d.successor_id)
 FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
@@ -340,15 +340,15 @@ def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
         fused = fuse.rrf(rankings)
     rows = _load_rows(conn, [f.chunk_id for f in fused])
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude.
-    fused = [f for f in fused if f.chunk_id in rows and (options.abstract_chunk or rows[f.chunk_id][15] != "abstract")]
+    fused = [f for f in fused if f.chunk_id in rows and (options.abstract_chunk or rows[f.chunk_id][14] != "abstract")]
     most_inbound = conn.execute(
         "SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?", (ws_id,)
     ).fetchone()[0]
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(
         fused,
-        {f.chunk_id: json.loads(rows[f.chunk_id][10]) for f in fused},
-        {f.chunk_id: rows[f.chunk_id][11] for f in fused},
+        {f.chunk_id: json.loads(rows[f.chunk_id][9]) for f in fused},
+        {f.chunk_id: rows[f.chunk_id][10] for f in fused},
         most_inbound,
         words,
     )
@@ -394,7 +394,7 @@ def _bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
 
 
 def _candidate(row: tuple, fused: fuse.Fused) -> shape.Candidate:
-    (chunk_id, doc_id, path, breadcrumb, _body, byte_start, byte_end, line_start, line_end, generation,
+    (chunk_id, doc_id, path, breadcrumb, byte_start, byte_end, line_start, line_end, generation,
      _tags, _inbound, successor_id, status, title, kind, successor_path) = row
     superseded = status == "superseded" or successor_id is not None
     hit = {
