@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +86,8 @@ class Embedder:
         rows = []
         for start in range(0, len(texts), self.batch_size):
             part = texts[start : start + self.batch_size]
-            began = time.perf_counter()
-            try:
+            with self.meter.measure(len(part)):
                 matrix = self._embed_batch(part, kind)
-            except ProviderError as exc:
-                self.meter.record(len(part), time.perf_counter() - began, exc.reason)
-                raise
-            self.meter.record(len(part), time.perf_counter() - began)
             if self.dimensions is None:
                 self.dimensions = int(matrix.shape[1])
             elif matrix.shape[1] != self.dimensions:

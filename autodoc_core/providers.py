@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import invalid_params
+from .http import ProviderError
 
 
 @dataclass
@@ -28,6 +32,17 @@ class Meter:
             if error:
                 self.failures += 1
                 self.last_error = error
+
+    @contextmanager
+    def measure(self, texts: int) -> Iterator[None]:
+        """Record one call of ``texts`` texts: its time, and its failure when a ProviderError escapes."""
+        began = time.perf_counter()
+        try:
+            yield
+        except ProviderError as exc:
+            self.record(texts, time.perf_counter() - began, exc.reason)
+            raise
+        self.record(texts, time.perf_counter() - began)
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "texts": self.texts, "seconds": round(self.seconds, 3),

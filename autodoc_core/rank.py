@@ -8,7 +8,6 @@ fused order and reports why.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from .errors import invalid_params
@@ -38,14 +37,8 @@ class Ranker:
 
     def scores(self, query: str, texts: list[str]) -> list[float]:
         """One score per text, in input order. Raises ProviderError."""
-        began = time.perf_counter()
-        try:
-            result = self._scores(query, texts)
-        except ProviderError as exc:
-            self.meter.record(len(texts), time.perf_counter() - began, exc.reason)
-            raise
-        self.meter.record(len(texts), time.perf_counter() - began)
-        return result
+        with self.meter.measure(len(texts)):
+            return self._scores(query, texts)
 
     def _scores(self, query: str, texts: list[str]) -> list[float]:
         raise NotImplementedError
