@@ -46,14 +46,19 @@ def tei_config(url: str) -> dict:
     return {"embedder": {"provider": "tei", "url": url, "retries": 0, "timeout": 5}}
 
 
+def embed_with_tei(engine, kb: Path, url: str, **settings) -> dict:
+    """Add the kb folder with the toy TEI server as its embedder and fill every vector."""
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {**tei_config(url), **settings})
+    return engine.workspace_index("kb", {"wait": "semantic"})
+
+
 def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engine, kb: Path) -> None:
     shared = "## Shared\n\nThe same boilerplate paragraph in every file.\n"
     for name in ("a", "b", "c"):  # same headings, so the shared section's breadcrumb and text are identical
         write(kb, f"{name}.md", f"# Guide\n\n{shared}\n## Own\n\nunique words for {name}\n")
     with model_server("tei") as server:
-        engine.workspace_add("kb", str(kb))
-        engine.workspace_configure("kb", tei_config(server.url))
-        engine.workspace_index("kb", {"wait": "semantic"})
+        embed_with_tei(engine, kb, server.url)
         assert embedded_rows(engine) == 4  # one shared text + three own
         sent = sum(len(r["body"]["inputs"]) for r in server.behaviour.requests if r["path"] == "/embed")
         write(kb, "a.md", f"# Guide\n\n{shared}\n## Own\n\nunique words for a, edited\n")
@@ -67,9 +72,7 @@ def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engi
 def test_partial_while_vectors_are_missing(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:
-        engine.workspace_add("kb", str(kb))
-        engine.workspace_configure("kb", tei_config(server.url))
-        engine.workspace_index("kb", {"wait": "semantic"})
+        embed_with_tei(engine, kb, server.url)
         write(kb, "new.md", "# New\n\n## Fresh\n\nA brand new sockets note.\n")
         engine.workspace_index("kb")  # lexical only: the new file has no vector yet
         answer = search(engine, "sockets note")
@@ -165,9 +168,7 @@ def test_filters_apply_before_the_scan(engine, kb: Path) -> None:
     notes(kb)
     write(kb, "sub/sockets2.md", "# More sockets\n\nsockets sockets\n")
     with model_server("tei") as server:
-        engine.workspace_add("kb", str(kb))
-        engine.workspace_configure("kb", tei_config(server.url))
-        engine.workspace_index("kb", {"wait": "semantic"})
+        embed_with_tei(engine, kb, server.url)
         answer = search(engine, "sockets", stages=["semantic"], paths=["sub"])
         assert paths(answer) == ["sub/sockets2.md"]
 
@@ -175,9 +176,7 @@ def test_filters_apply_before_the_scan(engine, kb: Path) -> None:
 def test_linear_fusion_relevance_is_the_blend(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:
-        engine.workspace_add("kb", str(kb))
-        engine.workspace_configure("kb", {**tei_config(server.url), "fusion": "linear", "fusion_weight": 0.5})
-        engine.workspace_index("kb", {"wait": "semantic"})
+        embed_with_tei(engine, kb, server.url, fusion="linear", fusion_weight=0.5)
         answer = search(engine, "packets sockets hosts")
         top = answer["hits"][0]
         assert top["path"] == "network.md" and 0 < top["relevance"] <= 1
@@ -218,9 +217,7 @@ def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:
-        engine.workspace_add("kb", str(kb))
-        engine.workspace_configure("kb", tei_config(server.url))
-        engine.workspace_index("kb", {"wait": "semantic"})
+        embed_with_tei(engine, kb, server.url)
         before = len(server.behaviour.requests)
         for stages in (["lexical", "semantic"], ["semantic"], ["lexical", "semantic"]):
             search(engine, "sockets and packets", stages=stages)
