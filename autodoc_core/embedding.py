@@ -8,8 +8,8 @@ active only once every chunk has a vector ("switching" until then).
 
 from __future__ import annotations
 
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,18 +69,19 @@ def bump_epoch(conn, ws_id: int) -> None:
 
 
 def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
-         stop: threading.Event | None = None) -> bool:
+         stop: Callable[[], bool] | None = None) -> bool:
     """Embed every chunk text that lacks a vector for this model. True when complete.
 
     Works one provider batch at a time and stores each before asking for the next, so a provider
-    that fails keeps what it already answered. Raises ProviderError.
+    that fails (or a process killed mid-fill) keeps what it already answered. ``stop`` is asked
+    before every batch. Raises ProviderError.
     """
     embedder.probe()
     fingerprint = embedder.model_fp
     progress.model_fp = fingerprint
     with store.snapshot() as conn:
         progress.embedded, progress.total = counts(conn, ws_id, fingerprint)
-    while not (stop and stop.is_set()):
+    while not (stop and stop()):
         with store.snapshot() as conn:
             missing = conn.execute(
                 "SELECT c.text_hash, c.breadcrumb, c.body FROM chunks c WHERE c.ws_id = ? AND NOT EXISTS "

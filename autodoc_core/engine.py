@@ -16,7 +16,7 @@ from . import frontmatter as fm
 from . import lexical
 from . import workspace as wsmod
 from .embedders import Embedder, make_embedder
-from .embedding import OFF, PARTIAL, SWITCHING, Progress, counts, fill, semantic_state
+from .embedding import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from .errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
 from .http import ProviderError
 from .indexer import Indexer, file_problem_summary, remove_workspace_rows
@@ -30,6 +30,8 @@ from .workspace import Workspace
 
 CHANGES_PAGE = 1000
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
+LEASE_RETRY_SECONDS = 5.0
+MAX_FILL_BACKOFF_SECONDS = 300.0
 
 
 class Engine:
@@ -103,8 +105,9 @@ class Engine:
         index.refresh(conn, ws.vector_epoch)
         return SemanticSource(cached[1], embedder, index, cached[2])
 
-    def fill_vectors(self, ws: Workspace) -> dict[str, Any]:
-        """Embed every chunk that lacks a vector for the workspace's model, now, in this thread."""
+    def fill_vectors(self, ws: Workspace, background: bool = False) -> dict[str, Any]:
+        """Embed every chunk that lacks a vector for the workspace's model, in this thread.
+        In the background, stop early when the process is closing or has handed the lease on."""
         embedder, unavailable = self._usable_embedder(ws)
         if unavailable:
             raise AutodocError(EMBED_FAILED, unavailable)
@@ -112,8 +115,13 @@ class Engine:
             return {"state": OFF}
         progress = self._progress.setdefault(ws.id, Progress())
         progress.started, progress.done_this_run = time.monotonic(), 0
+        if background:
+            def stop() -> bool:
+                return self._stop.is_set() or not self.store.lease.held
+        else:
+            stop = self._stop.is_set
         try:
-            fill(self.store, ws.id, embedder, progress, self._stop)
+            fill(self.store, ws.id, embedder, progress, stop)
         except ProviderError as exc:
             raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
         return progress.as_dict()
@@ -126,28 +134,40 @@ class Engine:
         self._wake.set()
 
     def _fill_loop(self) -> None:
-        backoff = 1.0
+        """Each workspace on its own schedule: a failing or hanging provider backs off (1 s doubling
+        to 5 min) without holding up the others. Only the process holding the writer lease fills,
+        so two editors on one database never embed the same text twice."""
+        retry_at: dict[int, float] = {}
+        backoff: dict[int, float] = {}
         while not self._stop.is_set():
-            self._wake.wait(timeout=60)
+            now = time.monotonic()
+            self._wake.wait(timeout=min([60.0, *(max(t - now, 0.05) for t in retry_at.values())]))
             self._wake.clear()
-            failed = False
             with self.store.snapshot() as conn:
-                spaces = wsmod.all_workspaces(conn)
+                spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
             for ws in spaces:
                 if self._stop.is_set():
                     return
+                if time.monotonic() < retry_at.get(ws.id, 0):
+                    continue
+                if not self.store.lease.try_acquire():
+                    retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
+                    continue
                 try:
-                    self.fill_vectors(ws)
-                except AutodocError:
-                    failed = True  # recorded in the workspace's progress; retried with backoff
-                except Exception:  # noqa: BLE001 - a background thread must survive anything
-                    failed = True
-            if failed:
-                self._stop.wait(backoff)
-                backoff = min(backoff * 2, 300.0)
-                self._wake.set()
-            else:
-                backoff = 1.0
+                    self.fill_vectors(ws, background=True)
+                except Exception:  # noqa: BLE001 - recorded in the workspace's progress; a background thread survives
+                    delay = backoff[ws.id] = min(backoff.get(ws.id, 0.5) * 2, MAX_FILL_BACKOFF_SECONDS)
+                    retry_at[ws.id] = time.monotonic() + delay
+                else:
+                    backoff.pop(ws.id, None)
+                    retry_at.pop(ws.id, None)
+
+    def _needs_vectors(self, conn, ws: Workspace) -> bool:
+        try:
+            source = self._semantic_source(conn, ws)
+        except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
+            return False
+        return source.embedder is not None and source.state != READY
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -220,7 +240,7 @@ class Engine:
         if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
             raise invalid_params("'paths' must be a list of paths relative to the root")
         ws = self._workspace(name)
-        with self._index_lock(ws.id):
+        with self._index_lock(ws.id), self.store.exclusive():
             report = Indexer(self.store, ws).run(only=paths)
         result = report.as_dict()
         if wait == "semantic":

@@ -20,6 +20,7 @@ NOT_FOUND = -32062
 SCHEMA_TOO_NEW = -32063
 IO_ERROR = -32064
 UNSUPPORTED = -32065
+BUSY = -32066
 EMBED_FAILED = -32067
 SWITCHING = -32069
 
@@ -35,6 +36,7 @@ CODE_NAMES = {
     SCHEMA_TOO_NEW: "rpc.schema_too_new",
     IO_ERROR: "rpc.io_error",
     UNSUPPORTED: "rpc.unsupported",
+    BUSY: "rpc.busy",
     EMBED_FAILED: "rpc.embed_failed",
     SWITCHING: "rpc.switching",
 }

@@ -216,6 +216,7 @@ class Indexer:
                     parsed = next(parsed_documents)
                     self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
                 bump_epoch(conn, self.ws.id)
+                conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)
@@ -226,8 +227,10 @@ class Indexer:
                 self.report.skipped += 1
             for path in self.stale_problems:
                 conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
-            if self.report.added or self.report.changed or self.report.deleted or self.report.renamed:
+            dirty = conn.execute("SELECT links_dirty FROM workspaces WHERE id = ?", (self.ws.id,)).fetchone()[0]
+            if dirty or gone:
                 self._resolve_links(conn)
+                conn.execute("UPDATE workspaces SET links_dirty = 0 WHERE id = ?", (self.ws.id,))
             self._prune_change_log(conn)
             conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (time.time(), self.ws.id))
 

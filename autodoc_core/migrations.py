@@ -127,6 +127,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX symbols_folded ON symbols(ws_id, folded);
     CREATE INDEX symbols_chunk ON symbols(chunk_id);
     """,
+    # 4: set in the same transaction as a document write, cleared when links and supersession
+    # are resolved: a run killed in between resolves them on the next start.
+    """
+    ALTER TABLE workspaces ADD COLUMN links_dirty INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 
 from .errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError
+from .lease import WriterLease
 from .migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 10_000
@@ -50,19 +51,24 @@ def schema_version(conn: apsw.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
 
+def migrate_check(version: int, path: Path) -> None:
+    """Refuse a file written by a newer autodoc."""
+    if version > SCHEMA_VERSION:
+        raise AutodocError(
+            SCHEMA_TOO_NEW,
+            f"database {path} has schema version {version}, newer than this autodoc understands "
+            f"({SCHEMA_VERSION}); upgrade autodoc or point --db at another file",
+            schema_version=version,
+            supported=SCHEMA_VERSION,
+        )
+
+
 def migrate(conn: apsw.Connection, path: Path) -> None:
     """Bring the file to SCHEMA_VERSION; refuse a file written by a newer autodoc."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = schema_version(conn)
-        if version > SCHEMA_VERSION:
-            raise AutodocError(
-                SCHEMA_TOO_NEW,
-                f"database {path} has schema version {version}, newer than this autodoc understands "
-                f"({SCHEMA_VERSION}); upgrade autodoc or point --db at another file",
-                schema_version=version,
-                supported=SCHEMA_VERSION,
-            )
+        migrate_check(version, path)
         for number in range(version, SCHEMA_VERSION):
             conn.execute(MIGRATIONS[number])
             conn.execute(f"PRAGMA user_version={number + 1}")
@@ -73,21 +79,49 @@ def migrate(conn: apsw.Connection, path: Path) -> None:
 
 
 class Store:
-    """Owns the writer connection and hands out snapshot readers, one connection per thread."""
+    """Owns the writer connection and hands out snapshot readers, one connection per thread.
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    Any number of processes may open one file: all of them read, and the one holding the writer
+    lease (see lease.py) writes. The writer connection is opened on the first write.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, lease: WriterLease | None = None) -> None:
         self.path = Path(path).expanduser() if path else default_db_path()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise AutodocError(IO_ERROR, f"cannot create the folder for {self.path}: {exc}") from exc
-        self._writer = _open(self.path)
-        self._writer.execute("PRAGMA journal_mode=WAL")
-        migrate(self._writer, self.path)
+        self.lease = lease or WriterLease(self.path)
+        self._writer: apsw.Connection | None = None
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[apsw.Connection] = []
         self._readers_lock = threading.Lock()
+        if not self._ready_to_read():
+            with self.exclusive():
+                self._writer_connection()
+
+    def _ready_to_read(self) -> bool:
+        """True when the file exists in WAL mode at our schema version (no write needed to use it)."""
+        if not self.path.exists():
+            return False
+        probe = _open(self.path, readonly=True)
+        try:
+            version = schema_version(probe)
+            mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
+        finally:
+            probe.close()
+        if version > SCHEMA_VERSION:
+            migrate_check(version, self.path)
+        return version == SCHEMA_VERSION and mode == "wal"
+
+    def _writer_connection(self) -> apsw.Connection:
+        if self._writer is None:
+            writer = _open(self.path)
+            writer.execute("PRAGMA journal_mode=WAL")
+            migrate(writer, self.path)
+            self._writer = writer
+        return self._writer
 
     def _reader(self) -> apsw.Connection:
         conn = getattr(self._local, "conn", None)
@@ -120,10 +154,16 @@ class Store:
             self._local.depth = depth
 
     @contextmanager
+    def exclusive(self, wait_seconds: float | None = None) -> Iterator[None]:
+        """Hold the writer lease across several write transactions (an index run)."""
+        with self.lease.hold(wait_seconds):
+            yield
+
+    @contextmanager
     def write(self) -> Iterator[apsw.Connection]:
         """One write transaction on the single writer connection; rolled back on any error."""
-        with self._write_lock:
-            conn = self._writer
+        with self.lease.hold(), self._write_lock:
+            conn = self._writer_connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -137,4 +177,8 @@ class Store:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
-        self._writer.close()
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+        self.lease.close()

@@ -1,0 +1,41 @@
+"""Processes the multi-process tests start and kill: ``python -m tests.workers ROLE ARGS``."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from autodoc_core.engine import Engine
+from autodoc_core.lease import WriterLease
+
+
+def write_round(root: Path, files: int, round_no: int) -> None:
+    """Every file's every section says which round wrote it."""
+    for i in range(files):
+        sections = "\n".join(f"## Part {j}\n\nmarker r{round_no} part{j} of note {i}.\n" for j in range(4))
+        (root / f"note{i:03}.md").write_text(f"# Note {i}\n\n{sections}", encoding="utf-8")
+
+
+def hold_lease(db: str) -> None:
+    lease = WriterLease(Path(db))
+    assert lease.try_acquire()
+    print("held", flush=True)
+    time.sleep(600)
+
+
+def index_loop(db: str, root: str, files: str) -> None:
+    """Rewrite and re-index the workspace forever, printing each finished round."""
+    engine = Engine(db)
+    engine.workspace_add("kb", root)
+    engine.workspace_configure("kb", {"embedder": {"provider": "none"}})
+    round_no = 0
+    while True:
+        round_no += 1
+        write_round(Path(root), int(files), round_no)
+        engine.workspace_index("kb")
+        print(f"round {round_no}", flush=True)
+
+
+if __name__ == "__main__":
+    {"hold-lease": hold_lease, "index-loop": index_loop}[sys.argv[1]](*sys.argv[2:])
