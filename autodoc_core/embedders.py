@@ -45,6 +45,7 @@ def normalise(rows: Any, expected: int) -> np.ndarray:
 class Embedder:
     provider = "base"
     batch_size = 32
+    remote = True  # calls leave the process, so a search bounds them with a deadline
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
@@ -117,6 +118,7 @@ class Embedder:
 class LocalEmbedder(Embedder):
     provider = "local"
     batch_size = 64
+    remote = False
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)

@@ -76,7 +76,11 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     that fails (or a process killed mid-fill) keeps what it already answered. ``stop`` is asked
     before every batch. Raises ProviderError.
     """
-    embedder.probe()
+    try:
+        embedder.probe()
+    except ProviderError as exc:
+        progress.error = exc.reason
+        raise
     fingerprint = embedder.model_fp
     progress.model_fp = fingerprint
     with store.snapshot() as conn:

@@ -25,7 +25,7 @@ from .rank import Ranker, make_ranker
 from .search import SemanticSource, run_search
 from .semantic import VectorIndex
 from .store import Store
-from .walk import is_inside
+from .walk import OutsideRoot, is_inside, open_inside
 from .workspace import Workspace
 
 CHANGES_PAGE = 1000
@@ -50,6 +50,12 @@ class Engine:
         self._filler: threading.Thread | None = None
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self._stop.set()
@@ -305,8 +311,10 @@ class Engine:
             size = os.path.getsize(abspath)
             if size > limit:
                 raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
-            with open(abspath, "rb") as handle:
-                raw = handle.read()
+            with open_inside(ws.root, abspath) as handle:
+                raw = handle.read(min(limit + 1, size + 65536))
+        except OutsideRoot:
+            raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
         except FileNotFoundError:
             raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
         lines = raw.decode("utf-8", "replace").splitlines()

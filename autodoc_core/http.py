@@ -37,7 +37,7 @@ def request_json(method: str, url: str, body: Any, timeout: float, headers: dict
         with urllib.request.urlopen(request, timeout=timeout) as response:
             payload = response.read()
     except urllib.error.HTTPError as exc:
-        detail = _error_detail(exc.read())
+        detail = _without_secrets(_error_detail(exc.read()), headers or {})
         raise ProviderError(
             f"{url} answered HTTP {exc.code}{': ' + detail if detail else ''}",
             status=exc.code,
@@ -66,6 +66,15 @@ def _error_detail(payload: bytes) -> str:
         if error:
             return str(error)[:300]
     return ""
+
+
+def _without_secrets(text: str, headers: dict[str, str]) -> str:
+    """A server may echo the credentials it rejected: never pass them on to errors and logs."""
+    for value in headers.values():
+        for secret in {value, value.removeprefix("Bearer ").strip()}:
+            if len(secret) >= 8:
+                text = text.replace(secret, "[redacted]")
+    return text
 
 
 def with_retries(call, retries: int, backoff: float = 0.5):

@@ -28,7 +28,7 @@ from .embedding import bump_epoch
 from .lexical import fts_table, head_text
 from .store import Store
 from .symbols import store_symbols
-from .walk import FoundFile, markdown_files
+from .walk import FoundFile, OutsideRoot, markdown_files, open_inside
 from .workspace import Workspace
 
 PARSER_VERSION = 2  # 2: symbols collected per chunk
@@ -151,13 +151,15 @@ class Indexer:
         if item.size > limit:
             return None, f"skipped: {item.size / 1e6:.1f} MB is over the {limit / 1e6:g} MB limit (max_file_bytes)"
         try:
-            with open(item.abspath, "rb") as handle:
+            with open_inside(self.ws.root, item.abspath) as handle:
                 # Ask for about the file's size, not the limit: read(n) allocates n bytes up front, and
                 # a 10 MB buffer shrunk to 2 kB leaves a memory mapping behind per file (259k files
                 # exhausted vm.max_map_count).
                 raw = handle.read(min(limit + 1, item.size + 65536))
         except FileNotFoundError:
             return None, "skipped: the file disappeared while it was being indexed"
+        except OutsideRoot:
+            return None, "skipped: the file now resolves outside the workspace root"
         except OSError as exc:
             return None, f"skipped: cannot read the file: {exc.strerror or exc}"
         if len(raw) > limit:

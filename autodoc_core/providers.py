@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import invalid_params
 from .http import ProviderError
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -47,6 +49,29 @@ class Meter:
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "texts": self.texts, "seconds": round(self.seconds, 3),
                 "failures": self.failures, "last_error": self.last_error}
+
+
+def within_deadline(call: Callable[[], T], seconds: float, what: str) -> T:
+    """``call()``'s result, or ProviderError once ``seconds`` have passed: a server that hangs (or
+    trickles bytes past every socket timeout) cannot hold a search. The abandoned call finishes
+    in its daemon thread, bounded by the provider's own timeout."""
+    outcome: list = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            outcome.append((False, exc))
+        done.set()
+
+    threading.Thread(target=run, name="autodoc-provider-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise ProviderError(f"{what} did not answer within the {seconds:g} s deadline")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 def check_provider_config(value: Any, what: str, known_keys: set[str], providers: tuple[str, ...],

@@ -20,6 +20,7 @@ from .errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
 from .errors import SWITCHING as SWITCHING_CODE
 from .frontmatter import CoercionError, FacetSchema, coerce
 from .http import ProviderError
+from .providers import within_deadline
 from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
 from .rank import Ranker
 from .semantic import CANDIDATES, VectorIndex
@@ -261,7 +262,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     candidates = _fuse(conn, ws, rankings, lexical_scores, cosines, query, options)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
-        candidates, failure = _rerank(conn, candidates, query, ranker)
+        candidates, failure = _rerank(conn, candidates, query, ranker, ws.option("rerank_deadline"))
         rank["model"] = ranker.model or None
         if failure:
             rank.update(state="error", error=failure)
@@ -290,8 +291,16 @@ def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, ranki
         embedded, total = semantic.progress
         reason = f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)"
     if reason is None:
+        embedder = semantic.embedder
+
+        def embed_query() -> np.ndarray:
+            return embedder.embed([query.semantic_text or query.raw or " "], "query")[0]
+
         try:
-            vector = semantic.embedder.embed([query.semantic_text or query.raw or " "], "query")[0]
+            if embedder.remote:
+                vector = within_deadline(embed_query, ws.option("semantic_deadline"), "the embedding provider")
+            else:
+                vector = embed_query()
         except ProviderError as exc:
             reason, code = f"embedding the query failed: {exc.reason}", EMBED_FAILED
         timer.lap("embed")
@@ -357,7 +366,7 @@ def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
 
 
 def _rerank(conn: apsw.Connection, candidates: list[shape.Candidate], query: ParsedQuery,
-            ranker: Ranker) -> tuple[list[shape.Candidate], str | None]:
+            ranker: Ranker, deadline: float) -> tuple[list[shape.Candidate], str | None]:
     """Re-sort the top ``window`` candidates by the ranker's scores; the rest keep their order after them.
     Returns the candidates and, when the ranker failed, why (the fused order is kept)."""
     window = candidates[: ranker.window]
@@ -366,7 +375,8 @@ def _rerank(conn: apsw.Connection, candidates: list[shape.Candidate], query: Par
     bodies = _bodies(conn, [c.hit["chunk_id"] for c in window])
     texts = [f"{c.hit['breadcrumb']}\n{bodies.get(c.hit['chunk_id'], '')}".strip() for c in window]
     try:
-        scores = ranker.scores(query.semantic_text or query.raw, texts)
+        scores = within_deadline(lambda: ranker.scores(query.semantic_text or query.raw, texts), deadline,
+                                 "the ranker")
     except ProviderError as exc:
         return candidates, exc.reason
     for candidate, score in zip(window, scores, strict=True):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import pathspec
 
@@ -28,6 +29,27 @@ class FoundFile:
 
 def is_inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class OutsideRoot(OSError):
+    """The path, once opened, turned out to be a file outside the workspace root."""
+
+
+def open_inside(root: str, path: str) -> BinaryIO:
+    """Open ``path`` for reading only if the file actually opened lies inside ``root``.
+
+    Checked on the open file itself (``/proc/self/fd``), so a symlink swapped in after the walk
+    or after a path check cannot lead the read outside the root.
+    """
+    handle = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    try:
+        opened = os.readlink(f"/proc/self/fd/{handle.fileno()}")
+    except OSError:  # no /proc (not Linux): the best check there is
+        opened = os.path.realpath(path)
+    if not is_inside(os.path.realpath(root), opened):
+        handle.close()
+        raise OutsideRoot(f"{path} resolves outside the workspace root")
+    return handle
 
 
 def _gitignore(folder: str) -> pathspec.PathSpec | None:

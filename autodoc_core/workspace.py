@@ -48,6 +48,16 @@ def _weight(key: str, value: Any) -> float:
     return float(value)
 
 
+def _seconds(low: float, high: float):
+    def check(key: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise invalid_params(f"'{key}' must be a number of seconds from {low:g} to {high:g}, got {value!r}",
+                                 key=key)
+        return float(value)
+
+    return check
+
+
 def _embedder(key: str, value: Any) -> dict[str, Any]:
     return validate_embedder(value)
 
@@ -67,6 +77,9 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "fusion_weight": 0.4,
     "embedder": DEFAULT_EMBEDDER,
     "ranker": {"provider": "none"},
+    # Seconds a search waits for a remote provider per stage before answering without that stage.
+    "semantic_deadline": 2.0,
+    "rerank_deadline": 5.0,
 }
 CONFIG_CHECKS = {
     "section_tokens": _int_range(32, 8192),
@@ -77,6 +90,8 @@ CONFIG_CHECKS = {
     "fusion_weight": _weight,
     "embedder": _embedder,
     "ranker": _ranker,
+    "semantic_deadline": _seconds(0.05, 60.0),
+    "rerank_deadline": _seconds(0.05, 120.0),
 }
 
 

@@ -36,6 +36,7 @@ class Behaviour:
     drop_after: int | None = None  # answer this many embed requests, then drop every connection
     garbage: bool = False
     wrong_indices: bool = False
+    echo_auth: bool = False  # error bodies quote the Authorization header, as careless servers do
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -78,7 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour.delay:
             time.sleep(behaviour.delay)
         if status:
-            self._send(status, self._error(status))
+            error = self._error(status)
+            if behaviour.echo_auth:
+                error = {"error": {"message": f"invalid credentials: {self.headers.get('Authorization')}"}}
+            self._send(status, error)
             return
         if behaviour.garbage:
             self._send(200, b"{not json")

@@ -1,0 +1,69 @@
+"""Providers that hang or fall over: a search still answers (per-stage deadlines), other workspaces
+keep filling, and a failing provider is retried with backoff, not in a tight loop."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from autodoc_core.engine import Engine
+from tests.conftest import paths, search, write
+from tests.model_servers import Behaviour, model_server
+from tests.test_semantic import embed_with_tei, notes
+
+HANG = 8.0  # longer than any deadline below; the provider's own timeout is longer still
+
+
+def test_a_hanging_embedding_provider_cannot_hold_a_search(engine, kb: Path) -> None:
+    notes(kb)
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url, semantic_deadline=0.3)
+        server.behaviour.delay = HANG
+        began = time.monotonic()
+        answer = search(engine, "packets between hosts")
+        waited = time.monotonic() - began
+    assert waited < HANG / 2
+    assert answer["stages"]["performed"] == ["lexical"]
+    assert "did not answer within the 0.3 s deadline" in answer["stages"]["skipped"]["semantic"]
+    assert paths(answer) == ["network.md"]
+
+
+def test_a_hanging_ranker_cannot_hold_a_search(engine, kb: Path) -> None:
+    notes(kb)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none", "rerank_deadline": 0.3})
+    engine.workspace_index("kb")
+    with model_server("tei", Behaviour(delay=HANG)) as server:
+        ranker = {"provider": "tei", "url": server.url, "model": "x", "timeout": 60}
+        engine.workspace_configure("kb", {"ranker": ranker})
+        began = time.monotonic()
+        answer = search(engine, "sockets")
+        waited = time.monotonic() - began
+    assert waited < HANG / 2
+    assert answer["rank"]["state"] == "error" and "deadline" in answer["rank"]["error"]
+    assert paths(answer) == ["network.md"]
+
+
+def test_a_dead_provider_backs_off_and_does_not_hold_up_other_workspaces(tmp_path: Path) -> None:
+    broken_root, fine_root = tmp_path / "broken", tmp_path / "fine"
+    for root in (broken_root, fine_root):
+        for i in range(20):
+            write(root, f"n{i}.md", f"# Note {i}\n\nbody {i} of {root.name}\n")
+    with model_server("tei", Behaviour(fail_status=[500] * 1000)) as broken, model_server("tei") as fine, \
+            Engine(tmp_path / "autodoc.db") as engine:
+        # "a-broken" sorts first: the filler meets the failing provider before the working one.
+        for name, root, server in (("a-broken", broken_root, broken), ("b-fine", fine_root, fine)):
+            engine.workspace_add(name, str(root))
+            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "retries": 0}})
+            engine.workspace_index(name)
+        engine.start_background()
+        deadline = time.monotonic() + 20
+        while engine.workspace_status("b-fine")["semantic"] != "ready" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert engine.workspace_status("b-fine")["semantic"] == "ready"
+        time.sleep(3.0)
+        broken_calls = len(broken.behaviour.requests)
+        status = engine.workspace_status("a-broken")
+    assert status["semantic"] == "partial"
+    assert "HTTP 500" in status["embedder"]["progress"]["error"]
+    assert broken_calls <= 8  # 1, 2, 4 s apart: a handful in ~3 s, not thousands

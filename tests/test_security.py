@@ -1,0 +1,98 @@
+"""Nothing outside a workspace root is read, credentials never leak, YAML is data only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.errors import AutodocError
+from autodoc_core.indexer import Indexer
+from autodoc_core.walk import OutsideRoot, open_inside
+from tests.conftest import search, write
+from tests.model_servers import Behaviour, model_server
+
+SECRET = "sk-echoed-back-7781"
+
+
+def database_bytes(tmp_path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in tmp_path.glob("autodoc.db*"))
+
+
+def test_a_file_swapped_for_an_outside_symlink_after_the_walk_is_not_read(engine, kb: Path, tmp_path: Path) -> None:
+    write(tmp_path / "outside", "private.md", "# Private\n\nsecret ocelot\n")
+    write(kb, "note.md", "# Note\n\nplain words\n")
+    engine.workspace_add("kb", str(kb))
+    ws = engine._workspace("kb")
+
+    def swap(relpath: str) -> None:  # runs between the walk and the read
+        os.remove(kb / relpath)
+        os.symlink(tmp_path / "outside" / "private.md", kb / relpath)
+
+    with engine.store.exclusive():
+        report = Indexer(engine.store, ws, on_file=swap).run()
+    assert report.added == 0 and report.skipped == 1
+    assert "outside the workspace root" in report.problems[0]["reason"]
+    engine.store.close()
+    assert b"ocelot" not in database_bytes(tmp_path)
+
+
+def test_open_inside_checks_the_file_it_opened(tmp_path: Path) -> None:
+    write(tmp_path, "outside.md", "x")
+    write(tmp_path / "root", "in.md", "y")
+    os.symlink(tmp_path / "outside.md", tmp_path / "root" / "out.md")
+    with open_inside(str(tmp_path / "root"), str(tmp_path / "root" / "in.md")) as handle:
+        assert handle.read() == b"y"
+    with pytest.raises(OutsideRoot):
+        open_inside(str(tmp_path / "root"), str(tmp_path / "root" / "out.md"))
+
+
+def test_links_to_absolute_and_parent_paths_are_never_followed(engine, kb: Path, tmp_path: Path, indexed) -> None:
+    write(tmp_path, "outside.md", "# Outside\n\nsecret ocelot\n")
+    links = "[a](../outside.md), [b](/etc/passwd), [c](file:///etc/shadow) and [[../outside]]"
+    write(kb, "note.md", f"# Note\n\nSee {links}.\n")
+    indexed()
+    assert search(engine, "ocelot")["hits"] == []
+    with engine.store.snapshot() as conn:
+        assert [r[0] for r in conn.execute("SELECT path FROM documents")] == ["note.md"]
+    engine.store.close()
+    assert b"ocelot" not in database_bytes(tmp_path)
+
+
+@pytest.mark.parametrize("path", ["../outside.md", "/etc/passwd", "a/../../outside.md", "x\x00.md", "~/x.md"])
+def test_doc_read_stays_inside(engine, kb: Path, tmp_path: Path, indexed, path: str) -> None:
+    write(tmp_path, "outside.md", "# Outside\n")
+    indexed()
+    with pytest.raises(AutodocError) as caught:
+        engine.doc_read("kb", path)
+    assert caught.value.code in (-32061, -32062)
+
+
+def test_credentials_echoed_by_a_server_never_reach_errors_status_or_the_database(engine, kb: Path, tmp_path: Path,
+                                                                                  monkeypatch) -> None:
+    monkeypatch.setenv("MY_EMBED_KEY", SECRET)
+    write(kb, "note.md", "# Note\n\nsockets and packets\n")
+    engine.workspace_add("kb", str(kb))
+    with model_server("openai", Behaviour(fail_status=[401] * 10, echo_auth=True)) as server:
+        engine.workspace_configure("kb", {"embedder": {"provider": "openai", "url": server.url, "model": "toy",
+                                                        "api_key_env": "MY_EMBED_KEY", "retries": 0}})
+        with pytest.raises(AutodocError) as caught:
+            engine.workspace_index("kb", {"wait": "semantic"})
+        status = engine.workspace_status("kb")
+        answer = search(engine, "sockets")
+    assert "HTTP 401" in caught.value.reason and "[redacted]" in caught.value.reason
+    seen = repr(caught.value.to_rpc()) + repr(status) + repr(answer)
+    assert SECRET not in seen
+    engine.store.close()
+    assert SECRET.encode() not in database_bytes(tmp_path)
+
+
+def test_yaml_tags_that_build_objects_are_refused(engine, kb: Path, tmp_path: Path, indexed) -> None:
+    marker = tmp_path / "pwned"
+    write(kb, "evil.md", f'---\ntitle: !!python/object/apply:os.system ["touch {marker}"]\n---\n# Evil\n\nbody\n')
+    report = indexed()
+    assert not marker.exists()
+    assert report["added"] == 1  # the body is still indexed
+    problems = engine.workspace_status("kb")["problems"]
+    assert any(p["path"] == "evil.md" and "malformed YAML frontmatter" in p["reason"] for p in problems)
