@@ -109,3 +109,44 @@ def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, metho
     json.dumps(answer)  # always serialisable
     if "error" in answer:
         assert answer["error"]["code"] != -32603, answer  # never an internal error
+
+
+ANY_CHARACTER = st.characters(codec="utf-8")  # every Unicode category, surrogates excluded (not encodable)
+MARKDOWN_BITS = st.sampled_from(["\n", "\n# ", "\n## ", "\n---\n", "\n```\n", "`", "[[", "]]", "](", "#", ":", "\r\n",
+                                 "\x00", "\u2028", "\u202e", "\ufeff", "\U0001f600", "\u0301"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(MARKDOWN_BITS, st.text(ANY_CHARACTER, max_size=30)), max_size=30).map("".join))
+def test_any_unicode_document_indexes_and_is_searchable_or_reported(fuzz_engine: Engine, text: str) -> None:
+    root = Path(fuzz_engine.workspace_status("kb")["root"])
+    (root / "fuzzed.md").write_bytes(text.encode("utf-8"))
+    report = fuzz_engine.workspace_index("kb", {"paths": ["fuzzed.md"]})
+    assert report["scanned"] == 1
+    assert report["added"] + report["changed"] + report["unchanged"] + report["skipped"] == 1
+    problems = [p for p in fuzz_engine.workspace_status("kb")["problems"] if p["path"] == "fuzzed.md"]
+    if report["skipped"]:
+        assert problems and all(p["reason"] for p in problems)
+    fuzz_engine.search_query("kb", text[:50], None)
+
+
+def test_hostile_files_are_reported_with_reasons_and_the_rest_indexed(engine: Engine, kb: Path) -> None:
+    write(kb, "good.md", "# Good\n\nordinary searchable words\n")
+    write(kb, "nul.md", b"# Bin\n\x00\x01\x02 binary")
+    write(kb, "latin1.md", "# Caf\xe9\n\nna\xefve text\n".encode("latin-1"))
+    write(kb, "yaml.md", "---\ntitle: [unclosed\n---\n# Broken yaml\n\nbody still indexed\n")
+    write(kb, "headings.md", "".join(f"## H{i}\n\nx{i}\n" for i in range(10_000)))
+    write(kb, "longline.md", b"# Long\n\n" + b"y" * 10_000_000 + b"\n")
+    write(kb, "huge.md", b"# Huge\n\n" + b"z " * 6_000_000)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none", "max_file_bytes": 11_000_000})  # room for a 10 MB line
+    report = engine.workspace_index("kb")
+    reasons = {p["path"]: p["reason"] for p in engine.workspace_status("kb")["problems"]}
+    assert "binary content" in reasons["nul.md"]
+    assert "over the 11 MB limit" in reasons["huge.md"]
+    assert "malformed YAML" in reasons["yaml.md"]
+    assert "UTF-8" in reasons["latin1.md"]
+    assert report["added"] == 5  # good, latin1, yaml, headings and longline; nul and huge skipped
+    assert engine.search_query("kb", "ordinary", None)["hits"][0]["path"] == "good.md"
+    assert engine.search_query("kb", "x9999", None)["hits"][0]["path"] == "headings.md"
+    assert engine.doc_list("kb", "long")[0]["path"] == "longline.md"
