@@ -28,7 +28,7 @@ from .embedding import bump_epoch
 from .lexical import fts_table, head_text
 from .store import Store
 from .symbols import store_symbols
-from .walk import FoundFile, OutsideRoot, markdown_files, open_inside
+from .walk import FoundFile, OutsideRoot, listed_markdown_files, markdown_files, open_inside
 from .workspace import Workspace
 
 PARSER_VERSION = 2  # 2: symbols collected per chunk
@@ -90,11 +90,12 @@ class Indexer:
         self.fts = fts_table(ws.id)
         self.paths_with_problems: set[str] = set()
         self.stale_problems: set[str] = set()
+        self.links_changed = False  # a written document's keys, links or supersession changed
 
     def run(self, only: list[str] | None = None) -> IndexReport:
         """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
         started = time.perf_counter()
-        existing = self._existing()
+        existing = self._existing(only)
         found = self._found(only)
         self.report.scanned = len(found)
         pending: list[tuple[FoundFile, bytes, str]] = []
@@ -128,23 +129,23 @@ class Indexer:
         self.report.seconds = time.perf_counter() - started
         return self.report
 
-    def _existing(self) -> dict[str, _Existing]:
+    def _existing(self, only: list[str] | None) -> dict[str, _Existing]:
+        """Stored documents (only those at ``only``'s paths when given)."""
+        columns = "SELECT path, id, size, mtime_ns, content_hash, chunked_with FROM documents WHERE ws_id = ?"
         with self.store.snapshot() as conn:
             self.paths_with_problems = {
                 r[0] for r in conn.execute("SELECT DISTINCT path FROM problems WHERE ws_id = ?", (self.ws.id,))
             }
-            rows = conn.execute(
-                "SELECT path, id, size, mtime_ns, content_hash, chunked_with FROM documents WHERE ws_id = ?",
-                (self.ws.id,),
-            )
+            if only is None:
+                rows = conn.execute(columns, (self.ws.id,)).fetchall()
+            else:
+                rows = [row for path in dict.fromkeys(only)
+                        for row in conn.execute(f"{columns} AND path = ?", (self.ws.id, path))]
             return {r[0]: _Existing(*r[1:]) for r in rows}
 
     def _found(self, only: list[str] | None) -> dict[str, FoundFile]:
-        found = {}
-        for item in markdown_files(self.ws.root):
-            if only is None or item.relpath in only:
-                found[item.relpath] = item
-        return found
+        files = markdown_files(self.ws.root) if only is None else listed_markdown_files(self.ws.root, only)
+        return {item.relpath: item for item in files}
 
     def _read(self, item: FoundFile) -> tuple[bytes | None, str | None]:
         limit = self.ws.option("max_file_bytes")
@@ -218,7 +219,8 @@ class Indexer:
                     parsed = next(parsed_documents)
                     self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
                 bump_epoch(conn, self.ws.id)
-                conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
+                if self.links_changed:
+                    conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)
@@ -259,6 +261,7 @@ class Indexer:
             "path, size, mtime_ns, content_hash, chunked_with, generation, title, doc_type, status, aliases, "
             "tags, meta, supersedes, superseded_by, line_count"
         )
+        before = None if old is None else _stored_link_signature(conn, old.id)
         if old is None:
             doc_id = conn.execute(
                 f"INSERT INTO documents(ws_id, {columns}) VALUES (?, {', '.join('?' * 15)}) RETURNING id",
@@ -275,6 +278,8 @@ class Indexer:
         ) == _fts_fields(parsed)
         self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None)
         self._write_doc_rows(conn, doc_id, parsed, new=old is None)
+        if before is None or renamed_from or before != _stored_link_signature(conn, doc_id):
+            self.links_changed = True
         if parsed.problems or item.relpath in self.paths_with_problems:
             self._set_problems(conn, item.relpath, "warning", parsed.problems)
         if renamed_from:
@@ -424,6 +429,14 @@ class Indexer:
             "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
             (self.ws.id, time.time() - CHANGE_LOG_KEEP_SECONDS, self.ws.id, CHANGE_LOG_KEEP_ROWS - 1),
         )
+
+
+def _stored_link_signature(conn, doc_id: int) -> tuple:
+    """What link resolution reads of one document: its keys, its links, its supersession."""
+    keys = sorted(r[0] for r in conn.execute("SELECT key FROM doc_keys WHERE doc_id = ?", (doc_id,)))
+    links = sorted(r[0] for r in conn.execute("SELECT target_key FROM links WHERE src_doc_id = ?", (doc_id,)))
+    row = conn.execute("SELECT supersedes, superseded_by FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    return keys, links, tuple(row)
 
 
 def _parse_job(job: tuple) -> ParsedDocument:

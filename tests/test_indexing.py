@@ -89,6 +89,10 @@ def test_hidden_ignored_and_node_modules_are_skipped(engine, kb: Path, indexed) 
     write(kb, ".gitignore", "build/\n")
     write(kb, "drafts/.gitignore", "secret.md\n")
     write(kb, "notes.txt", "seen\n")
+    write(kb.parent, "outside.md", "# Out\n\nseen\n")
+    listed = [".git/x.md", ".obsidian/y.md", "node_modules/pkg/readme.md", "build/out.md", "drafts/secret.md",
+              "notes.txt", "../outside.md", "drafts/../visible.md", "missing.md"]
+    assert indexed(paths=listed)["scanned"] == 0  # a listed path obeys the same rules as the walk
     indexed()
     assert sorted(paths(search(engine, "seen", limit=50))) == ["drafts/keep.md", "visible.md"]
 
