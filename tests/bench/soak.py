@@ -9,6 +9,7 @@ as with an editor and an agent sharing one database. Writes ``doc/benchmarks/soa
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -37,9 +38,16 @@ def vocabulary(rng: random.Random, size: int = 40_000) -> list[str]:
     return sorted(words)[:size]
 
 
+_CUMULATIVE: dict[int, list[float]] = {}
+
+
 def zipf_words(rng: random.Random, vocab: list[str], count: int) -> list[str]:
-    # Zipf-like: low ranks are common, the tail is rare, as in prose.
-    return [vocab[min(int(rng.paretovariate(1.1)) - 1, len(vocab) - 1)] for _ in range(count)]
+    """Zipf-Mandelbrot draws (p(rank) ~ 1 / (rank + 50)): content words without stopwords, so even
+    the most common word is in a minority of sections, as in real prose."""
+    weights = _CUMULATIVE.get(len(vocab))
+    if weights is None:
+        weights = _CUMULATIVE[len(vocab)] = list(itertools.accumulate(1.0 / (r + 50) for r in range(len(vocab))))
+    return rng.choices(vocab, cum_weights=weights, k=count)
 
 
 def document(rng: random.Random, vocab: list[str], number: int, revision: int = 0) -> str:
