@@ -286,6 +286,7 @@ class Engine:
             "ranker": ranker.describe() if (ranker := self._ranker(ws)) else None,
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
+            "writer_lease": self.store.lease.holder(),
         }
 
     def _describe(self, ws: Workspace) -> dict[str, Any]:

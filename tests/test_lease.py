@@ -143,6 +143,8 @@ def test_reader_keeps_answering_asks_for_the_lease_and_takes_it_over_from_a_kill
     writer = start_worker("index-loop", str(db), str(root), str(FILES))
     read_until(writer, "round 1")
     reader = Engine(db)
+    holder = reader.workspace_status("kb")["writer_lease"]
+    assert holder["pid"] == writer.pid and holder["this_process"] is False
     loop = SearchLoop(reader)
     loop.start()
     try:
