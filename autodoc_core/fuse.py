@@ -68,3 +68,25 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: di
             entry.score *= TAG_BOOST
         entry.score *= authority(inbound.get(entry.chunk_id, 0), most_inbound)
     return sorted(fused, key=lambda e: -e.score)
+
+
+def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]]) -> list[Fused]:
+    """When several retrievers ran, each one's best chunk is among the first N hits (N = the number
+    of distinct such chunks); the rest keep the fused order. A confident semantic match that no query
+    word reaches (or an exact identifier the embedding misses) is not buried by the other list."""
+    present = {entry.chunk_id for entry in fused}
+    leaders = {ranking[0] for ranking in rankings.values() if ranking and ranking[0] in present}
+    if len(rankings) < 2 or not leaders:
+        return fused
+    head: list[Fused] = []
+    tail: list[Fused] = []
+    pending = set(leaders)
+    for entry in fused:
+        if entry.chunk_id in pending:
+            head.append(entry)
+            pending.discard(entry.chunk_id)
+        elif len(leaders) - len(head) > len(pending):
+            head.append(entry)
+        else:
+            tail.append(entry)
+    return head + tail

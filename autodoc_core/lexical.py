@@ -158,9 +158,11 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
     if len(query.terms) <= MAX_AND_TERMS:
         conjunctive = match_expression(query.terms, "AND")
         ids, scores = _run(conn, ws_id, conjunctive, filters, limit)
-        if len(ids) >= min(AND_ENOUGH, limit) or len(query.terms) == 1:
+        if len(ids) >= min(AND_ENOUGH, limit) or (len(query.terms) == 1 and not query.terms[0].compound):
             return LexicalResult(ids, scores, "and")
-    kept, left_out = prune_common(conn, ws_id, query.terms, frequencies)
+    # The OR takes a typed identifier's pieces as separate words, as if it had not been joined.
+    loose = list(dict.fromkeys(piece for term in query.terms for piece in term.loosened()))
+    kept, left_out = prune_common(conn, ws_id, loose, frequencies)
     disjunctive = match_expression(kept, "OR")
     more_ids, more_scores = _run(conn, ws_id, disjunctive, filters, limit)
     seen = set(ids)

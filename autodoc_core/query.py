@@ -30,6 +30,8 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
+_COMPOUND = re.compile(r"-{0,2}\w+(?:(?:[-_.]|::)\w+)+")
+COMPOUND_MIN_PIECES = 3
 _TOKEN = re.compile(r'-?[^\s":]+:"[^"]*"?|"[^"]*"?|\S+')
 
 
@@ -38,6 +40,10 @@ class Term:
     text: str
     phrase: bool = False
     prefix: bool = False
+    compound: bool = False  # the pieces of one typed identifier; may be loosened to separate words
+
+    def loosened(self) -> list[Term]:
+        return [Term(piece) for piece in self.text.split()] if self.compound else [self]
 
     def fts(self) -> str:
         literal = '"' + self.text.replace('"', '""') + '"'
@@ -107,8 +113,13 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             continue
         is_last = position == len(tokens) - 1
         prefix = is_last and token.endswith("*") and len(token.rstrip("*")) > 0
-        # one term per FTS token, so punctuation never joins typed words into a phrase
-        for piece in fts_tokens(token.rstrip("*") if prefix else token):
+        pieces = fts_tokens(token.rstrip("*") if prefix else token)
+        if not prefix and _is_compound_identifier(token, pieces):
+            # --usage-report-enforce-initial-report, proxy_busy_buffers_size: the pieces in order
+            query.terms.append(Term(" ".join(pieces), phrase=True, compound=True))
+            continue
+        # otherwise one term per FTS token, so punctuation never joins typed words into a phrase
+        for piece in pieces:
             query.terms.append(Term(piece))
         if prefix and query.terms and fts_tokens(token.rstrip("*")):
             last = query.terms.pop()
@@ -117,6 +128,12 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     query.terms = query.terms[:MAX_TERMS]
     query.semantic_text = " ".join(kept_tokens)
     return query
+
+
+def _is_compound_identifier(token: str, pieces: list[str]) -> bool:
+    """Three or more word pieces joined only by identifier punctuation (- _ . :), e.g. a CLI flag
+    or a snake_case name. Two-piece words (built-in, IL-6) stay separate terms."""
+    return len(pieces) >= COMPOUND_MIN_PIECES and bool(_COMPOUND.fullmatch(token))
 
 
 def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None:

@@ -361,6 +361,7 @@ def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
         most_inbound,
         words,
     )
+    fused = fuse.keep_leaders(fused, {name: ids for name, ids in rankings.items() if ids})
     candidates = [_candidate(rows[f.chunk_id], f) for f in fused]
     return shape.cap_per_document(candidates)
 

@@ -141,6 +141,11 @@ class _Handler(BaseHTTPRequestHandler):
                          "response_type": "embeddings_by_type"})
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # clients the tests kill mid-request leave broken pipes: not worth a traceback
+
+
 @dataclass
 class RunningServer:
     url: str
@@ -156,7 +161,7 @@ class RunningServer:
 def model_server(flavour: str, behaviour: Behaviour | None = None) -> Iterator[RunningServer]:
     behaviour = behaviour or Behaviour()
     handler = type(f"{flavour}Handler", (_Handler,), {"behaviour": behaviour, "flavour": flavour})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -222,3 +222,4 @@ def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
         for stages in (["lexical", "semantic"], ["semantic"], ["lexical", "semantic"]):
             search(engine, "sockets and packets", stages=stages)
         assert len(server.behaviour.requests) == before + 1  # one query embedding for three searches
+

@@ -101,3 +101,20 @@ def test_extraction_and_shapes() -> None:
     assert classify("deadbeefcafe").shape == "text"  # hex needs a digit: words are not commits
     assert classify("how do I use `thing`").tokens == ["thing"]
     assert classify("plain words only").shape == "text"
+
+
+def test_a_compound_identifier_is_searched_as_its_pieces_in_order(engine, kb: Path) -> None:
+    """A flag written without dashes or code marks (an italic table cell) is still found first:
+    the pieces of a 3+ piece identifier form a phrase, not an OR of common words."""
+    filler = "Usage reports: enforce the initial report, report usage, the initial usage report. " * 8
+    write(kb, "guide.md", f"# Reporting\n\n{filler}\n")
+    write(kb, "cli.md", "# CLI\n\n## Flags\n\n| flag | type |\n|---|---|\n"
+                        "| _usage-report-enforce-initial-report_ | _bool_ |\n| _port_ | _int_ |\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    engine.workspace_index("kb")
+    answer = search(engine, "--usage-report-enforce-initial-report")
+    assert answer["hits"][0]["path"] == "cli.md"
+    assert answer["query"]["terms"] == ["usage report enforce initial report"]
+    split = search(engine, "built-in GET/POST")["query"]["terms"]  # two pieces, or a slash: separate words
+    assert split == ["built", "get", "post"]
