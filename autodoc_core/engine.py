@@ -5,6 +5,7 @@ Methods take and return plain JSON values. Errors are ``AutodocError`` with a JS
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import threading
@@ -91,7 +92,9 @@ class Engine:
     def _ranker(self, ws: Workspace) -> Ranker | None:
         return self._provider(self._rankers, ws, "ranker", make_ranker)
 
-    def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
+    def _semantic_state(self, conn, ws: Workspace) -> SemanticSource:
+        """The workspace's semantic state, embedder and progress, without loading its vectors
+        (status, index reports and the filler need no more)."""
         embedder, unavailable = self._usable_embedder(ws)
         if embedder is None:
             return SemanticSource(OFF, unavailable=unavailable)
@@ -107,9 +110,18 @@ class Engine:
                 progress = counts(conn, ws.id, fingerprint)
                 cached = (key, semantic_state(progress, fingerprint, ws.active_model_fp), progress)
                 self._states[ws.id] = cached
+        return SemanticSource(cached[1], embedder, None, cached[2])
+
+    def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
+        """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search."""
+        source = self._semantic_state(conn, ws)
+        if source.embedder is None or source.embedder.dimensions is None:
+            return source
+        fingerprint = source.embedder.model_fp
+        with self._semantic_lock:
             index = self._indexes.setdefault((ws.id, fingerprint), VectorIndex(ws.id, fingerprint))
         index.refresh(conn, ws.vector_epoch)
-        return SemanticSource(cached[1], embedder, index, cached[2])
+        return dataclasses.replace(source, index=index)
 
     def fill_vectors(self, ws: Workspace, background: bool = False) -> dict[str, Any]:
         """Embed every chunk that lacks a vector for the workspace's model, in this thread.
@@ -170,7 +182,7 @@ class Engine:
 
     def _needs_vectors(self, conn, ws: Workspace) -> bool:
         try:
-            source = self._semantic_source(conn, ws)
+            source = self._semantic_state(conn, ws)
         except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
             return False
         return source.embedder is not None and source.state != READY
@@ -254,7 +266,7 @@ class Engine:
         elif self._filler is not None:
             self._wake.set()
         with self.store.snapshot() as conn:
-            result["semantic"] = self._semantic_source(conn, self._workspace(name)).state
+            result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
         return result
 
     def workspace_status(self, name: Any) -> dict[str, Any]:
@@ -266,7 +278,7 @@ class Engine:
             ).fetchone()
             chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws.id,)).fetchone()[0]
             problems = file_problem_summary(conn, ws.id)
-            source = self._semantic_source(conn, ws)
+            source = self._semantic_state(conn, ws)
         if schema.problem:
             problems.insert(0, {"path": fm.SCHEMA_RELPATH, "kind": "schema", "reason": schema.problem})
         embedder = None
