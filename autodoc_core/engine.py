@@ -163,6 +163,11 @@ class Engine:
             self._wake.clear()
             with self.store.snapshot() as conn:
                 spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
+            # Forget schedules of workspaces that need nothing now (filled by another process,
+            # removed): a past-due entry would wake this loop every 50 ms for nothing.
+            needed = {ws.id for ws in spaces}
+            retry_at = {ws_id: at for ws_id, at in retry_at.items() if ws_id in needed}
+            backoff = {ws_id: delay for ws_id, delay in backoff.items() if ws_id in needed}
             for ws in spaces:
                 if self._stop.is_set():
                     return
