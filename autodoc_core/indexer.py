@@ -261,7 +261,9 @@ class Indexer:
             "path, size, mtime_ns, content_hash, chunked_with, generation, title, doc_type, status, aliases, "
             "tags, meta, supersedes, superseded_by, line_count"
         )
-        before = None if old is None else _stored_link_signature(conn, old.id)
+        # Only the first change of a run needs the comparison: after it, links are re-resolved anyway.
+        compare = old is not None and not self.links_changed
+        before = _stored_link_signature(conn, old.id) if compare else None
         if old is None:
             doc_id = conn.execute(
                 f"INSERT INTO documents(ws_id, {columns}) VALUES (?, {', '.join('?' * 15)}) RETURNING id",
@@ -278,7 +280,7 @@ class Indexer:
         ) == _fts_fields(parsed)
         self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None)
         self._write_doc_rows(conn, doc_id, parsed, new=old is None)
-        if before is None or renamed_from or before != _stored_link_signature(conn, doc_id):
+        if old is None or (compare and (renamed_from or before != _stored_link_signature(conn, doc_id))):
             self.links_changed = True
         if parsed.problems or item.relpath in self.paths_with_problems:
             self._set_problems(conn, item.relpath, "warning", parsed.problems)

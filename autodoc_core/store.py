@@ -111,8 +111,7 @@ class Store:
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
         finally:
             probe.close()
-        if version > SCHEMA_VERSION:
-            migrate_check(version, self.path)
+        migrate_check(version, self.path)
         return version == SCHEMA_VERSION and mode == "wal"
 
     def _writer_connection(self) -> apsw.Connection:

@@ -8,6 +8,7 @@ Symlinks are followed only when they resolve inside the root.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -52,6 +53,11 @@ def open_inside(root: str, path: str) -> BinaryIO:
     return handle
 
 
+def _skipped_name(name: str) -> bool:
+    """Hidden names (``.git``, ``.obsidian``) and folders never worth walking."""
+    return name.startswith(".") or name in ALWAYS_SKIPPED
+
+
 def _gitignore(folder: str) -> pathspec.PathSpec | None:
     path = os.path.join(folder, ".gitignore")
     try:
@@ -80,7 +86,7 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
     real_root = os.path.realpath(root)
     for relpath in dict.fromkeys(relpaths):
         parts = relpath.replace(os.sep, "/").split("/")
-        if not relpath or any(p in ("", ".", "..") or p.startswith(".") or p in ALWAYS_SKIPPED for p in parts):
+        if not relpath or any(not p or _skipped_name(p) for p in parts):  # "." and ".." start with "."
             continue
         if not parts[-1].lower().endswith(MARKDOWN_SUFFIXES):
             continue
@@ -98,11 +104,11 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
         if ignored or not is_inside(real_root, target):
             continue
         try:
-            stat = os.stat(target)
+            info = os.stat(target)
         except OSError:
             continue
-        if os.path.isfile(target):
-            yield FoundFile("/".join(parts), target, stat.st_size, stat.st_mtime_ns)
+        if stat.S_ISREG(info.st_mode):
+            yield FoundFile("/".join(parts), target, info.st_size, info.st_mtime_ns)
 
 
 def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str]) -> Iterator[FoundFile]:
@@ -114,7 +120,7 @@ def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str]) -
     except OSError:
         return
     for entry in entries:
-        if entry.name.startswith(".") or entry.name in ALWAYS_SKIPPED:
+        if _skipped_name(entry.name):
             continue
         relpath = f"{relfolder}/{entry.name}" if relfolder else entry.name
         target = entry.path
