@@ -48,6 +48,11 @@ def indexed(engine: Engine, kb: Path) -> Callable[..., dict]:
     return run
 
 
+def database_bytes(folder: Path) -> bytes:
+    """Everything the engine wrote to disk in ``folder``: the database, its WAL and the lease file."""
+    return b"".join(p.read_bytes() for p in folder.glob("autodoc.db*"))
+
+
 def search(engine: Engine, query: str, **opts) -> dict:
     return engine.search_query("kb", query, opts)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
-from tests.conftest import paths, search, write
+from tests.conftest import database_bytes, paths, search, write
 from tests.model_servers import Behaviour, model_server
 
 SECRET = "co-secret-key-0042"
@@ -112,8 +112,7 @@ def test_cohere_compatible_ranker_and_the_key(ranked_kb, monkeypatch, tmp_path: 
     assert keyless["rank"]["state"] == "error"
     assert keyless["rank"]["error"] == "no API key: set the environment variable MY_RERANK_KEY"
     ranked_kb.store.close()
-    for path in tmp_path.glob("autodoc.db*"):
-        assert SECRET.encode() not in path.read_bytes()
+    assert SECRET.encode() not in database_bytes(tmp_path)
 
 
 def test_switching_rankers_at_run_time(ranked_kb, monkeypatch) -> None:

@@ -10,14 +10,10 @@ import pytest
 from autodoc_core.errors import AutodocError
 from autodoc_core.indexer import Indexer
 from autodoc_core.walk import OutsideRoot, open_inside
-from tests.conftest import search, write
+from tests.conftest import database_bytes, search, write
 from tests.model_servers import Behaviour, model_server
 
 SECRET = "sk-echoed-back-7781"
-
-
-def database_bytes(tmp_path: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in tmp_path.glob("autodoc.db*"))
 
 
 def test_a_file_swapped_for_an_outside_symlink_after_the_walk_is_not_read(engine, kb: Path, tmp_path: Path) -> None:

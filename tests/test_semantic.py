@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
-from tests.conftest import paths, search, write
+from tests.conftest import database_bytes, paths, search, write
 from tests.model_servers import Behaviour, model_server
 
 SECRET = "sk-never-stored-4242"
@@ -160,8 +160,7 @@ def test_api_key_never_reaches_the_database(engine, kb: Path, tmp_path: Path, mo
         assert server.behaviour.requests[0]["auth"] == f"Bearer {SECRET}"
         assert search(engine, "sockets")["semantic"] == "ready"
     engine.store.close()
-    for path in tmp_path.glob("autodoc.db*"):
-        assert SECRET.encode() not in path.read_bytes()
+    assert SECRET.encode() not in database_bytes(tmp_path)
 
 
 def test_filters_apply_before_the_scan(engine, kb: Path) -> None:
