@@ -47,7 +47,10 @@ def documents_in_order(hits: list[dict]) -> list[str]:
 
 
 def percentile(values: list[float], fraction: float) -> float:
+    """Nearest-rank percentile; NaN for no values (a table cell, not a crash)."""
     ordered = sorted(values)
+    if not ordered:
+        return float("nan")
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 

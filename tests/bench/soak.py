@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autodoc_core.engine import Engine
+from tests.bench.retrieval import percentile
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTIONS_PER_FILE = 10
@@ -206,11 +207,6 @@ def soak(args: argparse.Namespace) -> list[str]:
                   checked_edits, stale_edits, size_before, size_after)
 
 
-def pct(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))] if ordered else float("nan")
-
-
 def render(args, files, chunks, generated, indexed, report, minutes, elapsed, edits, edit_errors, checked, stale,
            size_before, size_after) -> list[str]:
     every = [lat for m in minutes for lat in m.latencies]
@@ -236,8 +232,8 @@ def render(args, files, chunks, generated, indexed, report, minutes, elapsed, ed
         f"| query errors | **{errors}** |",
         f"| edit (index) errors | **{len(edit_errors)}** |",
         f"| queries for the last committed edit that found nothing | {stale} of {checked} |",
-        f"| latency p50 / p95 / p99 (ms, round trip) | {pct(every, .5):.1f} / {pct(every, .95):.1f} / "
-        f"{pct(every, .99):.1f} |",
+        f"| latency p50 / p95 / p99 (ms, round trip) | {percentile(every, .5):.1f} / {percentile(every, .95):.1f} / "
+        f"{percentile(every, .99):.1f} |",
         f"| database + WAL size before / after (MB) | {size_before:.0f} / {size_after:.0f} |",
         "",
         "Over time (each row one minute):",
@@ -248,8 +244,8 @@ def render(args, files, chunks, generated, indexed, report, minutes, elapsed, ed
     for number, minute in enumerate(minutes, 1):
         lat = minute.latencies
         lines.append(
-            f"| {number} | {len(lat)} | {minute.errors} | {pct(lat, .5):.1f} | {pct(lat, .95):.1f} | "
-            f"{pct(lat, .99):.1f} | {statistics.median(minute.server_rss or [float('nan')]):.0f} | "
+            f"| {number} | {len(lat)} | {minute.errors} | {percentile(lat, .5):.1f} | {percentile(lat, .95):.1f} | "
+            f"{percentile(lat, .99):.1f} | {statistics.median(minute.server_rss or [float('nan')]):.0f} | "
             f"{statistics.median(minute.writer_rss or [float('nan')]):.0f} |")
     if edit_errors:
         lines += ["", "Edit errors (first five):", "", *(f"- `{e}`" for e in edit_errors[:5])]
