@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import invalid_params
 from .http import ProviderError
@@ -51,27 +51,41 @@ class Meter:
                 "failures": self.failures, "last_error": self.last_error}
 
 
+class Pending(Generic[T]):
+    """A call running in a daemon thread, started now and collected later with ``result``."""
+
+    def __init__(self, call: Callable[[], T], name: str = "autodoc-provider-call") -> None:
+        self.started = time.monotonic()
+        self._outcome: list = []
+        self._done = threading.Event()
+        self.seconds = 0.0  # how long the call itself took, once done
+        threading.Thread(target=self._run, args=(call,), name=name, daemon=True).start()
+
+    def _run(self, call: Callable[[], T]) -> None:
+        try:
+            self._outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
+            self._outcome.append((False, exc))
+        self.seconds = time.monotonic() - self.started
+        self._done.set()
+
+    def result(self, deadline: float | None = None, what: str = "the provider") -> T:
+        """The call's value (or its exception). With a deadline in seconds from the start, a call
+        still running then raises ProviderError; it finishes in its thread, bounded by the
+        provider's own timeout."""
+        wait = None if deadline is None else max(0.0, deadline - (time.monotonic() - self.started))
+        if not self._done.wait(wait):
+            raise ProviderError(f"{what} did not answer within the {deadline:g} s deadline")
+        ok, value = self._outcome[0]
+        if not ok:
+            raise value
+        return value
+
+
 def within_deadline(call: Callable[[], T], seconds: float, what: str) -> T:
     """``call()``'s result, or ProviderError once ``seconds`` have passed: a server that hangs (or
-    trickles bytes past every socket timeout) cannot hold a search. The abandoned call finishes
-    in its daemon thread, bounded by the provider's own timeout."""
-    outcome: list = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-            outcome.append((False, exc))
-        done.set()
-
-    threading.Thread(target=run, name="autodoc-provider-call", daemon=True).start()
-    if not done.wait(seconds):
-        raise ProviderError(f"{what} did not answer within the {seconds:g} s deadline")
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
+    trickles bytes past every socket timeout) cannot hold a search."""
+    return Pending(call).result(seconds, what)
 
 
 def check_provider_config(value: Any, what: str, known_keys: set[str], providers: tuple[str, ...],

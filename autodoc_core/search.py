@@ -20,7 +20,7 @@ from .errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
 from .errors import SWITCHING as SWITCHING_CODE
 from .frontmatter import CoercionError, FacetSchema, coerce
 from .http import ProviderError
-from .providers import within_deadline
+from .providers import Pending, within_deadline
 from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
 from .rank import Ranker
 from .semantic import CANDIDATES, VectorIndex
@@ -234,6 +234,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
 
     rankings: dict[str, list[int]] = {}
     lexical_scores: dict[int, float] = {}
+    embedding = _start_query_embedding(query, semantic) if "semantic" in options.stages else None
     if "lexical" in options.stages:
         result = lexical.search(conn, ws.id, query, filters, frequencies, max(lexical.CANDIDATES, options.limit))
         rankings["lexical"] = result.chunk_ids
@@ -251,7 +252,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     info["query_shape"] = shape_of_query.as_dict()
     query_vector = None
     if "semantic" in options.stages:
-        query_vector = _semantic(conn, ws, query, filters, semantic, options, rankings, performed, skipped,
+        query_vector = _semantic(conn, ws, embedding, filters, semantic, options, rankings, performed, skipped,
                                  info, timer)
     cosines: dict[int, float] = {}
     if query_vector is not None and semantic.index is not None:
@@ -278,33 +279,44 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer, rank)
 
 
-def _semantic(conn, ws, query, filters, semantic: SemanticSource, options, rankings, performed, skipped,
-              info, timer) -> np.ndarray | None:
-    reason, code = None, UNSUPPORTED
+def _semantic_unavailable(semantic: SemanticSource) -> tuple[str, int] | None:
+    """Why the semantic stage cannot run, with the error code a semantic-only request gets."""
     if semantic.unavailable:
-        reason = semantic.unavailable
-    elif semantic.state == OFF or semantic.embedder is None:
-        reason = "no embedding model is configured for this workspace"
-    elif semantic.state == SWITCHING:
-        reason, code = "a new embedding model is filling", SWITCHING_CODE
-    elif semantic.index is None or len(semantic.index) == 0:
+        return semantic.unavailable, UNSUPPORTED
+    if semantic.state == OFF or semantic.embedder is None:
+        return "no embedding model is configured for this workspace", UNSUPPORTED
+    if semantic.state == SWITCHING:
+        return "a new embedding model is filling", SWITCHING_CODE
+    if semantic.index is None or len(semantic.index) == 0:
         embedded, total = semantic.progress
-        reason = f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)"
-    if reason is None:
-        embedder = semantic.embedder
+        return f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)", UNSUPPORTED
+    return None
 
-        def embed_query() -> np.ndarray:
-            return embedder.embed([query.semantic_text or query.raw or " "], "query")[0]
 
+def _start_query_embedding(query: ParsedQuery, semantic: SemanticSource) -> Pending | None:
+    """Embed the query in its own thread, so it runs while the lexical stage reads SQLite (both
+    release the GIL in their inner loops); None when the stage cannot run."""
+    if _semantic_unavailable(semantic) is not None:
+        return None
+    embedder = semantic.embedder
+    text = query.semantic_text or query.raw or " "
+    return Pending(lambda: embedder.embed([text], "query")[0], name="autodoc-query-embedding")
+
+
+def _semantic(conn, ws, embedding: Pending | None, filters, semantic: SemanticSource, options, rankings,
+              performed, skipped, info, timer) -> np.ndarray | None:
+    failure = _semantic_unavailable(semantic)
+    if embedding is not None:
+        deadline = ws.option("semantic_deadline") if semantic.embedder.remote else None
         try:
-            if embedder.remote:
-                vector = within_deadline(embed_query, ws.option("semantic_deadline"), "the embedding provider")
-            else:
-                vector = embed_query()
+            vector = embedding.result(deadline, "the embedding provider")
         except ProviderError as exc:
-            reason, code = f"embedding the query failed: {exc.reason}", EMBED_FAILED
-        timer.lap("embed")
-    if reason is not None:
+            failure = f"embedding the query failed: {exc.reason}", EMBED_FAILED
+        timer.lap("embed_wait")
+        if failure is None:
+            timer.ms["embed"] = round(embedding.seconds * 1000, 3)
+    if failure is not None:
+        reason, code = failure
         if "lexical" not in options.stages:
             raise AutodocError(code, reason, stage="semantic")
         skipped["semantic"] = reason
