@@ -8,7 +8,9 @@ refreshed incrementally (only new rows are read from SQLite) when the workspace'
 
 from __future__ import annotations
 
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import apsw
@@ -19,6 +21,8 @@ CANDIDATES = 50
 # cosine top-50 almost whole; the benchmark reports the prefilter's recall.
 SHORTLIST = 400
 SCAN_BLOCK = 1 << 16  # codes per block of the Hamming scan (measured: 2^15..2^17 alike, 2^20 slower)
+# Threads for one scan (the caller and helpers). Measured on 2 cores over 1M codes: 12.3 -> 7.6 ms.
+SCAN_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -35,29 +39,59 @@ def to_words(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64)
 
 
-def hamming_distances(codes: np.ndarray, query_words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def hamming_distances(codes: np.ndarray, query_words: np.ndarray,
+                      workers: int = SCAN_WORKERS) -> tuple[np.ndarray, np.ndarray]:
     """Hamming distance of every code (column of ``codes``: [words, n]) to the query, and the
     histogram of those distances.
 
     Works in cache-sized blocks with preallocated buffers: every code word is read from memory
-    once and no full-size temporary is written (a plain ``(codes ^ q)`` made four).
+    once and no full-size temporary is written (a plain ``(codes ^ q)`` made four). Threads pull
+    blocks from one shared queue (numpy releases the GIL in these loops), so a thread that gets
+    no core simply takes fewer blocks.
     """
     words, count = codes.shape
     distance = np.empty(count, dtype=np.uint16)
-    histogram = np.zeros(words * 64 + 1, dtype=np.int64)
-    size = min(SCAN_BLOCK, count)
-    xor, ones = np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint8)
-    for start in range(0, count, SCAN_BLOCK):
-        stop = min(start + SCAN_BLOCK, count)
-        n = stop - start
-        block = distance[start:stop]
-        block.fill(0)
-        for word, query_word in zip(codes, query_words, strict=True):
-            np.bitwise_xor(word[start:stop], query_word, out=xor[:n])
-            np.bitwise_count(xor[:n], out=ones[:n])
-            np.add(block, ones[:n], out=block)
-        histogram += np.bincount(block, minlength=histogram.size)
+    blocks = iter(range(0, count, SCAN_BLOCK))  # next() on it is atomic under the GIL
+
+    def scan() -> np.ndarray:
+        histogram = np.zeros(words * 64 + 1, dtype=np.int64)
+        size = min(SCAN_BLOCK, count)
+        xor, ones, group = (np.empty(size, dtype=np.uint64), np.empty(size, dtype=np.uint8),
+                            np.empty(size, dtype=np.uint8))
+        for start in blocks:
+            stop = min(start + SCAN_BLOCK, count)
+            n = stop - start
+            block = distance[start:stop]
+            block.fill(0)
+            # Three words hold at most 192 set bits, so their counts add up in uint8 (fast);
+            # only the group sums are widened.
+            for first in range(0, words, 3):
+                for offset, word in enumerate(codes[first : first + 3]):
+                    np.bitwise_xor(word[start:stop], query_words[first + offset], out=xor[:n])
+                    np.bitwise_count(xor[:n], out=group[:n] if offset == 0 else ones[:n])
+                    if offset:
+                        np.add(group[:n], ones[:n], out=group[:n])
+                np.add(block, group[:n], out=block)
+            histogram += np.bincount(block, minlength=histogram.size)
+        return histogram
+
+    helpers = [_scan_pool().submit(scan) for _ in range(min(workers, -(-count // SCAN_BLOCK)) - 1)]
+    histogram = scan()
+    for helper in helpers:
+        histogram += helper.result()
     return distance, histogram
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _scan_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(1, SCAN_WORKERS - 1), thread_name_prefix="autodoc-scan")
+        return _pool
 
 
 @dataclass

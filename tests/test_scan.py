@@ -1,0 +1,46 @@
+"""The Hamming prefilter against plain numpy: distances, histogram and shortlist, in one thread and several."""
+
+import numpy as np
+import pytest
+
+from autodoc_core.semantic import SCAN_BLOCK, VectorIndex, hamming_distances, sign_bits, to_words
+
+
+def reference_distances(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
+    return np.unpackbits(bits ^ query_bits, axis=1).sum(axis=1)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("dims", [384, 100])
+def test_distances_and_histogram_match_plain_numpy(workers: int, dims: int) -> None:
+    rng = np.random.default_rng(dims + workers)
+    count = 2 * SCAN_BLOCK + 1234  # several blocks and a short last one
+    vectors = rng.standard_normal((count, dims)).astype(np.float32)
+    query = rng.standard_normal(dims).astype(np.float32)
+    bits, query_bits = sign_bits(vectors), sign_bits(query[None, :])
+    distance, histogram = hamming_distances(np.ascontiguousarray(to_words(bits).T), to_words(query_bits)[0], workers)
+    expected = reference_distances(bits, query_bits)
+    assert np.array_equal(distance, expected)
+    assert np.array_equal(histogram[: dims + 1], np.bincount(expected, minlength=dims + 1))
+    assert histogram.sum() == count
+
+
+def test_shortlist_holds_the_nearest_codes_and_rescoring_finds_the_best() -> None:
+    rng = np.random.default_rng(3)
+    count, dims = SCAN_BLOCK + 5000, 384
+    vectors = rng.standard_normal((count, dims)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = VectorIndex(0, "synthetic")
+    index.vectors, index.codes = vectors, np.ascontiguousarray(to_words(sign_bits(vectors)).T)
+    index.chunk_ids = index.doc_ids = np.arange(count, dtype=np.int64)
+    index.eligible = np.ones(count, dtype=bool)
+    target = 777
+    query = vectors[target] + 0.05 * rng.standard_normal(dims).astype(np.float32)
+    query /= np.linalg.norm(query)
+    positions = index._prefilter(query, None, 400)
+    distances = reference_distances(sign_bits(vectors), sign_bits(query[None, :]))
+    assert len(positions) >= 400
+    outside = np.setdiff1d(np.arange(count), positions)
+    assert distances[positions].max() <= distances[outside].min()
+    recall = index.search(query, None, k=10)
+    assert recall.chunk_ids[0] == target and recall.shortlist == len(positions)
