@@ -78,13 +78,35 @@ class Peer:
             self.conn.executemany("INSERT INTO peer(text, path) VALUES (?, ?)", rows)
         source.close()
 
-    def search(self, query: str, operator: str) -> list[str]:
+    def search(self, query: str, operator: str, paths: set[str] | None = None) -> list[str]:
+        """Ranked documents; ``paths`` (the query's facet filter, as files) narrows the match first."""
         words = fts_tokens(query)
         if not words:
             return []
         match = f" {operator} ".join('"' + w + '"' for w in words)
-        rows = self.conn.execute("SELECT path FROM peer WHERE peer MATCH ? ORDER BY rank LIMIT 50", (match,))
+        where = "" if paths is None else f" AND path IN ({', '.join('?' * len(paths))})"
+        rows = self.conn.execute(f"SELECT path FROM peer WHERE peer MATCH ?{where} ORDER BY rank LIMIT 50",
+                                 (match, *sorted(paths or ())))
         return list(dict.fromkeys(r[0] for r in rows))
+
+    def run(self, queries: list[dict], operator: str, engine: Engine, name: str) -> list[list[str]]:
+        return [self.search(q["query"], operator, facet_paths(engine, name, q)) for q in queries]
+
+
+def search_options(query: dict, opts: dict) -> dict:
+    """The engine's options for an eval query: a facet query's ``facets`` are its filter (they
+    narrow the search to the right product, as the dataset's README says)."""
+    return {**opts, "limit": 50, **({"facets": query["facets"]} if query.get("facets") else {})}
+
+
+def facet_paths(engine: Engine, name: str, query: dict) -> set[str] | None:
+    """The files a facet query's filter admits (what the peer is given, so both search the same set)."""
+    if not query.get("facets"):
+        return None
+    listed = engine.search_query(name, "", {"facets": query["facets"], "limit": 200})["hits"]
+    if len(listed) == 200:
+        raise RuntimeError(f"the facets of {query['id']} admit 200 files or more: the peer's filter would be cut")
+    return {hit["path"] for hit in listed}
 
 
 def timed_index(engine: Engine, name: str, root: Path) -> dict:
@@ -95,7 +117,8 @@ def timed_index(engine: Engine, name: str, root: Path) -> dict:
 
 
 def eval_engine(engine: Engine, name: str, queries: list[dict], opts: dict) -> list[list[str]]:
-    return [documents_in_order(engine.search_query(name, q["query"], {**opts, "limit": 50})["hits"]) for q in queries]
+    return [documents_in_order(engine.search_query(name, q["query"], search_options(q, opts))["hits"])
+            for q in queries]
 
 
 def section_hit_at_3(engine: Engine, name: str, queries: list[dict]) -> tuple[int, int]:
@@ -205,8 +228,8 @@ def main() -> None:
             ours = quality(eval_engine(engine, name, queries, {"stages": ["lexical"]}), queries)
             ws_id = engine._workspace(name).id
             peer = Peer(db, ws_id)
-            peer_or = quality([peer.search(q["query"], "OR") for q in queries], queries)
-            and_lists = [peer.search(q["query"], "AND") for q in queries]
+            peer_or = quality(peer.run(queries, "OR", engine, name), queries)
+            and_lists = peer.run(queries, "AND", engine, name)
             peer_and = quality(and_lists, queries)
             empty = sum(1 for r in and_lists if not r)
             rows.append((name, len(queries), ours, peer_or, peer_and, empty))
@@ -271,7 +294,8 @@ def report(index, rows, per_kind, sections, ours_ms, peer_ms, growth) -> list[st
         f"Python {platform.python_version()}, SQLite {apsw.sqlite_lib_version()}.",
         "Peer, measured in the same run over the same chunks: plain FTS5 BM25 (one column, no field weights, "
         "query words ORed, stopwords kept); and the AND of all words, as BM25-only note tools do it.",
-        "Ranking is by document (a document's best chunk); hits are chunks.",
+        "Ranking is by document (a document's best chunk); hits are chunks. The techdocs facet queries carry "
+        "their `facets` as the filter (the dataset's intent), for autodoc and the peer alike.",
         "",
         "## Quality",
         "",

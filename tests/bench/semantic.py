@@ -16,7 +16,7 @@ import numpy as np
 from autodoc_core.embedders import BULK_WORKERS
 from autodoc_core.engine import Engine
 from autodoc_core.semantic import SCAN_WORKERS, VectorIndex, sign_bits, to_words
-from tests.bench.retrieval import documents_in_order, percentile, quality, stdio_latency
+from tests.bench.retrieval import documents_in_order, eval_engine, percentile, quality, search_options, stdio_latency
 
 THROUGHPUT_TEXTS = 512
 ST_SCRIPT = """
@@ -101,8 +101,7 @@ def quality_rows(engine: Engine, queries: dict[str, list[dict]]) -> list[str]:
     for name, qs in queries.items():
         for label, opts, fusion in configs:
             engine.workspace_configure(name, {"fusion": fusion})
-            ranked = [documents_in_order(engine.search_query(name, q["query"], {**opts, "limit": 50})["hits"])
-                      for q in qs]
+            ranked = eval_engine(engine, name, qs, opts)
             q = quality(ranked, qs)
             lines.append(f"| {name} | {label} | {q['ndcg10']:.3f} | {q['r3']:.3f} | {q['r10']:.3f} |")
             if name == "techdocs":
@@ -165,7 +164,7 @@ def reranked_rows(engine: Engine, queries: dict[str, list[dict]], ranker: dict) 
         engine.workspace_configure(name, {"ranker": ranker})
         ranked, rerank_ms, total_ms, errors = [], [], [], 0
         for q in qs:
-            answer = engine.search_query(name, q["query"], {"limit": 50})
+            answer = engine.search_query(name, q["query"], search_options(q, {}))
             ranked.append(documents_in_order(answer["hits"]))
             rerank_ms.append(answer["timing"].get("rerank", 0.0))
             total_ms.append(answer["timing"]["total"])
