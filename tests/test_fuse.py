@@ -28,3 +28,15 @@ def test_three_retrievers_fill_the_first_three_places() -> None:
     fused = [Fused(i, 1.0 / i, 0.5) for i in range(1, 8)]
     rankings = {"lexical": [2, 1], "symbol": [6], "semantic": [7, 1]}
     assert ids(keep_leaders(fused, rankings)) == [2, 6, 7, 1, 3, 4, 5]
+
+
+def test_a_near_tie_goes_to_the_chunk_both_retrievers_returned() -> None:
+    # Chunk 5 (lexical only) blends a hair above chunk 6 (both lists); consensus wins the tie.
+    rankings = {"lexical": [5, 6], "semantic": [6]}
+    bm25 = {5: 10.0, 6: 7.2}
+    cosines = {5: 0.19, 6: 0.37}
+    blended = linear(rankings, bm25, cosines, 0.4)
+    assert ids(blended) == [6, 5]
+    relevance = {entry.chunk_id: entry.relevance for entry in blended}
+    assert relevance[5] > relevance[6]  # the bonus orders; relevance stays the plain blend
+    assert abs(relevance[5] - (0.6 * 0.19 + 0.4)) < 1e-9
