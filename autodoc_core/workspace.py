@@ -72,7 +72,7 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "demote_superseded": True,
     "max_file_bytes": 10_000_000,
     # Measured with make bench (doc/benchmarks/kb-retrieval.md): on SciFact train the blend scores
-    # nDCG@10 0.747 against RRF's 0.739; on techdocs dev RRF leads (Recall@3 0.887 / 0.863).
+    # nDCG@10 0.748 against RRF's 0.739; on techdocs dev they tie (Recall@3 0.938).
     "fusion": "linear",
     "fusion_weight": 0.4,
     "embedder": DEFAULT_EMBEDDER,

@@ -17,6 +17,7 @@ import numpy as np
 from autodoc_core.embedders import BULK_WORKERS
 from autodoc_core.engine import Engine
 from autodoc_core.semantic import SCAN_WORKERS, VectorIndex, sign_bits, to_words
+from autodoc_core.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, eval_engine, percentile, quality, search_options, stdio_latency
 
 THROUGHPUT_TEXTS = 512
@@ -151,7 +152,7 @@ def quality_rows(engine: Engine, queries: dict[str, list[dict]]) -> list[str]:
         ("lexical", {"stages": ["lexical"]}, "rrf"),
         ("semantic", {"stages": ["semantic"]}, "rrf"),
         ("hybrid, RRF k=60", {"stages": ["lexical", "semantic"]}, "rrf"),
-        ("hybrid, linear w=0.4", {"stages": ["lexical", "semantic"]}, "linear"),
+        ("hybrid, linear w=0.4 + consensus", {"stages": ["lexical", "semantic"]}, "linear"),
     ]
     kinds: dict[str, dict] = {}
     for name, qs in queries.items():
@@ -165,7 +166,7 @@ def quality_rows(engine: Engine, queries: dict[str, list[dict]]) -> list[str]:
                     picked = [i for i, x in enumerate(qs) if x["kind"] == kind]
                     sub = quality([ranked[i] for i in picked], [qs[i] for i in picked])
                     kinds.setdefault(kind, {})[label] = sub["r3"]
-        engine.workspace_configure(name, {"fusion": "rrf"})
+        engine.workspace_configure(name, {"fusion": CONFIG_DEFAULTS["fusion"]})  # later sections use the default
     labels = [c[0] for c in configs]
     lines += ["", "techdocs dev, Recall@3 by query kind:", "", "| kind | " + " | ".join(labels) + " |",
               "|---|" + "---|" * len(labels)]
