@@ -1,5 +1,7 @@
 """The Hamming prefilter against plain numpy: distances, histogram and shortlist, in one thread and several."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -44,3 +46,15 @@ def test_shortlist_holds_the_nearest_codes_and_rescoring_finds_the_best() -> Non
     assert distances[positions].max() <= distances[outside].min()
     recall = index.search(query, None, k=10)
     assert recall.chunk_ids[0] == target and recall.shortlist == len(positions)
+
+
+def test_concurrent_scans_share_the_helper_threads_and_agree_with_one_at_a_time() -> None:
+    rng = np.random.default_rng(11)
+    count, dims = 3 * SCAN_BLOCK, 64
+    codes = np.ascontiguousarray(to_words(sign_bits(rng.standard_normal((count, dims)))).T)
+    queries = [to_words(sign_bits(rng.standard_normal((1, dims))))[0] for _ in range(8)]
+    alone = [hamming_distances(codes, q) for q in queries]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda q: hamming_distances(codes, q), queries))
+    for (d1, h1), (d2, h2) in zip(alone, together, strict=True):
+        assert np.array_equal(d1, d2) and np.array_equal(h1, h2)
