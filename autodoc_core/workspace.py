@@ -42,17 +42,10 @@ def _choice(*choices: str):
     return check
 
 
-def _weight(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
-        raise invalid_params(f"'{key}' must be a number from 0 to 1, got {value!r}", key=key)
-    return float(value)
-
-
-def _seconds(low: float, high: float):
+def _number(low: float, high: float, what: str = "a number"):
     def check(key: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise invalid_params(f"'{key}' must be a number of seconds from {low:g} to {high:g}, got {value!r}",
-                                 key=key)
+            raise invalid_params(f"'{key}' must be {what} from {low:g} to {high:g}, got {value!r}", key=key)
         return float(value)
 
     return check
@@ -87,11 +80,11 @@ CONFIG_CHECKS = {
     "demote_superseded": _boolean,
     "max_file_bytes": _int_range(1024, 1_000_000_000),
     "fusion": _choice("rrf", "linear"),
-    "fusion_weight": _weight,
+    "fusion_weight": _number(0.0, 1.0),
     "embedder": _embedder,
     "ranker": _ranker,
-    "semantic_deadline": _seconds(0.05, 60.0),
-    "rerank_deadline": _seconds(0.05, 120.0),
+    "semantic_deadline": _number(0.05, 60.0, "a number of seconds"),
+    "rerank_deadline": _number(0.05, 120.0, "a number of seconds"),
 }
 
 
