@@ -121,7 +121,7 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
         # otherwise one term per FTS token, so punctuation never joins typed words into a phrase
         for piece in pieces:
             query.terms.append(Term(piece))
-        if prefix and query.terms and fts_tokens(token.rstrip("*")):
+        if prefix and query.terms and pieces:
             last = query.terms.pop()
             query.terms.append(Term(last.text, prefix=True))
     _drop_stopwords(query)

@@ -305,7 +305,8 @@ def _start_query_embedding(query: ParsedQuery, semantic: SemanticSource) -> Pend
 
 def _semantic(conn, ws, embedding: Pending | None, filters, semantic: SemanticSource, options, rankings,
               performed, skipped, info, timer) -> np.ndarray | None:
-    failure = _semantic_unavailable(semantic)
+    # The embedding was started only if the stage could run: ask why not only when it was not.
+    failure = _semantic_unavailable(semantic) if embedding is None else None
     if embedding is not None:
         deadline = ws.option("semantic_deadline") if semantic.embedder.remote else None
         try:
