@@ -89,9 +89,6 @@ class Peer:
                                  (match, *sorted(paths or ())))
         return list(dict.fromkeys(r[0] for r in rows))
 
-    def run(self, queries: list[dict], operator: str, engine: Engine, name: str) -> list[list[str]]:
-        return [self.search(q["query"], operator, facet_paths(engine, name, q)) for q in queries]
-
 
 def search_options(query: dict, opts: dict) -> dict:
     """The engine's options for an eval query: a facet query's ``facets`` are its filter (they
@@ -228,8 +225,10 @@ def main() -> None:
             ours = quality(eval_engine(engine, name, queries, {"stages": ["lexical"]}), queries)
             ws_id = engine._workspace(name).id
             peer = Peer(db, ws_id)
-            peer_or = quality(peer.run(queries, "OR", engine, name), queries)
-            and_lists = peer.run(queries, "AND", engine, name)
+            admitted = [facet_paths(engine, name, q) for q in queries]
+            peer_or = quality([peer.search(q["query"], "OR", p) for q, p in zip(queries, admitted, strict=True)],
+                              queries)
+            and_lists = [peer.search(q["query"], "AND", p) for q, p in zip(queries, admitted, strict=True)]
             peer_and = quality(and_lists, queries)
             empty = sum(1 for r in and_lists if not r)
             rows.append((name, len(queries), ours, peer_or, peer_and, empty))
