@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import checkpoints
 from .embedders import Embedder
 from .http import ProviderError
 from .semantic import sign_bits
@@ -104,6 +105,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
             raise
         progress.error = None
         _store_vectors(store, ws_id, fingerprint, [h for h, _, _ in missing], vectors)
+        checkpoints.reached("embed.batch")  # after the batch's commit
         progress.embedded += len(missing)
         progress.done_this_run += len(missing)
         elapsed = time.monotonic() - progress.started
@@ -120,6 +122,7 @@ def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str]
              for i, h in enumerate(hashes)],
         )
         bump_epoch(conn, ws_id)
+        checkpoints.reached("embed.write")  # inside the batch's transaction
 
 
 def _activate(store: Store, ws_id: int, fingerprint: str) -> None:

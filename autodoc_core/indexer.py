@@ -13,6 +13,7 @@ import itertools
 import json
 import multiprocessing
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import apsw
 
+from . import checkpoints
 from . import frontmatter as fm
 from .document import ParsedDocument, parse_document, reference_key_sets
 from .embedding import bump_epoch
@@ -36,6 +38,7 @@ BATCH_SIZE = 200
 PARALLEL_PARSE_MIN = 200  # below this, starting worker processes costs more than it saves
 MAX_PARSE_WORKERS = 4
 PARSE_WINDOW = 1024
+PARENT_CHECK_SECONDS = 0.5  # how often a parse worker checks that the indexer is alive
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
 CHANGE_LOG_KEEP_ROWS = 100_000
@@ -196,7 +199,8 @@ class Indexer:
         # spawn, not fork: the caller may hold threads (the embedder, an editor's RPC loop).
         context = multiprocessing.get_context("spawn")
         try:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent,
+                                       initargs=(os.getpid(),))
         except OSError:  # no processes or semaphores to be had: parse here, just slower
             yield from (parse_document(*job) for job in jobs)
             return
@@ -218,9 +222,11 @@ class Indexer:
                 for item, _raw, digest in pending[start : start + BATCH_SIZE]:
                     parsed = next(parsed_documents)
                     self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
+                    checkpoints.reached("index.document")  # inside the batch's transaction
                 bump_epoch(conn, self.ws.id)
                 if self.links_changed:
                     conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
+            checkpoints.reached("index.batch")  # after the batch's commit
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)
@@ -233,6 +239,7 @@ class Indexer:
                 conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
             dirty = conn.execute("SELECT links_dirty FROM workspaces WHERE id = ?", (self.ws.id,)).fetchone()[0]
             if dirty or gone:
+                checkpoints.reached("index.links")
                 self._resolve_links(conn)
                 conn.execute("UPDATE workspaces SET links_dirty = 0 WHERE id = ?", (self.ws.id,))
             self._prune_change_log(conn)
@@ -439,6 +446,18 @@ def _stored_link_signature(conn, doc_id: int) -> tuple:
     links = sorted(r[0] for r in conn.execute("SELECT target_key FROM links WHERE src_doc_id = ?", (doc_id,)))
     row = conn.execute("SELECT supersedes, superseded_by FROM documents WHERE id = ?", (doc_id,)).fetchone()
     return keys, links, tuple(row)
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """In a parse worker: exit as soon as the indexing process is gone. A SIGKILLed parent cannot
+    shut its pool down, and its workers would otherwise wait on the pipe forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="autodoc-parent-watch", daemon=True).start()
 
 
 def _parse_job(job: tuple) -> ParsedDocument:
