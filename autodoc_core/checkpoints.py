@@ -25,6 +25,14 @@ _NAMES = {target[0] for target in _TARGETS.values() if target}
 _reached: dict[str, int] = {}
 
 
+def pause_after(name: str, arrivals: int) -> None:
+    """Stop this process at the ``arrivals``-th arrival at ``name`` from now (for test workers that
+    decide at run time where to stop)."""
+    target = (name, _reached.get(name, 0) + arrivals)
+    _TARGETS[signal.SIGSTOP] = target
+    _NAMES.add(name)
+
+
 def reached(name: str) -> None:
     """Count one arrival at ``name``; stop or kill the process if a test asked for this one."""
     if name not in _NAMES:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import queue
 import textwrap
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO, Any
 
 import pytest
 
@@ -59,3 +63,38 @@ def search(engine: Engine, query: str, **opts) -> dict:
 
 def paths(answer: dict) -> list[str]:
     return [hit["path"] for hit in answer["hits"]]
+
+
+class LineReader:
+    """Lines from a child's pipe with a deadline: a child that hangs fails the test instead of
+    blocking it in ``readline()``."""
+
+    def __init__(self, stream: IO[Any]) -> None:
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: IO[Any]) -> None:
+        while line := stream.readline():
+            self._lines.put(line)
+        self._lines.put(None)
+
+    def next(self, timeout: float = 60) -> Any:
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no line from the child within {timeout} s") from None
+        if line is None:
+            raise AssertionError("the child closed its output")
+        return line
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "the condition") -> Any:
+    """Poll ``condition`` until it is true; the deadline only bounds a hang, it never decides a pass."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)

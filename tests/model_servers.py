@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DIMS = 32
+HOLD_LIMIT_SECONDS = 120  # a held request is answered after this even if the test never releases it
 
 
 def toy_vector(text: str) -> list[float]:
@@ -37,6 +38,9 @@ class Behaviour:
     garbage: bool = False
     wrong_indices: bool = False
     echo_auth: bool = False  # error bodies quote the Authorization header, as careless servers do
+    hold_after: int | None = None  # answer this many requests, then hold every later one until `release`
+    release: threading.Event = field(default_factory=threading.Event)
+    holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -76,6 +80,9 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour.drop_after is not None and answered > behaviour.drop_after:
             self.connection.close()  # the server dies mid-batch: no answer at all
             return
+        if behaviour.hold_after is not None and answered > behaviour.hold_after:
+            behaviour.holding.set()
+            behaviour.release.wait(timeout=HOLD_LIMIT_SECONDS)
         if behaviour.delay:
             time.sleep(behaviour.delay)
         if status:

@@ -6,8 +6,11 @@ import sys
 import time
 from pathlib import Path
 
+from autodoc_core import checkpoints
 from autodoc_core.engine import Engine
 from autodoc_core.lease import WriterLease
+
+PAUSE_FILE = "pause-next-round"  # beside the workspace: the index loop stops itself mid-way through its next run
 
 
 def write_round(root: Path, files: int, round_no: int) -> None:
@@ -32,6 +35,8 @@ def index_loop(db: str, root: str, files: str) -> None:
     round_no = 0
     while True:
         round_no += 1
+        if (Path(root).parent / PAUSE_FILE).exists():
+            checkpoints.pause_after("index.document", int(files) // 2)
         write_round(Path(root), int(files), round_no)
         engine.workspace_index("kb")
         print(f"round {round_no}", flush=True)
