@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autodoc_core.chunk import estimate_tokens
 from autodoc_core.document import parse_document
 from autodoc_core.frontmatter import FacetSchema
 from tests.conftest import write
@@ -76,10 +75,10 @@ def test_large_section_splits_between_paragraphs_and_keeps_breadcrumb() -> None:
     raw = f"# Big\n\n## Part\n\n{paragraphs}\n"
     doc = parse(raw, budget=100)
     parts = [c for c in doc.chunks if c.breadcrumb == "Big › Part"]
-    assert len(parts) >= 4
-    for chunk in parts:
-        assert chunk.body.startswith("Paragraph")  # cut at a paragraph boundary
-        assert estimate_tokens(chunk.body) <= 100 * 2
+    # A paragraph is 312 characters, about 78 tokens: two would pass the budget of 100, so each
+    # part holds exactly one, cut at the blank line. Paragraph i is on line 5 + 2i.
+    assert [c.body.split()[:2] for c in parts] == [["Paragraph", str(i)] for i in range(8)]
+    assert [c.line_end for c in parts] == [5, 7, 9, 11, 13, 15, 17, 19]
     assert_spans_exact(raw.encode(), doc.chunks)
 
 

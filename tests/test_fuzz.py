@@ -30,18 +30,31 @@ def fuzz_engine(tmp_path_factory) -> Engine:
     return engine
 
 
+LINES = {"a.md": 7, "b.md": 3}  # the fuzz workspace's documents and their line counts
+
+
+def assert_well_formed(answer: dict) -> None:
+    """Every hit is a real section of a real document, and the stage report adds up."""
+    for hit in answer["hits"]:
+        assert hit["path"] in LINES
+        assert 1 <= hit["line_start"] <= hit["line_end"] <= LINES[hit["path"]]
+        assert 0 <= hit["relevance"] <= 1
+    stages = answer["stages"]
+    assert set(stages["performed"]) <= {*stages["requested"], "symbol"}  # the identifier backstop runs unasked
+    assert set(stages["skipped"]) <= set(stages["requested"]) - set(stages["performed"])
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(QUERY_ALPHABET, max_size=200))
 def test_any_text_query_answers(fuzz_engine: Engine, text: str) -> None:
-    answer = fuzz_engine.search_query("kb", text, None)
-    assert isinstance(answer["hits"], list)
+    assert_well_formed(fuzz_engine.search_query("kb", text, None))
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(SYNTAX, st.text(QUERY_ALPHABET, max_size=8)), max_size=20).map("".join))
 def test_syntax_heavy_queries_answer(fuzz_engine: Engine, text: str) -> None:
-    answer = fuzz_engine.search_query("kb", text, None)
-    assert isinstance(answer["hits"], list)
+    assert_well_formed(fuzz_engine.search_query("kb", text, None))
+    assert_well_formed(fuzz_engine.search_query("kb", f"beta {text}", None))
     parse_query(text, FacetSchema())
 
 
@@ -68,7 +81,9 @@ def test_pathological_documents(tmp_path: Path) -> None:
     many_headings = "".join(f"# H{i}\n\nx\n" for i in range(10_000)).encode()
     assert len(parse_document(many_headings, "x.md", FacetSchema(), 350).chunks) == 10_000
     deep = ("> " * 2000 + "deep\n").encode() + b"- " * 2000 + b"x\n"
-    parse_document(deep, "x.md", FacetSchema(), 350)
+    deep_doc = parse_document(deep, "x.md", FacetSchema(), 350)
+    assert "deep" in " ".join(chunk.body for chunk in deep_doc.chunks)
+    assert deep_doc.chunks[-1].line_end == 2
     long_line = b"# Long\n\n" + b"word " * 2_000_000 + b"\n"
     doc = parse_document(long_line, "x.md", FacetSchema(), 350)
     assert doc.chunks[-1].byte_end == len(long_line) - 1
@@ -120,14 +135,20 @@ MARKDOWN_BITS = st.sampled_from(["\n", "\n# ", "\n## ", "\n---\n", "\n```\n", "`
 @given(st.lists(st.one_of(MARKDOWN_BITS, st.text(ANY_CHARACTER, max_size=30)), max_size=30).map("".join))
 def test_any_unicode_document_indexes_and_is_searchable_or_reported(fuzz_engine: Engine, text: str) -> None:
     root = Path(fuzz_engine.workspace_status("kb")["root"])
-    (root / "fuzzed.md").write_bytes(text.encode("utf-8"))
+    # A heading first: whatever follows, the document has a title to be found by.
+    (root / "fuzzed.md").write_bytes(f"# Fuzzmarker\n\n{text}".encode())
     report = fuzz_engine.workspace_index("kb", {"paths": ["fuzzed.md"]})
     assert report["scanned"] == 1
     assert report["added"] + report["changed"] + report["unchanged"] + report["skipped"] == 1
     problems = [p for p in fuzz_engine.workspace_status("kb")["problems"] if p["path"] == "fuzzed.md"]
+    found = [hit["path"] for hit in fuzz_engine.search_query("kb", "fuzzmarker", None)["hits"]]
     if report["skipped"]:
         assert problems and all(p["reason"] for p in problems)
-    fuzz_engine.search_query("kb", text[:50], None)
+        assert found == []  # a skipped file leaves no stale rows behind
+    else:
+        assert found[:1] == ["fuzzed.md"]
+    for hit in fuzz_engine.search_query("kb", text[:50], None)["hits"]:
+        assert hit["path"] in {*LINES, "fuzzed.md"}
 
 
 def test_hostile_files_are_reported_with_reasons_and_the_rest_indexed(engine: Engine, kb: Path) -> None:
