@@ -38,8 +38,9 @@ class Behaviour:
     garbage: bool = False
     wrong_indices: bool = False
     echo_auth: bool = False  # error bodies quote the Authorization header, as careless servers do
-    hold_after: int | None = None  # answer this many requests, then hold every later one until `release`
+    hold_after: int | None = None  # answer this many batches (2+ texts), then hold later ones until `release`
     release: threading.Event = field(default_factory=threading.Event)
+    batches: int = 0  # requests with more than one text (a query embedding or a probe has one)
     holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -76,11 +77,14 @@ class _Handler(BaseHTTPRequestHandler):
         with behaviour.lock:
             behaviour.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
             answered = len(behaviour.requests)
+            texts = body.get("inputs") or body.get("input") or body.get("texts") if isinstance(body, dict) else None
+            batches = behaviour.batches = behaviour.batches + (isinstance(texts, list) and len(texts) > 1)
             status = behaviour.fail_status.pop(0) if behaviour.fail_status else None
         if behaviour.drop_after is not None and answered > behaviour.drop_after:
             self.connection.close()  # the server dies mid-batch: no answer at all
             return
-        if behaviour.hold_after is not None and answered > behaviour.hold_after:
+        if behaviour.hold_after is not None and batches > behaviour.hold_after and isinstance(texts, list) \
+                and len(texts) > 1:
             behaviour.holding.set()
             behaviour.release.wait(timeout=HOLD_LIMIT_SECONDS)
         if behaviour.delay:

@@ -6,13 +6,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from autodoc_core.errors import AutodocError
-from tests.conftest import PROJECT, write
+from tests.conftest import PROJECT, LineReader, wait_until, write
+from tests.model_servers import Behaviour, model_server
 
 
 def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -136,38 +136,46 @@ def test_workspace_lifecycle(engine, kb: Path, tmp_path: Path) -> None:
 
 
 def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Path) -> None:
+    """The model server holds the filler's second batch: while it is held, the server answers a
+    search (lexically, saying the semantic stage is partial); once released, the fill completes."""
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
     write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
-    write(kb, "b.md", "# Cooking\n\nFlour, water, salt and yeast make bread.\n")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
-    )
-    assert process.stdin and process.stdout
-    counter = iter(range(1, 10_000))
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
+        )
+        assert process.stdin and process.stdout
+        lines = LineReader(process.stdout)
+        counter = iter(range(1, 10_000))
 
-    def ask(method: str, params: list) -> dict:
-        message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
-        process.stdin.write(json.dumps(message).encode() + b"\n")
-        process.stdin.flush()
-        return json.loads(process.stdout.readline())
+        def ask(method: str, params: list) -> dict:
+            message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            return json.loads(lines.next(timeout=60))
 
-    try:
-        ask("workspace.add", ["kb", str(kb)])
-        first = ask("workspace.index", ["kb"])["result"]
-        assert first["added"] == 2  # returns once the lexical index is written
-        lexical = ask("search.query", ["kb", "bread"])["result"]
-        assert lexical["hits"][0]["path"] == "b.md"  # answers while the embedder works
-        deadline = time.monotonic() + 90
-        while ask("workspace.status", ["kb"])["result"]["semantic"] != "ready":
-            assert time.monotonic() < deadline, "the background embedder never finished"
-            time.sleep(0.2)
-        status = ask("workspace.status", ["kb"])["result"]["embedder"]
-        assert status["embedded"] == status["total"] == 2 and status["progress"]["rate"] > 0
-        answer = ask("search.query", ["kb", "baking a loaf", {"stages": ["semantic"]}])["result"]
-        assert answer["hits"][0]["path"] == "b.md" and answer["semantic"] == "ready"
-    finally:
-        process.stdin.close()
-        process.wait(timeout=30)
+        try:
+            ask("workspace.add", ["kb", str(kb)])
+            embedder = {"provider": "tei", "url": server.url, "batch_size": 2, "timeout": 120}
+            ask("workspace.configure", ["kb", {"embedder": embedder}])
+            first = ask("workspace.index", ["kb"])["result"]
+            assert first["added"] == 7  # returns once the lexical index is written
+            assert server.behaviour.holding.wait(timeout=60)  # the background filler is mid-way
+            answer = ask("search.query", ["kb", "relational database"])["result"]
+            assert answer["hits"][0]["path"] == "a.md" and answer["semantic"] == "partial"
+            assert ask("workspace.status", ["kb"])["result"]["embedder"]["embedded"] == 2
+            server.behaviour.release.set()
+            wait_until(lambda: ask("workspace.status", ["kb"])["result"]["semantic"] == "ready", timeout=90,
+                       what="the background embedder to finish")
+            status = ask("workspace.status", ["kb"])["result"]["embedder"]
+            assert status["embedded"] == status["total"] == 7 and status["progress"]["rate"] > 0
+            answer = ask("search.query", ["kb", "embedded relational store", {"stages": ["semantic"]}])["result"]
+            assert answer["hits"][0]["path"] == "a.md" and answer["semantic"] == "ready"
+        finally:
+            process.stdin.close()
+            process.wait(timeout=60)
 
 
 def test_doc_list_finds_documents_by_title_alias_or_path(engine, kb: Path) -> None:

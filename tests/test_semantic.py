@@ -38,8 +38,11 @@ def test_local_model_gives_hybrid_search(engine, kb: Path) -> None:
     assert paths(only)[0] == "cooking.md" and only["hits"][0]["via"] == ["semantic"]
     timing = answer["timing"]
     assert set(timing) >= {"embed", "embed_wait", "semantic", "lexical", "fuse", "total"}
-    # The query is embedded alongside the lexical stage: the wait after it is part of the embedding.
-    assert timing["embed_wait"] <= timing["embed"] + 0.5
+    # Main-thread laps fit in the total (to their 0.001 ms rounding); the embedding ran in its own
+    # thread, so it is not one of them. How much it overlaps the lexical stage is `make bench`'s to say.
+    laps = [value for name, value in timing.items() if name not in ("total", "embed")]
+    assert sum(laps) <= timing["total"] + 0.001 * len(laps)
+    assert timing["embed"] > 0 and timing["embed_wait"] >= 0
     status = engine.workspace_status("kb")
     assert status["embedder"]["model_fp"] == "local:all-MiniLM-L6-v2:384:l2"
     assert status["embedder"]["embedded"] == status["embedder"]["total"] == 3
@@ -182,38 +185,47 @@ def test_linear_fusion_relevance_is_the_blend(engine, kb: Path) -> None:
         answer = search(engine, "packets sockets hosts")
         top = answer["hits"][0]
         assert top["path"] == "network.md" and 0 < top["relevance"] <= 1
-        assert top["relevance"] == pytest.approx(top["score"], abs=1e-4) or top["score"] >= top["relevance"]
+        # No tags or links here, so the score is the blend plus 0.02 where both retrievers found the chunk.
+        for hit in answer["hits"]:
+            bonus = 0.02 if {"lexical", "semantic"} <= set(hit["via"]) else 0.0
+            assert hit["score"] == pytest.approx(hit["relevance"] + bonus, abs=2e-4)
 
 
 def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None:
+    """Searches while the fill is held half-way (the server holds its 6th batch): each answer is
+    'partial', finds every note once with one generation each, and gives semantic hits only for
+    chunks that have their vector; then the fill completes and the answer is 'ready'."""
     for i in range(60):
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\n## Part\n\nshared kiwi text {i}\n")
-    errors: list[BaseException] = []
-    seen: list[str] = []
-    with model_server("tei", Behaviour(delay=0.02)) as server:
+    with model_server("tei", Behaviour(hold_after=5)) as server:
         engine.workspace_add("kb", str(kb))
         config = tei_config(server.url)
-        config["embedder"]["batch_size"] = 4
+        config["embedder"].update(batch_size=4, timeout=120)
         engine.workspace_configure("kb", config)
         engine.workspace_index("kb")
-        stop = threading.Event()
+        errors: list[BaseException] = []
 
-        def reader() -> None:
+        def fill() -> None:
             try:
-                while not stop.is_set():
-                    answer = search(engine, "kiwi", limit=60)
-                    seen.append(answer["semantic"])
-                    assert len({h["generation"] for h in answer["hits"] if h["path"] == "n00.md"}) <= 1
-            except BaseException as exc:  # noqa: BLE001
+                engine.workspace_index("kb", {"wait": "semantic"})
+            except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 
-        thread = threading.Thread(target=reader)
-        thread.start()
-        engine.workspace_index("kb", {"wait": "semantic"})
-        stop.set()
-        thread.join()
+        filler = threading.Thread(target=fill)
+        filler.start()
+        server.behaviour.holding.wait(timeout=60)
+        assert embedded_rows(engine) == 20  # 5 batches of 4 are stored; the 6th is held
+        for _ in range(5):
+            answer = search(engine, "kiwi", limit=60)
+            assert answer["semantic"] == "partial"
+            notes = [hit["path"] for hit in answer["hits"] if hit["path"].startswith("n")]
+            assert sorted(set(notes)) == [f"n{i:02d}.md" for i in range(60)]
+            assert all(len({h["generation"] for h in answer["hits"] if h["path"] == p}) == 1 for p in notes)
+            assert sum("semantic" in hit["via"] for hit in answer["hits"]) <= 20
+        server.behaviour.release.set()
+        filler.join(timeout=120)
     assert not errors
-    assert "partial" in seen
+    assert search(engine, "kiwi", limit=60)["semantic"] == "ready"
 
 
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:

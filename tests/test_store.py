@@ -62,6 +62,7 @@ def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> Non
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
     stop = threading.Event()
+    observed = threading.Condition()
     observations: list[tuple[set, set]] = []
     errors: list[BaseException] = []
 
@@ -72,7 +73,9 @@ def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> Non
                 with engine.store.snapshot() as conn:
                     rows = conn.execute("SELECT body, generation FROM chunks").fetchall()
                 versions = {b.split("version")[1].split()[0] for b, _ in rows}
-                observations.append(({h["generation"] for h in hits}, versions))
+                with observed:
+                    observations.append(({h["generation"] for h in hits}, versions))
+                    observed.notify_all()
         except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
@@ -81,10 +84,13 @@ def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> Non
     for version in range(1, 40):
         path.write_text(f"# Doc\n\n{sections(version)}\n")
         engine.workspace_index("kb")
+        with observed:  # at least one search between writes, however the threads are scheduled
+            seen = len(observations)
+            assert observed.wait_for(lambda seen=seen: len(observations) > seen or errors, timeout=60)
     stop.set()
     thread.join()
     assert not errors
-    assert len(observations) > 10
+    assert len(observations) >= 39
     for generations, versions in observations:
         assert len(generations) <= 1
         assert len(versions) == 1
