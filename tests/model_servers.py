@@ -41,6 +41,8 @@ class Behaviour:
     hold_after: int | None = None  # answer this many batches (2+ texts), then hold later ones until `release`
     release: threading.Event = field(default_factory=threading.Event)
     batches: int = 0  # requests with more than one text (a query embedding or a probe has one)
+    hold_texts: set[str] = field(default_factory=set)  # hold any request with one of these texts until `release`
+    held: int = 0  # requests held so far
     holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -83,8 +85,9 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour.drop_after is not None and answered > behaviour.drop_after:
             self.connection.close()  # the server dies mid-batch: no answer at all
             return
-        if behaviour.hold_after is not None and batches > behaviour.hold_after and isinstance(texts, list) \
-                and len(texts) > 1:
+        if self._held(texts, batches):
+            with behaviour.lock:
+                behaviour.held += 1
             behaviour.holding.set()
             behaviour.release.wait(timeout=HOLD_LIMIT_SECONDS)
         if behaviour.delay:
@@ -99,6 +102,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"{not json")
             return
         getattr(self, f"_answer_{self.flavour}")(body)
+
+    def _held(self, texts: Any, batches: int) -> bool:
+        if not isinstance(texts, list):
+            return False
+        behaviour = self.behaviour
+        if behaviour.hold_texts.intersection(t for t in texts if isinstance(t, str)):
+            return True
+        return behaviour.hold_after is not None and batches > behaviour.hold_after and len(texts) > 1
 
     def _error(self, status: int) -> Any:
         message = {429: "model is overloaded", 503: "unhealthy", 422: "validation failed"}.get(status, "error")

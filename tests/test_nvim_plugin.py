@@ -41,6 +41,7 @@ def nvim(tmp_path: Path, kb: Path, monkeypatch) -> Iterator[pynvim.Nvim]:
         "AUTODOC_PYTHON": sys.executable,
         "AUTODOC_TEST_KB": str(kb),
         "AUTODOC_DB": str(tmp_path / "autodoc.db"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),  # never the developer's own config
         "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_DATA_HOME": str(tmp_path / "data"),
     }
@@ -141,19 +142,72 @@ def test_toggles_change_the_stages_and_persist(nvim) -> None:
     assert picker(nvim, "stages")["semantic"] is True
 
 
-def test_an_answer_to_an_older_query_is_dropped(nvim) -> None:
+def embed_with_held_server(nvim, server) -> None:
+    """Configure the slow-able toy TEI embedder (60 s semantic deadline) and wait for its vectors."""
+    lua(nvim, """
+        _G.report = nil
+        require('autodoc.rpc').request('workspace.configure',
+          { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 120 }, semantic_deadline = 60 } },
+          function() require('autodoc.rpc').request('workspace.index', { 'kb', { wait = 'semantic' } },
+            function(err, r) _G.report = r end) end)""", server.url)
+    assert wait_for(lambda: lua(nvim, "return _G.report"), timeout=60)["semantic"] == "ready"
+
+
+def host_poll(nvim) -> None:
+    """A round trip through the host's event loop: every request sent before it has been received."""
+    assert lua(nvim, "return vim.rpcrequest(vim.fn['remote#host#Require']('autodoc'), 'poll')") == "ok"
+
+
+def test_a_late_answer_to_an_older_query_never_reaches_the_picker(nvim) -> None:
+    """The full search for "bread" is held at the model server while "bread flour" is answered;
+    released, its answer arrives last and is dropped. Broken on purpose: without the `seq` check in
+    the picker's answer handler, the list ends on "bread"."""
+    from tests.model_servers import Behaviour, model_server
+
     ready(nvim)
-    shown = lua(nvim, """
-        local rpc = require('autodoc.rpc')
-        local seen = {}
-        local first = rpc.request('workspace.list', {}, function() table.insert(seen, 'old') end, 'lane')
-        local second = rpc.request('workspace.list', {}, function() table.insert(seen, 'new') end, 'lane')
-        rpc._resolve(first, {}, vim.NIL)
-        _G.seen = seen
-        return { first = first, second = second, current_first = rpc.is_current(first, 'lane') }""")
-    assert shown["current_first"] is False
-    wait_for(lambda: lua(nvim, "return #_G.seen > 0"))
-    assert lua(nvim, "return _G.seen") == ["new"]
+    with model_server("tei", Behaviour(hold_texts={"bread"})) as server:
+        embed_with_held_server(nvim, server)
+        nvim.command("AutodocSearch")
+        nvim.input("bread")
+        assert server.behaviour.holding.wait(timeout=60)  # the full search for "bread" waits on its embedding
+        nvim.input(" flour")
+        wait_for(lambda: (picker(nvim, "answer") or {}).get("query", {}).get("terms") == ["bread", "flour"]
+                 and "semantic" in picker(nvim, "answer")["stages"]["performed"], timeout=60)
+        server.behaviour.release.set()
+        wait_for(lambda: lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        assert picker(nvim, "answer")["query"]["terms"] == ["bread", "flour"]
+        assert picker(nvim, "query") == "bread flour"
+
+
+def test_the_host_cancels_a_queued_request_that_a_newer_one_replaced(nvim) -> None:
+    """Both host workers are held at the model server; of two requests queued behind them in one
+    lane, the older is answered "cancelled" without running (its query is never embedded) and the
+    newer runs; the held request in that lane is dropped when it finally answers."""
+    from tests.model_servers import Behaviour, model_server
+
+    ready(nvim)
+    with model_server("tei", Behaviour(hold_texts={"bread", "yeast"})) as server:
+        embed_with_held_server(nvim, server)
+        lua(nvim, """
+            _G.seen = {}
+            local rpc = require('autodoc.rpc')
+            local function ask(name, query, stages, lane)
+              rpc.request('search.query', { 'kb', query, { stages = stages } },
+                function(err) table.insert(_G.seen, name .. (err and ':error' or '')) end, lane)
+            end
+            _G.ask = ask
+            ask('held-x', 'bread', { 'lexical', 'semantic' }, 'x')
+            ask('held-y', 'yeast', { 'lexical', 'semantic' }, 'y')""")
+        wait_for(lambda: server.behaviour.held == 2, timeout=60)
+        lua(nvim, """
+            _G.ask('older', 'salt', { 'lexical', 'semantic' }, 'x')
+            _G.ask('newer', 'water', { 'lexical' }, 'x')""")
+        host_poll(nvim)
+        server.behaviour.release.set()
+        wait_for(lambda: lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        assert sorted(lua(nvim, "return _G.seen")) == ["held-y", "newer"]
+        embedded = [t for r in server.behaviour.requests if r["path"] == "/embed" for t in r["body"]["inputs"]]
+        assert "salt" not in embedded and "bread" in embedded
 
 
 def test_checkhealth_reports_host_dependencies_and_workspaces(nvim) -> None:
@@ -215,7 +269,7 @@ def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:
     with model_server("tei", Behaviour(delay=1.5)) as server:
         lua(nvim, """
             require('autodoc.rpc').request('workspace.configure',
-              { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 10 } } },
+              { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 10 }, semantic_deadline = 60 } },
               function() require('autodoc').index('kb') end)""", server.url)
         nvim.command("AutodocSearch bread")
         title = lambda: lua(nvim, "local s = require('autodoc.picker').state; "  # noqa: E731
@@ -228,22 +282,23 @@ def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:
         assert "semantic" in picker(nvim, "hits")[0]["via"]
 
 
-def test_a_saved_edit_is_searchable_within_a_second(nvim, kb: Path) -> None:
+def test_a_saved_edit_is_indexed_on_save(nvim, kb: Path) -> None:
+    """The start-up index has finished before the edit, so only the save can index it. Broken on
+    purpose: with `index_on_save = false` this times out."""
     ready(nvim)
+    wait_for(lambda: lua(nvim, "return _G.autodoc_indexed") >= 1)
     nvim.command(f"edit {kb / 'notes' / 'cooking.md'}")
     nvim.current.buffer.append(["", "Sourdough needs a levain."])
     nvim.command("write")
-    saved = time.monotonic()
-    lua(nvim, "_G.found = nil")
 
     def found() -> bool:
-        lua(nvim, """require('autodoc.rpc').request('search.query', { 'kb', 'levain', { stages = { 'lexical' } } },
+        lua(nvim, """_G.found = nil
+            require('autodoc.rpc').request('search.query', { 'kb', 'levain', { stages = { 'lexical' } } },
             function(err, r) _G.found = (not err) and #r.hits > 0 end)""")
-        time.sleep(0.05)
+        wait_for(lambda: lua(nvim, "return _G.found ~= nil"))
         return bool(lua(nvim, "return _G.found"))
 
-    wait_for(found, timeout=5)
-    assert time.monotonic() - saved < 1.0
+    wait_for(found, timeout=60)
 
 
 def test_quickfix_and_split_keys(nvim) -> None:

@@ -29,6 +29,11 @@ function M.request(method, params, callback, lane)
   return id
 end
 
+--- How many requests still wait for their answer (dropped ones included: every request is answered).
+function M.outstanding()
+  return vim.tbl_count(pending)
+end
+
 --- Is `id` still the newest request of its lane?
 function M.is_current(id, lane)
   return lane == nil or latest[lane] == id
