@@ -70,8 +70,10 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
     if not isinstance(params, list | dict):
         _print({"error": AutodocError(INVALID_PARAMS, "params must be a JSON array or object").to_rpc()})
         return 1
-    engine = _engine(db)
-    if engine is None:
+    try:
+        engine = Engine(db)
+    except AutodocError as exc:
+        _print({"error": exc.to_rpc()})
         return 1
     try:
         _print(call(engine, method, params))

@@ -37,13 +37,26 @@ def _configure(conn: apsw.Connection) -> None:
     conn.execute("PRAGMA cache_size=-65536")
 
 
+def not_a_database(path: Path, exc: apsw.Error) -> AutodocError:
+    return AutodocError(
+        IO_ERROR,
+        f"{path} is not a usable autodoc database (SQLite: {exc}); move the file away (autodoc then starts "
+        f"an empty one: add your workspaces again) or use another file with --db or $AUTODOC_DB",
+        path=str(path),
+    )
+
+
 def _open(path: Path, readonly: bool = False) -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     try:
         conn = apsw.Connection(str(path), flags=flags)
     except apsw.Error as exc:
         raise AutodocError(IO_ERROR, f"cannot open database {path}: {exc}") from exc
-    _configure(conn)
+    try:
+        _configure(conn)
+    except (apsw.NotADBError, apsw.CorruptError) as exc:
+        conn.close()
+        raise not_a_database(path, exc) from None
     return conn
 
 
@@ -109,6 +122,8 @@ class Store:
         try:
             version = schema_version(probe)
             mode = probe.execute("PRAGMA journal_mode").fetchone()[0]
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise not_a_database(self.path, exc) from None
         finally:
             probe.close()
         migrate_check(version, self.path)

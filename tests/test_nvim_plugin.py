@@ -316,3 +316,19 @@ def test_quickfix_and_split_keys(nvim) -> None:
     nvim.input("<C-v>")
     wait_for(lambda: nvim.current.buffer.name.endswith("notes/cooking.md"))
     assert len(nvim.windows) == windows + 1 and nvim.current.window.cursor[0] == 3
+
+
+@pytest.fixture
+def garbage_db(tmp_path: Path) -> Path:
+    db = tmp_path / "autodoc.db"  # the path the `nvim` fixture gives the plugin
+    db.write_bytes(b"not a database\n" * 100)
+    return db
+
+
+def test_a_database_that_is_not_one_is_one_clear_message(garbage_db: Path, nvim) -> None:
+    def messages() -> str:
+        return nvim.exec_lua("return vim.api.nvim_exec2('messages', { output = true }).output")
+
+    wait_for(lambda: "not a usable autodoc database" in messages())
+    assert str(garbage_db) in messages() and "Traceback" not in messages()
+    assert garbage_db.read_bytes() == b"not a database\n" * 100

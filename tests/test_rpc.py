@@ -189,3 +189,21 @@ def test_doc_list_finds_documents_by_title_alias_or_path(engine, kb: Path) -> No
     assert [d["path"] for d in engine.doc_list("kb", "storage decision")] == ["adr/0002.md"]
     assert [d["path"] for d in engine.doc_list("kb", "adr/")] == ["adr/0002.md"]
     assert len(engine.doc_list("kb", "")) == 3
+
+
+@pytest.mark.parametrize("content", [b"this is not a database, just text\n" * 100,
+                                     b"SQLite format 3\x00" + b"\xff" * 4000])
+def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path, content: bytes) -> None:
+    """From the CLI and from serve --stdio: the error names the file and what to do; no traceback,
+    and the file is left as it was."""
+    db = tmp_path / "a.db"
+    db.write_bytes(content)
+    done = autodoc(db, "--call", "workspace.list", "[]")
+    assert done.returncode == 1 and b"Traceback" not in done.stderr + done.stdout
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == -32064 and str(db) in error["data"]["reason"]
+    assert "move the file away" in error["data"]["reason"]
+    served = autodoc(db, "serve", "--stdio", stdin=b"")
+    assert served.returncode == 1 and b"Traceback" not in served.stderr
+    assert json.loads(served.stderr)["data"]["path"] == str(db)
+    assert db.read_bytes() == content
