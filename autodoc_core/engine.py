@@ -22,8 +22,9 @@ from .errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid
 from .http import ProviderError
 from .indexer import Indexer, file_problem_summary, remove_workspace_rows
 from .markdown import MARKDOWN_SUFFIXES
+from .providers import within_deadline
 from .rank import Ranker, make_ranker
-from .search import SemanticSource, run_search
+from .search import SemanticSource, run_search, wants_semantic
 from .semantic import VectorIndex
 from .store import Store
 from .walk import OutsideRoot, is_inside, open_inside
@@ -112,9 +113,14 @@ class Engine:
                 self._states[ws.id] = cached
         return SemanticSource(cached[1], embedder, None, cached[2])
 
-    def _semantic_source(self, conn, ws: Workspace) -> SemanticSource:
-        """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search."""
+    def _semantic_source(self, conn, ws: Workspace, probe: bool = False) -> SemanticSource:
+        """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search.
+        ``probe``: a remote model this process has not asked yet is asked now (within the semantic
+        deadline), so a fresh process does not take a complete model for a new one."""
+        failure = self._probe_remote_model(ws) if probe else None
         source = self._semantic_state(conn, ws)
+        if failure:
+            return dataclasses.replace(source, failure=failure)
         if source.embedder is None or source.embedder.dimensions is None:
             return source
         fingerprint = source.embedder.model_fp
@@ -122,6 +128,17 @@ class Engine:
             index = self._indexes.setdefault((ws.id, fingerprint), VectorIndex(ws.id, fingerprint))
         index.refresh(conn, ws.vector_epoch)
         return dataclasses.replace(source, index=index)
+
+    def _probe_remote_model(self, ws: Workspace) -> str | None:
+        """Ask an unprobed remote model for its dimensions; why it failed, or None."""
+        embedder, _ = self._usable_embedder(ws)
+        if embedder is None or not embedder.remote or embedder.dimensions is not None:
+            return None
+        try:
+            within_deadline(embedder.probe, ws.option("semantic_deadline"), "the embedding provider")
+        except ProviderError as exc:
+            return exc.reason
+        return None
 
     def fill_vectors(self, ws: Workspace, background: bool = False) -> dict[str, Any]:
         """Embed every chunk that lacks a vector for the workspace's model, in this thread.
@@ -315,7 +332,7 @@ class Engine:
         ws = self._workspace(name)
         schema = self._schema(ws)
         with self.store.snapshot() as conn:
-            source = self._semantic_source(conn, ws)
+            source = self._semantic_source(conn, ws, probe=wants_semantic(opts))
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:

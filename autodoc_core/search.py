@@ -200,6 +200,7 @@ class SemanticSource:
     index: VectorIndex | None = None
     progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
     unavailable: str | None = None  # why a configured model cannot be used
+    failure: str | None = None  # why the remote model could not be reached for this search
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
@@ -279,10 +280,23 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     return _answer(hits, mode_used, semantic, options, performed, skipped, query, facets, info, timer, rank)
 
 
+def wants_semantic(opts: Any) -> bool:
+    """Whether a search with these options asks for the semantic stage (bad options: yes, and
+    ``parse_options`` then says what is wrong)."""
+    if not isinstance(opts, dict):
+        return True
+    try:
+        return "semantic" in _stages(opts.get("stages"), opts.get("mode"))
+    except AutodocError:
+        return True
+
+
 def _semantic_unavailable(semantic: SemanticSource) -> tuple[str, int] | None:
     """Why the semantic stage cannot run, with the error code a semantic-only request gets."""
     if semantic.unavailable:
         return semantic.unavailable, UNSUPPORTED
+    if semantic.failure:
+        return f"embedding the query failed: {semantic.failure}", EMBED_FAILED
     if semantic.state == OFF or semantic.embedder is None:
         return "no embedding model is configured for this workspace", UNSUPPORTED
     if semantic.state == SWITCHING:

@@ -41,7 +41,7 @@ class Behaviour:
     hold_after: int | None = None  # answer this many batches (2+ texts), then hold later ones until `release`
     release: threading.Event = field(default_factory=threading.Event)
     batches: int = 0  # requests with more than one text (a query embedding or a probe has one)
-    hold_texts: set[str] = field(default_factory=set)  # hold any request with one of these texts until `release`
+    hold_texts: set[str] = field(default_factory=set)  # hold the first request with each of these texts
     held: int = 0  # requests held so far
     holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -107,7 +107,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(texts, list):
             return False
         behaviour = self.behaviour
-        if behaviour.hold_texts.intersection(t for t in texts if isinstance(t, str)):
+        with behaviour.lock:
+            matched = behaviour.hold_texts.intersection(t for t in texts if isinstance(t, str))
+            behaviour.hold_texts -= matched
+        if matched:
             return True
         return behaviour.hold_after is not None and batches > behaviour.hold_after and len(texts) > 1
 
