@@ -1,31 +1,12 @@
 --- AutoDoc for Neovim: setup, workspaces and indexing on save.
 local rpc = require('autodoc.rpc')
+local config = require('autodoc.config')
 
 local M = {}
 
-M.defaults = {
-  workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
-  db = nil, -- default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
-  index_on_save = true,
-  debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
-  poll_ms = 1000, -- how often to check a workspace whose vectors are filling
-  limit = 30,
-  keys = {
-    toggle_lexical = '<M-l>',
-    toggle_semantic = '<M-s>',
-    toggle_rerank = '<M-r>',
-    toggle_under_cursor = '<Space>',
-    open = '<CR>',
-    open_vsplit = '<C-v>',
-    open_split = '<C-x>',
-    open_tab = '<C-t>',
-    quickfix = '<C-q>',
-    next = { '<C-n>', '<Down>' },
-    prev = { '<C-p>', '<Up>' },
-    close = { '<Esc>', 'q' },
-  },
-}
+M.defaults = config.defaults
 
+---@type autodoc.Config
 M.config = vim.deepcopy(M.defaults)
 M.workspaces = {}
 local ready = false
@@ -36,6 +17,7 @@ local function notify(message, level)
 end
 
 --- Run `fn` once the engine is open (setup answered).
+---@param fn fun()
 function M.when_ready(fn)
   if ready then
     fn()
@@ -48,6 +30,10 @@ local function absolute(path)
   return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p')):gsub('/$', '')
 end
 
+--- Add a workspace (name -> folder) and index it.
+---@param name string
+---@param path string
+---@param callback fun(workspace: string, report: table)|nil called once indexed
 function M.add_workspace(name, path, callback)
   local root = absolute(path)
   rpc.request('workspace.add', { name, root }, function(err, result)
@@ -64,6 +50,7 @@ local watching = {}
 
 --- Poll a workspace while its vectors fill; fire User AutodocSemanticReady once they are complete,
 --- so an open picker refreshes by itself.
+---@param ws string
 function M.watch_semantic(ws)
   if watching[ws] then
     return
@@ -86,6 +73,10 @@ function M.watch_semantic(ws)
   poll()
 end
 
+--- Index one workspace (all when `name` is nil); lexical first, vectors fill in the background.
+---@param name string|nil
+---@param callback fun(workspace: string, report: table)|nil
+---@param paths string[]|nil only these files, relative to the root
 function M.index(name, callback, paths)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
   for _, ws in ipairs(names) do
@@ -105,6 +96,8 @@ function M.index(name, callback, paths)
   end
 end
 
+--- Notify a workspace's documents, chunks and semantic state.
+---@param name string|nil default: the first workspace
 function M.status(name)
   local ws = name or next(M.workspaces)
   if not ws then
@@ -122,6 +115,8 @@ function M.status(name)
 end
 
 --- The workspace whose root holds `file`, and the file's path relative to it.
+---@param file string
+---@return string|nil workspace, string|nil relative_path
 function M.workspace_of(file)
   file = absolute(file)
   for name, root in pairs(M.workspaces) do
@@ -131,8 +126,10 @@ function M.workspace_of(file)
   end
 end
 
+--- Check `opts`, open the engine and add the configured workspaces.
+---@param opts autodoc.Config|table|nil
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  M.config = config.resolve(opts)
   local log = vim.fn.stdpath('log') .. '/autodoc.log'
   rpc.request('plugin.setup', { { db = M.config.db, log = log } }, function(err)
     if err then
