@@ -21,6 +21,7 @@
 ---@class autodoc.Config
 ---@field workspaces autodoc.WorkspaceSpec[] added (and indexed) when the engine opens
 ---@field db string|nil default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
+---@field python string|nil the Python that runs the host (default: g:autodoc_python, the plugin's .venv, ...)
 ---@field index_on_save boolean re-index a Markdown buffer under a workspace root when written
 ---@field debounce_ms integer typing pause before a search
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
@@ -54,7 +55,7 @@ M.defaults = {
 }
 
 --- Options whose default is nil, so that they are known keys all the same.
-local OPTIONAL = { db = 'a path (string)' }
+local OPTIONAL = { db = 'a path (string)', python = 'a path (string)' }
 
 ---@param value any
 ---@return string
@@ -96,6 +97,7 @@ end
 local CHECKS = {
   workspaces = { is_workspace_list, "a list of { name = 'kb', path = '~/kb' }" },
   db = { function(v) return type(v) == 'string' and v ~= '' end, 'a path (string)' },
+  python = { function(v) return type(v) == 'string' and v ~= '' end, 'a path to a Python (string)' },
   index_on_save = { function(v) return type(v) == 'boolean' end, 'a boolean' },
   debounce_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
   poll_ms = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },

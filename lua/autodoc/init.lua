@@ -8,21 +8,44 @@ M.defaults = config.defaults
 
 ---@type autodoc.Config
 M.config = vim.deepcopy(M.defaults)
-M.workspaces = {}
-local ready = false
-local on_ready = {}
+M.workspaces = {} ---@type table<string, string> name -> root, as the engine knows them
+---@type 'idle'|'starting'|'ready'|'failed'
+M.phase = 'idle'
+M.error = nil ---@type string|nil why the engine could not open
+local waiting = {} ---@type { ready: fun(), failed: fun(message: string)|nil }[]
 
 local function notify(message, level)
   vim.notify(message, level or vim.log.levels.INFO, { title = 'autodoc' })
 end
 
---- Run `fn` once the engine is open (setup answered).
+--- Run `fn` once the engine is open and the configured workspaces are added, opening it if nobody
+--- has (setup() never called: the defaults, and the workspaces already in the database).
+--- `on_error(message)` runs instead when it cannot open.
 ---@param fn fun()
-function M.when_ready(fn)
-  if ready then
+---@param on_error fun(message: string)|nil
+function M.when_ready(fn, on_error)
+  if M.phase == 'ready' then
     fn()
-  else
-    table.insert(on_ready, fn)
+    return
+  end
+  table.insert(waiting, { ready = fn, failed = on_error })
+  if M.phase ~= 'starting' then
+    M.start()
+  end
+end
+
+---@param message string|nil nil when ready
+local function settle(message)
+  M.phase = message and 'failed' or 'ready'
+  M.error = message
+  local queue = waiting
+  waiting = {}
+  for _, entry in ipairs(queue) do
+    if not message then
+      entry.ready()
+    elseif entry.failed then
+      entry.failed(message)
+    end
   end
 end
 
@@ -98,7 +121,7 @@ end
 
 --- Notify a workspace's documents, chunks and semantic state.
 ---@param name string|nil default: the first workspace
-function M.status(name)
+function M.show_status(name)
   local ws = name or next(M.workspaces)
   if not ws then
     notify('no workspace: add one in setup({ workspaces = ... })', vim.log.levels.WARN)
@@ -126,37 +149,78 @@ function M.workspace_of(file)
   end
 end
 
---- Check `opts`, open the engine and add the configured workspaces.
----@param opts autodoc.Config|table|nil
-function M.setup(opts)
-  M.config = config.resolve(opts)
+--- The configured workspaces the engine does not know yet: add them, then call `done`.
+---@param done fun()
+local function add_configured(done)
+  local remaining = 1
+  local function one_done()
+    remaining = remaining - 1
+    if remaining == 0 then
+      done()
+    end
+  end
+  for _, ws in ipairs(M.config.workspaces) do
+    local root = absolute(ws.path)
+    if M.workspaces[ws.name] ~= root then
+      remaining = remaining + 1
+      rpc.request('workspace.add', { ws.name, root }, function(err, result)
+        if err then
+          notify(rpc.describe(err), vim.log.levels.ERROR)
+        else
+          M.workspaces[ws.name] = result.root
+          M.index(ws.name)
+        end
+        one_done()
+      end)
+    end
+  end
+  one_done()
+end
+
+--- Open the engine (once): the database, the workspaces it holds, then the configured ones.
+function M.start()
+  M.phase = 'starting'
   local log = vim.fn.stdpath('log') .. '/autodoc.log'
   rpc.request('plugin.setup', { { db = M.config.db, log = log } }, function(err)
     if err then
-      notify(rpc.describe(err), vim.log.levels.ERROR)
+      if err.message ~= 'autodoc.host' then -- the host already said why, once
+        notify(rpc.describe(err), vim.log.levels.ERROR)
+      end
+      settle(rpc.describe(err))
       return
     end
-    ready = true
-    for _, ws in ipairs(M.config.workspaces) do
-      M.add_workspace(ws.name, ws.path)
-    end
-    for _, fn in ipairs(on_ready) do
-      fn()
-    end
-    on_ready = {}
+    rpc.request('workspace.list', {}, function(list_err, list)
+      for _, ws in ipairs(list_err and {} or list) do
+        M.workspaces[ws.name] = ws.root
+      end
+      add_configured(function() settle(nil) end)
+    end)
   end)
-  if M.config.index_on_save then
-    local group = vim.api.nvim_create_augroup('autodoc', { clear = true })
-    vim.api.nvim_create_autocmd('BufWritePost', {
-      group = group,
-      pattern = { '*.md', '*.markdown' },
-      callback = function(event)
-        local ws, relpath = M.workspace_of(event.match)
-        if ws then
-          M.index(ws, nil, { relpath })
-        end
-      end,
-    })
+end
+
+--- Re-index a written Markdown file when it lies under a workspace root (only once the engine is open:
+--- saving a file never starts the Python host).
+---@param file string
+function M.on_save(file)
+  if M.phase ~= 'ready' or not M.config.index_on_save then
+    return
+  end
+  local ws, relpath = M.workspace_of(file)
+  if ws then
+    M.index(ws, nil, { relpath })
+  end
+end
+
+--- Check `opts` and open the engine with them; the configured workspaces are added and indexed.
+--- Works before or after plugin/ is sourced, and again later (new workspaces are added; `db` and
+--- `python` take effect only before the engine first opens).
+---@param opts autodoc.Config|table|nil
+function M.setup(opts)
+  M.config = config.resolve(opts)
+  if M.phase == 'ready' then
+    add_configured(function() end)
+  elseif M.phase ~= 'starting' then
+    M.start()
   end
 end
 

@@ -43,6 +43,7 @@ local actions = require('autodoc.picker.actions')
 ---@field answer autodoc.Answer|nil the answer shown
 ---@field last_stages table|nil the stages of the last answer to a search
 ---@field words string[]|nil query words marked in the preview
+---@field message string|nil shown in place of hits (an error, or why nothing is searched)
 ---@field query string|nil
 ---@field seq integer increases with every query; answers to an older one are dropped
 ---@field typed_at table<integer, integer> hrtime of the keystroke behind each query
@@ -87,7 +88,13 @@ function M.search(state)
   local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
   state.query = query
   local current = function() return seq == state.seq and is_open(state) end
-  if state.mode == 'folders' then
+  local function show_error(err) render.message(state, rpc.describe(err)) end
+  if state.mode ~= 'folders' and not state.workspace then
+    if autodoc.error then
+      render.message(state, autodoc.error) -- the host could not start: said once, shown here
+    end
+    return -- the engine is still opening: the search runs once it is
+  elseif state.mode == 'folders' then
     render.answer(state, finder.folders(query))
   elseif state.mode == 'documents' then
     finder.documents(state.workspace, query, autodoc.config.limit, function(err, answer)
@@ -95,7 +102,7 @@ function M.search(state)
         return
       end
       if err then
-        vim.notify(rpc.describe(err), vim.log.levels.WARN)
+        show_error(err)
         return
       end
       render.answer(state, answer)
@@ -109,7 +116,7 @@ function M.search(state)
       stages = stages.requested(state.stages, state.available),
       limit = autodoc.config.limit,
       is_current = current,
-      on_error = function(err) vim.notify(rpc.describe(err), vim.log.levels.WARN) end,
+      on_error = show_error,
       on_answer = function(level, result)
         state.last_stages = result.stages
         render.answer(state, result)
@@ -246,17 +253,11 @@ function M.open(opts)
     M.close()
   end
   local mode = opts.mode or 'search'
-  local name = opts.workspace or next(autodoc.workspaces) or (autodoc.config.workspaces[1] or {}).name
-  if not name and mode ~= 'folders' then
-    vim.notify('autodoc: no workspace; add one with require("autodoc").setup({ workspaces = ... })',
-      vim.log.levels.WARN)
-    return
-  end
   ---@type autodoc.PickerState
   local state = {
     mode = mode,
-    workspace = name,
-    root = name and autodoc.workspaces[name] or '',
+    workspace = opts.workspace,
+    root = opts.workspace and autodoc.workspaces[opts.workspace] or '',
     origin_win = vim.api.nvim_get_current_win(),
     stages = stages.load(),
     available = {},
@@ -273,10 +274,42 @@ function M.open(opts)
     vim.api.nvim_buf_set_lines(state.prompt_buf, 0, -1, false, { opts.query })
   end
   vim.cmd('startinsert!')
-  autodoc.when_ready(function()
-    state.root = name and autodoc.workspaces[name] or state.root
-    M.search(state)
+  autodoc.when_ready(function() M._engine_ready(state) end, function(message)
+    if M.state == state then
+      render.message(state, message)
+    end
   end)
+end
+
+--- The workspace to search when none is named: the first configured, else the first the engine knows.
+---@return string|nil
+local function default_workspace()
+  local configured = (autodoc.config.workspaces[1] or {}).name
+  if configured and autodoc.workspaces[configured] then
+    return configured
+  end
+  local names = vim.tbl_keys(autodoc.workspaces)
+  table.sort(names)
+  return names[1]
+end
+
+--- The engine is open: settle the workspace, then search what was typed meanwhile.
+---@param state autodoc.PickerState
+function M._engine_ready(state)
+  if M.state ~= state then
+    return
+  end
+  if state.mode ~= 'folders' then
+    state.workspace = state.workspace or default_workspace()
+    if not state.workspace then
+      render.message(state, 'autodoc: no workspace yet; add one with :AutodocWorkspaceAdd or '
+        .. "setup({ workspaces = { { name = 'kb', path = '~/kb' } } })")
+      return
+    end
+    state.root = autodoc.workspaces[state.workspace] or ''
+    vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
+  end
+  M.search(state)
 end
 
 return M

@@ -49,7 +49,7 @@ end
 ---@param workspace string|nil
 ---@return string
 function M.prompt_title(mode, workspace)
-  return string.format(TITLES[mode], workspace or '')
+  return string.format(TITLES[mode], workspace or '…')
 end
 
 --- Create the buffers and windows on `state`; the prompt window gets the focus.

@@ -134,11 +134,27 @@ function M.preview(state)
   end
 end
 
+--- Show `text` in place of the hits (an error, or why there is nothing to search).
+---@param state autodoc.PickerState
+---@param text string
+function M.message(state, text)
+  if not vim.api.nvim_win_is_valid(state.list_win) then
+    return
+  end
+  state.hits = {}
+  state.message = text
+  set_lines(state.list_buf, vim.split(text, '\n'))
+  vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, 0, 0, { line_hl_group = 'ErrorMsg' })
+  vim.api.nvim_win_set_config(state.list_win, { title = ' autodoc ', title_pos = 'left' })
+  M.preview(state)
+end
+
 --- Replace the list with `answer`, keeping the selection on the same hit when the list updates in place.
 ---@param state autodoc.PickerState
 ---@param answer autodoc.Answer
 function M.answer(state, answer)
   local keep = M.selected(state)
+  state.message = nil
   state.hits = answer.hits
   state.answer = answer
   state.words = answer.query and answer.query.terms or {}
