@@ -168,3 +168,21 @@ def test_a_host_that_cannot_start_says_so_once(tmp_path: Path, notes: Path) -> N
         nvim.command("checkhealth autodoc")
         health = "\n".join(nvim.current.buffer[:])
         assert "no Python with autodoc installed" in health and ":AutodocInstall" in health
+
+
+def test_word_under_cursor_and_visual_selection_search(tmp_path: Path, notes: Path) -> None:
+    init = rtp(PROJECT) + python_line() + setup_call(tmp_path / "a.db", notes) + "\n" + (
+        "vim.keymap.set('n', '<leader>*', '<Plug>(autodoc-search-word)')\n"
+        "vim.keymap.set('x', '<leader>/', '<Plug>(autodoc-search-selection)')\n")
+    with neovim(tmp_path, init) as nvim:
+        nvim.current.buffer[:] = ["we bake bread", "an embedded relational store"]
+        nvim.current.window.cursor = (1, 9)  # on "bread"
+        nvim.input("\\*")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("notes/cooking.md:3-5"))
+        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "bread"
+        nvim.input("<Esc>")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state == nil"))
+        nvim.current.window.cursor = (2, 12)  # "relational store", selected
+        nvim.input("v$\\/")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:3-5"))
+        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store"
