@@ -23,8 +23,9 @@ def with_plugins(*names: str) -> str:
 
 
 def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
-    init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + \
-        setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\nvim.o.columns = 200\nvim.o.lines = 50\n"
+    wide = "vim.o.columns = 200\nvim.o.lines = 50\n"  # wide enough for telescope to show its previewer
+    init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + \
+        setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\n"
     with neovim(tmp_path, init) as nvim:
         nvim.command("Telescope autodoc")
         wait_for(lambda: nvim.current.buffer.options["filetype"] == "TelescopePrompt")
