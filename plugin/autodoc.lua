@@ -1,46 +1,69 @@
--- AutoDoc: register the Python remote plugin in a host of its own (no :UpdateRemotePlugins
--- needed, as Neovim does for its legacy providers) and define the user commands.
+-- AutoDoc: register the Python remote plugin in a host of its own (no :UpdateRemotePlugins, no
+-- g:python3_host_prog needed: lua/autodoc/host.lua picks the interpreter) and define the commands.
+-- Nothing starts here: the host starts on the first request (setup() or a command).
 if vim.g.loaded_autodoc or vim.fn.has('nvim-0.10') == 0 then
   return
 end
 vim.g.loaded_autodoc = 1
 
-local root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h')
-local plugin_path = root .. '/rplugin/python3/autodoc'
-local ok, err = pcall(function()
-  vim.fn['remote#host#RegisterClone']('autodoc', 'python3')
-  vim.fn['remote#host#RegisterPlugin']('autodoc', plugin_path, {
-    { type = 'function', name = 'AutodocRequest', sync = 0, opts = vim.empty_dict() },
-  })
-end)
-if not ok and not tostring(err):find('already registered', 1, true) then
-  vim.g.autodoc_registration_error = tostring(err)
+require('autodoc.host').register()
+
+local function command(name, fn, opts)
+  vim.api.nvim_create_user_command(name, fn, opts)
 end
 
-vim.api.nvim_create_user_command('AutodocSearch', function(cmd)
+command('AutodocSearch', function(cmd)
   require('autodoc.picker').open({ query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
 
-vim.api.nvim_create_user_command('AutodocOpen', function(cmd)
+command('AutodocOpen', function(cmd)
   require('autodoc.picker').open({ mode = 'documents', query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: open a document by title, alias or path' })
 
-vim.api.nvim_create_user_command('AutodocWorkspaceAdd', function(cmd)
+command('AutodocWorkspaceAdd', function(cmd)
   if #cmd.fargs == 2 then
-    require('autodoc').add_workspace(cmd.fargs[1], cmd.fargs[2])
+    require('autodoc').when_ready(function()
+      require('autodoc').add_workspace(cmd.fargs[1], cmd.fargs[2])
+    end)
   else
     require('autodoc.picker').open({ mode = 'folders', query = cmd.fargs[1] })
   end
 end, { nargs = '*', complete = 'dir', desc = 'AutoDoc: add a workspace (a folder picker, or NAME PATH)' })
 
-vim.api.nvim_create_user_command('AutodocIndex', function(cmd)
-  require('autodoc').index(cmd.args ~= '' and cmd.args or nil)
+command('AutodocIndex', function(cmd)
+  require('autodoc').when_ready(function()
+    require('autodoc').index(cmd.args ~= '' and cmd.args or nil)
+  end)
 end, { nargs = '?', desc = 'AutoDoc: re-index a workspace (all when none is named)' })
 
-vim.api.nvim_create_user_command('AutodocStatus', function(cmd)
-  require('autodoc').status(cmd.args ~= '' and cmd.args or nil)
+command('AutodocStatus', function(cmd)
+  require('autodoc').when_ready(function()
+    require('autodoc').show_status(cmd.args ~= '' and cmd.args or nil)
+  end)
 end, { nargs = '?', desc = 'AutoDoc: show a workspace status' })
+
+command('AutodocInstall', function()
+  require('autodoc.install').run()
+end, { desc = "AutoDoc: build the plugin's Python environment (make install)" })
+
+vim.api.nvim_create_autocmd('BufWritePost', {
+  group = vim.api.nvim_create_augroup('autodoc-save', { clear = true }),
+  pattern = { '*.md', '*.markdown' },
+  callback = function(event)
+    require('autodoc').on_save(event.match)
+  end,
+})
 
 vim.keymap.set('n', '<Plug>(autodoc-search)', function()
   require('autodoc.picker').open({})
 end, { desc = 'AutoDoc: search' })
+
+vim.keymap.set('n', '<Plug>(autodoc-search-word)', function()
+  require('autodoc.picker').open({ query = vim.fn.expand('<cword>') })
+end, { desc = 'AutoDoc: search the word under the cursor' })
+
+vim.keymap.set('x', '<Plug>(autodoc-search-selection)', function()
+  local lines = vim.fn.getregion(vim.fn.getpos('v'), vim.fn.getpos('.'), { type = vim.fn.mode() })
+  vim.api.nvim_feedkeys(vim.keycode('<Esc>'), 'nx', false)
+  require('autodoc.picker').open({ query = vim.trim(table.concat(lines, ' ')) })
+end, { desc = 'AutoDoc: search the selected text' })

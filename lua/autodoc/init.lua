@@ -1,46 +1,51 @@
 --- AutoDoc for Neovim: setup, workspaces and indexing on save.
 local rpc = require('autodoc.rpc')
+local config = require('autodoc.config')
 
 local M = {}
 
-M.defaults = {
-  workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
-  db = nil, -- default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
-  index_on_save = true,
-  debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
-  poll_ms = 1000, -- how often to check a workspace whose vectors are filling
-  limit = 30,
-  keys = {
-    toggle_lexical = '<M-l>',
-    toggle_semantic = '<M-s>',
-    toggle_rerank = '<M-r>',
-    toggle_under_cursor = '<Space>',
-    open = '<CR>',
-    open_vsplit = '<C-v>',
-    open_split = '<C-x>',
-    open_tab = '<C-t>',
-    quickfix = '<C-q>',
-    next = { '<C-n>', '<Down>' },
-    prev = { '<C-p>', '<Up>' },
-    close = { '<Esc>', 'q' },
-  },
-}
+M.defaults = config.defaults
 
+---@type autodoc.Config
 M.config = vim.deepcopy(M.defaults)
-M.workspaces = {}
-local ready = false
-local on_ready = {}
+M.workspaces = {} ---@type table<string, string> name -> root, as the engine knows them
+---@type 'idle'|'starting'|'ready'|'failed'
+M.phase = 'idle'
+M.error = nil ---@type string|nil why the engine could not open
+local waiting = {} ---@type { ready: fun(), failed: fun(message: string)|nil }[]
 
 local function notify(message, level)
   vim.notify(message, level or vim.log.levels.INFO, { title = 'autodoc' })
 end
 
---- Run `fn` once the engine is open (setup answered).
-function M.when_ready(fn)
-  if ready then
+--- Run `fn` once the engine is open and the configured workspaces are added, opening it if nobody
+--- has (setup() never called: the defaults, and the workspaces already in the database).
+--- `on_error(message)` runs instead when it cannot open.
+---@param fn fun()
+---@param on_error fun(message: string)|nil
+function M.when_ready(fn, on_error)
+  if M.phase == 'ready' then
     fn()
-  else
-    table.insert(on_ready, fn)
+    return
+  end
+  table.insert(waiting, { ready = fn, failed = on_error })
+  if M.phase ~= 'starting' then
+    M.start()
+  end
+end
+
+---@param message string|nil nil when ready
+local function settle(message)
+  M.phase = message and 'failed' or 'ready'
+  M.error = message
+  local queue = waiting
+  waiting = {}
+  for _, entry in ipairs(queue) do
+    if not message then
+      entry.ready()
+    elseif entry.failed then
+      entry.failed(message)
+    end
   end
 end
 
@@ -48,6 +53,10 @@ local function absolute(path)
   return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p')):gsub('/$', '')
 end
 
+--- Add a workspace (name -> folder) and index it.
+---@param name string
+---@param path string
+---@param callback fun(workspace: string, report: table)|nil called once indexed
 function M.add_workspace(name, path, callback)
   local root = absolute(path)
   rpc.request('workspace.add', { name, root }, function(err, result)
@@ -64,6 +73,7 @@ local watching = {}
 
 --- Poll a workspace while its vectors fill; fire User AutodocSemanticReady once they are complete,
 --- so an open picker refreshes by itself.
+---@param ws string
 function M.watch_semantic(ws)
   if watching[ws] then
     return
@@ -86,6 +96,10 @@ function M.watch_semantic(ws)
   poll()
 end
 
+--- Index one workspace (all when `name` is nil); lexical first, vectors fill in the background.
+---@param name string|nil
+---@param callback fun(workspace: string, report: table)|nil
+---@param paths string[]|nil only these files, relative to the root
 function M.index(name, callback, paths)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
   for _, ws in ipairs(names) do
@@ -105,7 +119,9 @@ function M.index(name, callback, paths)
   end
 end
 
-function M.status(name)
+--- Notify a workspace's documents, chunks and semantic state.
+---@param name string|nil default: the first workspace
+function M.show_status(name)
   local ws = name or next(M.workspaces)
   if not ws then
     notify('no workspace: add one in setup({ workspaces = ... })', vim.log.levels.WARN)
@@ -122,6 +138,8 @@ function M.status(name)
 end
 
 --- The workspace whose root holds `file`, and the file's path relative to it.
+---@param file string
+---@return string|nil workspace, string|nil relative_path
 function M.workspace_of(file)
   file = absolute(file)
   for name, root in pairs(M.workspaces) do
@@ -131,35 +149,78 @@ function M.workspace_of(file)
   end
 end
 
-function M.setup(opts)
-  M.config = vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+--- The configured workspaces the engine does not know yet: add them, then call `done`.
+---@param done fun()
+local function add_configured(done)
+  local remaining = 1
+  local function one_done()
+    remaining = remaining - 1
+    if remaining == 0 then
+      done()
+    end
+  end
+  for _, ws in ipairs(M.config.workspaces) do
+    local root = absolute(ws.path)
+    if M.workspaces[ws.name] ~= root then
+      remaining = remaining + 1
+      rpc.request('workspace.add', { ws.name, root }, function(err, result)
+        if err then
+          notify(rpc.describe(err), vim.log.levels.ERROR)
+        else
+          M.workspaces[ws.name] = result.root
+          M.index(ws.name)
+        end
+        one_done()
+      end)
+    end
+  end
+  one_done()
+end
+
+--- Open the engine (once): the database, the workspaces it holds, then the configured ones.
+function M.start()
+  M.phase = 'starting'
   local log = vim.fn.stdpath('log') .. '/autodoc.log'
   rpc.request('plugin.setup', { { db = M.config.db, log = log } }, function(err)
     if err then
-      notify(rpc.describe(err), vim.log.levels.ERROR)
+      if err.message ~= 'autodoc.host' then -- the host already said why, once
+        notify(rpc.describe(err), vim.log.levels.ERROR)
+      end
+      settle(rpc.describe(err))
       return
     end
-    ready = true
-    for _, ws in ipairs(M.config.workspaces) do
-      M.add_workspace(ws.name, ws.path)
-    end
-    for _, fn in ipairs(on_ready) do
-      fn()
-    end
-    on_ready = {}
+    rpc.request('workspace.list', {}, function(list_err, list)
+      for _, ws in ipairs(list_err and {} or list) do
+        M.workspaces[ws.name] = ws.root
+      end
+      add_configured(function() settle(nil) end)
+    end)
   end)
-  if M.config.index_on_save then
-    local group = vim.api.nvim_create_augroup('autodoc', { clear = true })
-    vim.api.nvim_create_autocmd('BufWritePost', {
-      group = group,
-      pattern = { '*.md', '*.markdown' },
-      callback = function(event)
-        local ws, relpath = M.workspace_of(event.match)
-        if ws then
-          M.index(ws, nil, { relpath })
-        end
-      end,
-    })
+end
+
+--- Re-index a written Markdown file when it lies under a workspace root (only once the engine is open:
+--- saving a file never starts the Python host).
+---@param file string
+function M.on_save(file)
+  if M.phase ~= 'ready' or not M.config.index_on_save then
+    return
+  end
+  local ws, relpath = M.workspace_of(file)
+  if ws then
+    M.index(ws, nil, { relpath })
+  end
+end
+
+--- Check `opts` and open the engine with them; the configured workspaces are added and indexed.
+--- Works before or after plugin/ is sourced, and again later (new workspaces are added; `db` and
+--- `python` take effect only before the engine first opens).
+---@param opts autodoc.Config|table|nil
+function M.setup(opts)
+  M.config = config.resolve(opts)
+  if M.phase == 'ready' then
+    add_configured(function() end)
+  elseif M.phase ~= 'starting' then
+    M.start()
   end
 end
 

@@ -1,8 +1,13 @@
 --- Requests to the Python remote plugin, answered asynchronously.
 ---
+--- A request made before the host runs waits for it (autodoc.host queues it); when the host cannot
+--- start, the callback gets an 'autodoc.host' error whose reason says what to do.
+---
 --- `request(method, params, callback, lane)` sends (id, method, params, lane) to the plugin's
 --- AutodocRequest function; the plugin answers through `_resolve`. Within a lane only the newest
 --- request matters: older answers are dropped here too, so a slow answer never overwrites a newer one.
+local host = require('autodoc.host')
+
 local M = {}
 
 local next_id = 0
@@ -21,11 +26,16 @@ function M.request(method, params, callback, lane)
   if lane then
     latest[lane] = id
   end
-  local ok, err = pcall(vim.fn.AutodocRequest, id, method, params, lane or vim.NIL)
-  if not ok then
-    pending[id] = nil
-    callback({ code = -1, message = 'autodoc.host', data = { reason = 'the autodoc Python host is not available: ' .. tostring(err) } })
-  end
+  host.ensure(function(host_error)
+    if host_error then
+      pending[id] = nil
+      callback({ code = -1, message = 'autodoc.host', data = { reason = host_error } })
+    elseif lane and latest[lane] ~= id then
+      pending[id] = nil -- superseded while it waited for the host: never sent
+    else
+      host.notify({ id, method, params, lane or vim.NIL })
+    end
+  end)
   return id
 end
 
@@ -35,10 +45,17 @@ function M.outstanding()
 end
 
 --- Is `id` still the newest request of its lane?
+---@param id integer
+---@param lane string|nil
+---@return boolean
 function M.is_current(id, lane)
   return lane == nil or latest[lane] == id
 end
 
+--- Called by the Python plugin with the answer to request `id`.
+---@param id integer
+---@param result any
+---@param err table|nil
 function M._resolve(id, result, err)
   local entry = pending[id]
   pending[id] = nil
@@ -58,7 +75,12 @@ function M._resolve(id, result, err)
 end
 
 --- A readable message for an error object from the engine.
+---@param err table
+---@return string
 function M.describe(err)
+  if err.message == 'autodoc.host' then
+    return err.data.reason
+  end
   local reason = type(err.data) == 'table' and err.data.reason or nil
   return string.format('autodoc: %s (%s)', reason or err.message or 'error', tostring(err.code))
 end

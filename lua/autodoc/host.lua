@@ -1,0 +1,237 @@
+--- The autodoc Python host: which interpreter runs it, starting it, and what to say when it cannot.
+---
+--- The host is a remote-plugin host of its own ("autodoc", registered with remote#host#Register and a
+--- factory of ours), so it runs the plugin's environment without touching g:python3_host_prog, which
+--- other remote plugins use. The interpreter is the first of, in order: setup({ python = ... }),
+--- g:autodoc_python, <plugin root>/.venv/bin/python, g:python3_host_prog, python3 on PATH, that can
+--- import autodoc_core and pynvim (checked once per interpreter, asynchronously). Requests made before
+--- the host is up wait in a queue; when no interpreter works, one message says why and what to run.
+local M = {}
+
+M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
+M.plugin_path = M.root .. '/rplugin/python3/autodoc'
+M.method = M.plugin_path .. ':function:AutodocRequest'
+local NAME = 'autodoc'
+local CHECK = 'import sys; sys.path = [p for p in sys.path if p != ""]; import autodoc_core, pynvim'
+local START = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
+
+---@class autodoc.PythonCandidate
+---@field prog string
+---@field source string why it was tried: 'setup({ python })', 'g:autodoc_python', ...
+---@field error string|nil why it was not used (nil: usable, or not checked yet)
+
+---@class autodoc.HostState
+---@field phase 'idle'|'checking'|'ready'|'failed'
+---@field python autodoc.PythonCandidate|nil the interpreter chosen
+---@field tried autodoc.PythonCandidate[] every candidate, in order, with why each was passed over
+---@field error string|nil the one message shown when the host cannot start
+---@field channel integer|nil
+
+---@type autodoc.HostState
+M.state = { phase = 'idle', tried = {} }
+local waiting = {} ---@type fun(err: string|nil)[]
+local checked = {} ---@type table<string, string|false> prog -> error, or false when it can run the host
+local registered = false
+
+--- The interpreters to try, in order (setup's `python` comes from the config).
+---@return autodoc.PythonCandidate[]
+function M.candidates()
+  local list = {}
+  local function add(prog, source)
+    if type(prog) == 'string' and prog ~= '' then
+      table.insert(list, { prog = vim.fn.expand(prog), source = source })
+    end
+  end
+  local ok, autodoc = pcall(require, 'autodoc')
+  add(ok and autodoc.config.python or nil, 'setup({ python = ... })')
+  add(vim.g.autodoc_python, 'g:autodoc_python')
+  add(M.root .. '/.venv/bin/python', "the plugin's .venv")
+  add(vim.g.python3_host_prog, 'g:python3_host_prog')
+  add(vim.fn.exepath('python3'), 'python3 on PATH')
+  return list
+end
+
+--- The message for a host that cannot start because no interpreter has autodoc installed.
+---@return string
+function M.missing_message()
+  return string.format('autodoc: no Python with autodoc installed; run :AutodocInstall or make install in %s', M.root)
+end
+
+--- Register the host and the plugin's function once (safe before or after plugin/ is sourced).
+function M.register()
+  if registered then
+    return
+  end
+  registered = true
+  local ok, err = pcall(function()
+    vim.fn['remote#host#Register'](NAME, '*', M.factory)
+    vim.fn['remote#host#RegisterPlugin'](NAME, M.plugin_path, {
+      { type = 'function', name = 'AutodocRequest', sync = 0, opts = vim.empty_dict() },
+    })
+  end)
+  if not ok and not tostring(err):find('already registered', 1, true) then
+    vim.g.autodoc_registration_error = tostring(err)
+  end
+end
+
+--- remote#host's factory: start the chosen interpreter as an RPC job and wait for its 'poll'.
+---@return integer channel, 0 when it did not start
+function M.factory()
+  local python = M.state.python
+  if not python then
+    return 0
+  end
+  local stderr = {}
+  local started, channel = pcall(vim.fn.jobstart, { python.prog, '-c', START, M.plugin_path }, {
+    rpc = true,
+    on_stderr = function(_, data)
+      vim.list_extend(stderr, data)
+    end,
+  })
+  if started and channel > 0 then
+    local polled, answer = pcall(vim.rpcrequest, channel, 'poll')
+    if polled and answer == 'ok' then
+      return channel
+    end
+    pcall(vim.fn.jobstop, channel)
+  end
+  local lines = vim.tbl_filter(function(line) return line ~= '' end, stderr)
+  M.state.start_error = lines[#lines] or tostring(channel)
+  return 0
+end
+
+---@param err string|nil
+local function flush(err)
+  local queue = waiting
+  waiting = {}
+  for _, callback in ipairs(queue) do
+    callback(err)
+  end
+end
+
+---@param message string
+local function fail(message)
+  M.state.phase = 'failed'
+  M.state.error = message
+  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' }) -- once: later requests fail quietly
+  flush(message)
+end
+
+local function start_host()
+  M.register()
+  local ok, channel = pcall(vim.fn['remote#host#Require'], NAME)
+  if not ok or channel == 0 then
+    fail(string.format('autodoc: the Python host (%s) did not start: %s; see :checkhealth autodoc',
+      M.state.python.prog, M.state.start_error or tostring(channel)))
+    return
+  end
+  M.state.channel = channel
+  -- Define AutodocRequest on the channel now (it would otherwise appear on its first call), for
+  -- anyone calling it from Vimscript; rpc.lua notifies the channel directly.
+  pcall(vim.fn['remote#define#FunctionOnChannel'], channel, M.method, 0, 'AutodocRequest', vim.empty_dict())
+  M.state.phase = 'ready'
+  flush(nil)
+end
+
+--- Check `candidate` (cached per interpreter), then call `done(error_or_nil)` on the main loop.
+---@param candidate autodoc.PythonCandidate
+---@param done fun(err: string|nil)
+local function check(candidate, done)
+  if checked[candidate.prog] ~= nil then
+    done(checked[candidate.prog] or nil)
+    return
+  end
+  if vim.fn.executable(candidate.prog) ~= 1 then
+    checked[candidate.prog] = 'not found or not executable'
+    done(checked[candidate.prog])
+    return
+  end
+  vim.system({ candidate.prog, '-c', CHECK }, { text = true }, vim.schedule_wrap(function(result)
+    local lines = vim.split(vim.trim(result.stderr or ''), '\n')
+    if result.code == 0 then
+      checked[candidate.prog] = false
+    else
+      checked[candidate.prog] = lines[#lines] ~= '' and lines[#lines] or ('exit code ' .. result.code)
+    end
+    done(checked[candidate.prog] or nil)
+  end))
+end
+
+--- Try the candidates in order; start the host with the first that can import autodoc_core and pynvim.
+local function choose()
+  M.state.phase = 'checking'
+  local candidates = M.candidates()
+  M.state.tried = candidates
+  local index = 0
+  local function next_candidate()
+    index = index + 1
+    local candidate = candidates[index]
+    if not candidate then
+      fail(M.missing_message())
+      return
+    end
+    check(candidate, function(err)
+      candidate.error = err
+      if err then
+        next_candidate()
+      else
+        M.state.python = candidate
+        start_host()
+      end
+    end)
+  end
+  next_candidate()
+end
+
+--- The candidates checked now, synchronously (for :checkhealth): each with its error, or none if usable.
+---@return autodoc.PythonCandidate[] tried, autodoc.PythonCandidate|nil chosen
+function M.survey()
+  local tried = M.candidates()
+  local chosen
+  for _, candidate in ipairs(tried) do
+    if vim.fn.executable(candidate.prog) ~= 1 then
+      candidate.error = 'not found or not executable'
+    else
+      local result = vim.system({ candidate.prog, '-c', CHECK }, { text = true }):wait(30000)
+      local lines = vim.split(vim.trim(result.stderr or ''), '\n')
+      candidate.error = result.code ~= 0 and (lines[#lines] ~= '' and lines[#lines] or 'exit code ' .. result.code)
+        or nil
+    end
+    chosen = chosen or (not candidate.error and candidate or nil)
+  end
+  return tried, chosen
+end
+
+--- Call `callback(nil)` once the host runs, or `callback(message)` if it cannot start.
+---@param callback fun(err: string|nil)
+function M.ensure(callback)
+  local phase = M.state.phase
+  if phase == 'ready' then
+    callback(nil)
+  elseif phase == 'failed' then
+    callback(M.state.error)
+  else
+    table.insert(waiting, callback)
+    if phase == 'idle' then
+      choose()
+    end
+  end
+end
+
+--- Send a notification to the plugin's AutodocRequest (the host must be ready).
+---@param args any[]
+function M.notify(args)
+  vim.rpcnotify(M.state.channel, M.method, args)
+end
+
+--- Forget a failure and every check (after :AutodocInstall), so the next request tries again.
+function M.retry()
+  if M.state.phase ~= 'failed' then
+    return
+  end
+  checked = {}
+  M.state = { phase = 'idle', tried = {} }
+  vim.fn['remote#host#Register'](NAME, '*', M.factory) -- a fresh host entry: the failed one is never retried
+end
+
+return M

@@ -1,0 +1,86 @@
+--- Where the picker's entries come from. The engine ranks, so there is no sorter here.
+---
+--- `stream` asks a query twice: lexical only (shown at once) and with every wanted stage, which
+--- replaces it. Answers for an older query, and a faster stage arriving after a fuller answer, are
+--- dropped. Other picker front ends (telescope, fzf-lua, snacks, mini.pick) use it too.
+local rpc = require('autodoc.rpc')
+
+local M = {}
+
+---@class autodoc.StreamOptions
+---@field workspace string
+---@field query string
+---@field stages string[] the stages of the full answer
+---@field limit integer
+---@field lane string|nil requests in one lane supersede each other (default 'search')
+---@field is_current fun(): boolean false once a newer query was typed or the picker closed
+---@field on_answer fun(level: integer, answer: autodoc.Answer) level 1: lexical only, 2: every stage
+---@field on_error fun(err: table)
+
+--- Ask for `opts.query`, lexical first, then with every wanted stage.
+---@param opts autodoc.StreamOptions
+function M.stream(opts)
+  local lane = opts.lane or 'search'
+  local level = 0
+  local function answer_for(this_level)
+    return function(err, result)
+      if this_level < level or not opts.is_current() then
+        return
+      end
+      if err then
+        opts.on_error(err)
+        return
+      end
+      level = this_level
+      opts.on_answer(this_level, result)
+    end
+  end
+  local params = { limit = opts.limit }
+  if vim.tbl_contains(opts.stages, 'lexical') and #opts.stages > 1 then
+    rpc.request('search.query', { opts.workspace, opts.query,
+      vim.tbl_extend('force', params, { stages = { 'lexical' } }) }, answer_for(1), lane .. '-fast')
+  end
+  rpc.request('search.query', { opts.workspace, opts.query, vim.tbl_extend('force', params, { stages = opts.stages }) },
+    answer_for(2), lane .. '-full')
+end
+
+--- :AutodocOpen: documents by title, alias or path, as hits spanning the whole file.
+---@param workspace string
+---@param query string
+---@param limit integer
+---@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
+function M.documents(workspace, query, limit, callback)
+  rpc.request('doc.list', { workspace, query, { limit = limit } }, function(err, documents)
+    if err then
+      callback(err)
+      return
+    end
+    local hits = {}
+    for _, doc in ipairs(documents) do
+      local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
+      table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
+        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' } })
+    end
+    callback(nil, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
+  end, 'documents')
+end
+
+--- :AutodocWorkspaceAdd: folders completed from what is typed, the typed one first.
+---@param query string
+---@return autodoc.Answer
+function M.folders(query)
+  local hits = {}
+  local candidates = vim.fn.getcompletion(query ~= '' and query or './', 'dir')
+  if query ~= '' and vim.fn.isdirectory(vim.fn.expand(query)) == 1 then
+    table.insert(candidates, 1, query)
+  end
+  for _, dir in ipairs(candidates) do
+    local path = vim.fn.fnamemodify(vim.fn.expand(dir), ':p'):gsub('/$', '')
+    local count = #vim.fn.globpath(path, '**/*.md', false, true)
+    table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
+      relevance = 1, via = { 'folder' }, folder = true })
+  end
+  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } }
+end
+
+return M

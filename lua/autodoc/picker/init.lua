@@ -1,0 +1,315 @@
+--- The :AutodocSearch picker: a query prompt and the hit list on the left, a preview of the
+--- file under the cursor on the right, and a row of stage checkboxes beneath the list.
+--- Searches run as you type; lexical hits show at once and the list updates in place when the
+--- slower stages answer. Answers to an older query are dropped, never shown.
+---
+--- Parts, telescope-style: finder (what to ask the engine), render (list, toggles, previewer),
+--- layout (the floats), actions (what keys do). This module holds the open picker's state.
+local autodoc = require('autodoc')
+local rpc = require('autodoc.rpc')
+local stages = require('autodoc.stages')
+local layout = require('autodoc.picker.layout')
+local render = require('autodoc.picker.render')
+local finder = require('autodoc.picker.finder')
+local actions = require('autodoc.picker.actions')
+
+---@alias autodoc.PickerMode 'search'|'documents'|'folders'
+
+---@class autodoc.Hit
+---@field path string relative to the workspace root (absolute for a folder)
+---@field line_start integer
+---@field line_end integer
+---@field breadcrumb string
+---@field relevance number|nil
+---@field via string[]|nil the stages that found it
+---@field superseded boolean|nil
+---@field folder boolean|nil
+
+---@class autodoc.Answer
+---@field hits autodoc.Hit[]
+---@field semantic string|nil 'ready'|'partial'|'switching'|'off'
+---@field rank table|nil { state, model, error }
+---@field stages table|nil { requested, performed, skipped }
+---@field query table|nil { terms = string[] }
+
+---@class autodoc.PickerState
+---@field mode autodoc.PickerMode
+---@field workspace string|nil
+---@field root string the workspace root, '' until known
+---@field origin_win integer the window to return to
+---@field stages table<string, boolean> the checked stages
+---@field available table<string, boolean> false for a stage the workspace cannot run
+---@field hits autodoc.Hit[]
+---@field answer autodoc.Answer|nil the answer shown
+---@field last_stages table|nil the stages of the last answer to a search
+---@field words string[]|nil query words marked in the preview
+---@field message string|nil shown in place of hits (an error, or why nothing is searched)
+---@field query string|nil
+---@field seq integer increases with every query; answers to an older one are dropped
+---@field typed_at table<integer, integer> hrtime of the keystroke behind each query
+---@field last_keystroke integer|nil
+---@field timer uv.uv_timer_t|nil the pending debounced search
+---@field rank_model string|nil
+---@field toggle_spans table<string, integer[]>|nil column spans of the checkboxes
+---@field prompt_buf integer
+---@field prompt_win integer
+---@field list_buf integer
+---@field list_win integer
+---@field toggles_buf integer
+---@field toggles_win integer
+---@field preview_buf integer
+---@field preview_win integer
+
+local M = {}
+
+---@type autodoc.PickerState|nil the open picker, for tests and mappings
+M.state = nil
+--- { level = 1|2, ms = keystroke-to-updated-list } for each rendered answer (make bench)
+M.latencies = {}
+
+--- Re-render the preview of the selected hit.
+---@param state autodoc.PickerState
+function M.preview(state)
+  render.preview(state)
+end
+
+---@param state autodoc.PickerState
+---@return boolean
+local function is_open(state)
+  return M.state == state and vim.api.nvim_win_is_valid(state.list_win)
+end
+
+--- Search for what the prompt holds now (no debounce).
+---@param state autodoc.PickerState
+function M.search(state)
+  state.seq = state.seq + 1
+  local seq = state.seq
+  state.typed_at[seq] = state.last_keystroke or vim.uv.hrtime()
+  local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
+  state.query = query
+  local current = function() return seq == state.seq and is_open(state) end
+  local function show_error(err) render.message(state, rpc.describe(err)) end
+  if state.mode ~= 'folders' and not state.workspace then
+    if autodoc.error then
+      render.message(state, autodoc.error) -- the host could not start: said once, shown here
+    end
+    return -- the engine is still opening: the search runs once it is
+  elseif state.mode == 'folders' then
+    render.answer(state, finder.folders(query))
+  elseif state.mode == 'documents' then
+    finder.documents(state.workspace, query, autodoc.config.limit, function(err, answer)
+      if not current() then
+        return
+      end
+      if err then
+        show_error(err)
+        return
+      end
+      render.answer(state, answer)
+    end)
+  elseif query:match('^%s*$') then
+    render.answer(state, { hits = {}, semantic = state.available.semantic == false and 'off' or 'ready', rank = {} })
+  else
+    finder.stream({
+      workspace = state.workspace,
+      query = query,
+      stages = stages.requested(state.stages, state.available),
+      limit = autodoc.config.limit,
+      is_current = current,
+      on_error = show_error,
+      on_answer = function(level, result)
+        state.last_stages = result.stages
+        render.answer(state, result)
+        table.insert(M.latencies, { level = level, ms = (vim.uv.hrtime() - state.typed_at[seq]) / 1e6,
+          stages = result.stages.performed })
+        vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { seq = seq, level = level } })
+      end,
+    })
+  end
+end
+
+---@param state autodoc.PickerState
+local function schedule_search(state)
+  if state.timer then
+    state.timer:stop()
+  end
+  state.timer = vim.defer_fn(function()
+    state.timer = nil
+    if M.state == state then
+      M.search(state)
+    end
+  end, autodoc.config.debounce_ms)
+end
+
+--- Flip stage `name` in the open picker and search again.
+---@param name 'lexical'|'semantic'|'rerank'
+function M.toggle(name)
+  local state = M.state
+  if not state or state.mode ~= 'search' then
+    return
+  end
+  if state.available[name] == false then
+    vim.notify(string.format('autodoc: %s is not available in this workspace (%s)', render.LABELS[name],
+      name == 'rerank' and 'no ranker configured' or 'no embedding model'), vim.log.levels.INFO)
+    return
+  end
+  if not stages.toggle(state.stages, name) then
+    vim.notify('autodoc: keep Lexical or Semantic on: one of them must find the hits', vim.log.levels.WARN)
+    return
+  end
+  render.toggles(state)
+  M.search(state)
+end
+
+--- Close the open picker and return to the window it was opened from.
+function M.close()
+  local state = M.state
+  if not state then
+    return
+  end
+  M.state = nil
+  if state.timer then
+    state.timer:stop()
+  end
+  layout.close(state)
+  vim.cmd('stopinsert')
+  if vim.api.nvim_win_is_valid(state.origin_win) then
+    vim.api.nvim_set_current_win(state.origin_win)
+  end
+end
+
+--- Open the selected hit (or add the selected folder as a workspace).
+---@param how 'edit'|'vsplit'|'split'|'tab'|nil
+function M.open_hit(how)
+  local state = M.state
+  local hit = state and render.selected(state)
+  if not state or not hit then
+    return
+  end
+  M.close()
+  if hit.folder then
+    actions.add_folder(hit)
+  else
+    actions.jump(state.root .. '/' .. hit.path, hit.line_start, hit.line_end, how)
+  end
+end
+
+--- Send every hit to the quickfix list and open it.
+function M.quickfix()
+  local state = M.state
+  if not state then
+    return
+  end
+  local items = actions.quickfix_items(state)
+  M.close()
+  vim.fn.setqflist({}, ' ', { title = 'autodoc: ' .. (state.query or ''), items = items })
+  vim.cmd('copen')
+end
+
+---@param state autodoc.PickerState
+local function watch(state)
+  vim.api.nvim_create_autocmd({ 'TextChangedI', 'TextChanged' }, {
+    buffer = state.prompt_buf,
+    callback = function()
+      state.last_keystroke = vim.uv.hrtime()
+      schedule_search(state)
+    end,
+  })
+  vim.api.nvim_create_autocmd('BufLeave', {
+    buffer = state.prompt_buf,
+    callback = function()
+      vim.schedule(function()
+        local current = vim.api.nvim_get_current_win()
+        if M.state == state and current ~= state.list_win and current ~= state.toggles_win then
+          M.close()
+        end
+      end)
+    end,
+  })
+  -- When the embedding model finishes filling or the workspace changes, refresh the open query.
+  local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })
+  vim.api.nvim_create_autocmd('User', {
+    group = group,
+    pattern = { 'AutodocIndexed', 'AutodocSemanticReady' },
+    callback = function()
+      if M.state == state then
+        state.root = autodoc.workspaces[state.workspace] or state.root
+        M.search(state)
+      end
+    end,
+  })
+end
+
+---@class autodoc.PickerOpenOptions
+---@field mode autodoc.PickerMode|nil default 'search'
+---@field query string|nil pre-fills the prompt
+---@field workspace string|nil default: the first workspace
+
+--- Open the picker.
+---@param opts autodoc.PickerOpenOptions|nil
+function M.open(opts)
+  opts = opts or {}
+  if M.state then
+    M.close()
+  end
+  local mode = opts.mode or 'search'
+  ---@type autodoc.PickerState
+  local state = {
+    mode = mode,
+    workspace = opts.workspace,
+    root = opts.workspace and autodoc.workspaces[opts.workspace] or '',
+    origin_win = vim.api.nvim_get_current_win(),
+    stages = stages.load(),
+    available = {},
+    hits = {},
+    seq = 0,
+    typed_at = {},
+  }
+  layout.open(state)
+  M.state = state
+  render.toggles(state)
+  actions.set_keys(M, state)
+  watch(state)
+  if opts.query and opts.query ~= '' then
+    vim.api.nvim_buf_set_lines(state.prompt_buf, 0, -1, false, { opts.query })
+  end
+  vim.cmd('startinsert!')
+  autodoc.when_ready(function() M._engine_ready(state) end, function(message)
+    if M.state == state then
+      render.message(state, message)
+    end
+  end)
+end
+
+--- The workspace to search when none is named: the first configured, else the first the engine knows.
+---@return string|nil
+local function default_workspace()
+  local configured = (autodoc.config.workspaces[1] or {}).name
+  if configured and autodoc.workspaces[configured] then
+    return configured
+  end
+  local names = vim.tbl_keys(autodoc.workspaces)
+  table.sort(names)
+  return names[1]
+end
+
+--- The engine is open: settle the workspace, then search what was typed meanwhile.
+---@param state autodoc.PickerState
+function M._engine_ready(state)
+  if M.state ~= state then
+    return
+  end
+  if state.mode ~= 'folders' then
+    state.workspace = state.workspace or default_workspace()
+    if not state.workspace then
+      render.message(state, 'autodoc: no workspace yet; add one with :AutodocWorkspaceAdd or '
+        .. "setup({ workspaces = { { name = 'kb', path = '~/kb' } } })")
+      return
+    end
+    state.root = autodoc.workspaces[state.workspace] or ''
+    vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
+  end
+  M.search(state)
+end
+
+return M

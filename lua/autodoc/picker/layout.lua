@@ -1,0 +1,82 @@
+--- The picker's windows: four floats (prompt, hit list, stage toggles, preview) sized from the editor.
+local M = {}
+
+---@class autodoc.PickerGeometry
+---@field prompt vim.api.keyset.win_config
+---@field list vim.api.keyset.win_config
+---@field toggles vim.api.keyset.win_config
+---@field preview vim.api.keyset.win_config
+
+local TITLES = { search = ' AutoDoc · %s ', documents = ' AutoDoc open · %s ', folders = ' AutoDoc: add a folder ' }
+
+---@param buf integer
+---@param config vim.api.keyset.win_config
+---@param enter boolean
+---@return integer window
+local function float(buf, config, enter)
+  return vim.api.nvim_open_win(buf, enter, vim.tbl_extend('force', { relative = 'editor', style = 'minimal',
+    border = 'rounded' }, config))
+end
+
+---@param filetype string|nil
+---@return integer buffer
+local function scratch(filetype)
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'wipe'
+  if filetype then
+    vim.bo[buf].filetype = filetype
+  end
+  return buf
+end
+
+--- 90% of the editor: prompt, list and toggles on the left half, the preview on the right.
+---@return autodoc.PickerGeometry
+function M.geometry()
+  local width = math.floor(vim.o.columns * 0.9)
+  local height = math.floor(vim.o.lines * 0.8)
+  local row = math.floor((vim.o.lines - height) / 2)
+  local col = math.floor((vim.o.columns - width) / 2)
+  local left = math.floor(width * 0.5)
+  return {
+    prompt = { row = row, col = col, width = left, height = 1 },
+    list = { row = row + 3, col = col, width = left, height = height - 6 },
+    toggles = { row = row + height - 1, col = col, width = left, height = 1 },
+    preview = { row = row, col = col + left + 2, width = width - left - 2, height = height },
+  }
+end
+
+---@param mode autodoc.PickerMode
+---@param workspace string|nil
+---@return string
+function M.prompt_title(mode, workspace)
+  return string.format(TITLES[mode], workspace or '…')
+end
+
+--- Create the buffers and windows on `state`; the prompt window gets the focus.
+---@param state autodoc.PickerState
+function M.open(state)
+  local geometry = M.geometry()
+  state.preview_buf = scratch('markdown')
+  state.list_buf = scratch()
+  state.toggles_buf = scratch()
+  state.prompt_buf = scratch()
+  state.preview_win = float(state.preview_buf, vim.tbl_extend('force', geometry.preview,
+    { title = ' Preview ', focusable = false }), false)
+  state.list_win = float(state.list_buf, vim.tbl_extend('force', geometry.list, { title = ' Hits ' }), false)
+  vim.wo[state.list_win].cursorline = true
+  vim.wo[state.list_win].wrap = false
+  state.toggles_win = float(state.toggles_buf, geometry.toggles, false)
+  state.prompt_win = float(state.prompt_buf, vim.tbl_extend('force', geometry.prompt,
+    { title = M.prompt_title(state.mode, state.workspace) }), true)
+end
+
+---@param state autodoc.PickerState
+function M.close(state)
+  for _, win in ipairs({ state.prompt_win, state.list_win, state.toggles_win, state.preview_win }) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_close(win, true)
+    end
+  end
+end
+
+return M

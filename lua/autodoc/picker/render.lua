@@ -1,0 +1,187 @@
+--- What the picker shows: hit lines, the list title, the stage checkboxes and the preview.
+local stages = require('autodoc.stages')
+
+local M = {}
+M.ns = vim.api.nvim_create_namespace('autodoc')
+M.LABELS = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
+
+---@param buf integer
+---@param lines string[]
+local function set_lines(buf, lines)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].modifiable = false
+end
+
+--- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`.
+---@param hit autodoc.Hit
+---@return string
+function M.hit_line(hit)
+  local via = table.concat(hit.via or {}, '+')
+  local mark = hit.superseded and '  (superseded)' or ''
+  return string.format('%s:%d-%d  %s  %.2f  [%s]%s', hit.path, hit.line_start, hit.line_end, hit.breadcrumb,
+    hit.relevance or 0, via, mark)
+end
+
+--- The list's title: the rerank outcome and the semantic state, or the hit count.
+---@param answer autodoc.Answer
+---@return string
+function M.list_title(answer)
+  local parts = {}
+  local rank = answer.rank or {}
+  if rank.state == 'ranked' then
+    table.insert(parts, 're-ranked by ' .. tostring(rank.model))
+  elseif rank.state == 'error' then
+    table.insert(parts, 'not re-ranked: ' .. tostring(rank.error))
+  elseif answer.stages and answer.stages.skipped and answer.stages.skipped.rerank then
+    table.insert(parts, 'not re-ranked: ' .. answer.stages.skipped.rerank)
+  end
+  if answer.semantic == 'partial' or answer.semantic == 'switching' then
+    table.insert(parts, 'semantic ' .. answer.semantic)
+  end
+  return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or string.format('%d hits', #answer.hits)) .. ' '
+end
+
+---@param state autodoc.PickerState
+function M.toggles(state)
+  if state.mode ~= 'search' then
+    set_lines(state.toggles_buf,
+      { state.mode == 'folders' and '<CR> adds the folder as a workspace' or '<CR> opens the document' })
+    return
+  end
+  local pieces, spans = {}, {}
+  local column = 0
+  for _, name in ipairs(stages.names) do
+    if state.available[name] ~= false then
+      local label = M.LABELS[name]
+      if name == 'rerank' and state.rank_model then
+        label = string.format('Rerank (%s)', state.rank_model)
+      end
+      local text = string.format('[%s] %s', state.stages[name] and 'x' or ' ', label)
+      spans[name] = { column, column + #text }
+      table.insert(pieces, text)
+      column = column + #text + 2
+    end
+  end
+  state.toggle_spans = spans
+  set_lines(state.toggles_buf, { table.concat(pieces, '  ') })
+end
+
+--- The hit under the list's cursor, and its row.
+---@param state autodoc.PickerState
+---@return autodoc.Hit|nil, integer|nil
+function M.selected(state)
+  if not vim.api.nvim_win_is_valid(state.list_win) then
+    return nil
+  end
+  local row = vim.api.nvim_win_get_cursor(state.list_win)[1]
+  return state.hits[row], row
+end
+
+---@param buf integer
+---@param words string[]
+function M.mark_words(buf, words)
+  for line_number = 1, vim.api.nvim_buf_line_count(buf) do
+    local line = (vim.api.nvim_buf_get_lines(buf, line_number - 1, line_number, false)[1] or ''):lower()
+    for _, word in ipairs(words) do
+      local start = 1
+      while #word > 1 do
+        local from, to = line:find(word, start, true)
+        if not from then
+          break
+        end
+        vim.api.nvim_buf_set_extmark(buf, M.ns, line_number - 1, from - 1, { end_col = to, hl_group = 'Search' })
+        start = to + 1
+      end
+    end
+  end
+end
+
+--- The lines a hit's preview shows: the file, or a folder's Markdown files.
+---@param hit autodoc.Hit
+---@param root string
+---@return string[]
+function M.preview_lines(hit, root)
+  local path = hit.folder and hit.path or root .. '/' .. hit.path
+  if hit.folder then
+    return vim.fn.globpath(path, '**/*.md', false, true)
+  end
+  local ok, lines = pcall(vim.fn.readfile, path)
+  return ok and lines or { 'cannot read ' .. path }
+end
+
+--- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
+---@param state autodoc.PickerState
+function M.preview(state)
+  local hit = M.selected(state)
+  local buf = state.preview_buf
+  vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  if not hit then
+    set_lines(buf, {})
+    return
+  end
+  set_lines(buf, M.preview_lines(hit, state.root))
+  local last = math.min(hit.line_end, vim.api.nvim_buf_line_count(buf))
+  for line = hit.line_start, last do
+    vim.api.nvim_buf_set_extmark(buf, M.ns, line - 1, 0, { line_hl_group = 'Visual' })
+  end
+  M.mark_words(buf, state.words or {})
+  if vim.api.nvim_win_is_valid(state.preview_win) then
+    vim.api.nvim_win_set_cursor(state.preview_win, { math.max(1, hit.line_start), 0 })
+    vim.api.nvim_win_call(state.preview_win, function()
+      vim.cmd('normal! zz')
+    end)
+  end
+end
+
+--- Show `text` in place of the hits (an error, or why there is nothing to search).
+---@param state autodoc.PickerState
+---@param text string
+function M.message(state, text)
+  if not vim.api.nvim_win_is_valid(state.list_win) then
+    return
+  end
+  state.hits = {}
+  state.message = text
+  set_lines(state.list_buf, vim.split(text, '\n'))
+  vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, 0, 0, { line_hl_group = 'ErrorMsg' })
+  vim.api.nvim_win_set_config(state.list_win, { title = ' autodoc ', title_pos = 'left' })
+  M.preview(state)
+end
+
+--- Replace the list with `answer`, keeping the selection on the same hit when the list updates in place.
+---@param state autodoc.PickerState
+---@param answer autodoc.Answer
+function M.answer(state, answer)
+  local keep = M.selected(state)
+  state.message = nil
+  state.hits = answer.hits
+  state.answer = answer
+  state.words = answer.query and answer.query.terms or {}
+  local lines = vim.tbl_map(M.hit_line, answer.hits)
+  set_lines(state.list_buf, lines)
+  for index, hit in ipairs(answer.hits) do
+    if hit.superseded then
+      vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, index - 1, 0, { line_hl_group = 'Comment' })
+    end
+  end
+  local row = 1
+  if keep then
+    for index, hit in ipairs(answer.hits) do
+      if hit.path == keep.path and hit.line_start == keep.line_start then
+        row = index
+      end
+    end
+  end
+  if #lines > 0 then
+    vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
+  end
+  vim.api.nvim_win_set_config(state.list_win, { title = M.list_title(answer), title_pos = 'left' })
+  state.available.semantic = answer.semantic ~= 'off'
+  state.available.rerank = (answer.rank or {}).state ~= 'off'
+  state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
+  M.toggles(state)
+  M.preview(state)
+end
+
+return M

@@ -1,0 +1,131 @@
+--- What every picker source shares (telescope, fzf-lua, snacks, mini.pick): a search session that
+--- streams each query's stages (lexical first, replaced by the full answer; answers to an older
+--- query dropped), the preview of a hit's section, and the jump to its line span.
+local autodoc = require('autodoc')
+local stages = require('autodoc.stages')
+local finder = require('autodoc.picker.finder')
+
+local M = {}
+
+---@class autodoc.SourceSession
+---@field workspace string
+---@field root string
+---@field stages table<string, boolean> the checked stages, shared with the built-in picker
+---@field prompt string|nil the newest query asked
+---@field answer autodoc.Answer|nil the newest answer to `prompt`
+---@field level integer 1: lexical only, 2: every stage
+---@field shown { [1]: string, [2]: integer }[] (query, level) of every answer shown, in order (tests)
+---@field on_update fun(session: autodoc.SourceSession)
+---@field lane string
+
+--- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
+---@param lane string requests of one source supersede each other only
+---@param on_update fun(session: autodoc.SourceSession)
+---@param open fun(session: autodoc.SourceSession)
+function M.start(lane, on_update, open)
+  autodoc.when_ready(function()
+    local workspace = (autodoc.config.workspaces[1] or {}).name
+    if not workspace or not autodoc.workspaces[workspace] then
+      workspace = vim.tbl_keys(autodoc.workspaces)[1]
+    end
+    if not workspace then
+      vim.notify('autodoc: no workspace yet; add one with :AutodocWorkspaceAdd', vim.log.levels.WARN)
+      return
+    end
+    open({ workspace = workspace, root = autodoc.workspaces[workspace], stages = stages.load(), level = 0,
+      shown = {}, on_update = on_update, lane = lane })
+  end, function(message)
+    vim.notify(message, vim.log.levels.ERROR)
+  end)
+end
+
+--- Ask `prompt` (nothing when it is the query already asked).
+---@param session autodoc.SourceSession
+---@param prompt string
+function M.query(session, prompt)
+  if prompt == session.prompt then
+    return
+  end
+  session.prompt = prompt
+  session.answer = nil
+  session.level = 0
+  if prompt:match('^%s*$') then
+    return
+  end
+  finder.stream({
+    workspace = session.workspace,
+    query = prompt,
+    stages = stages.requested(session.stages, {}),
+    limit = autodoc.config.limit,
+    lane = session.lane,
+    is_current = function() return session.prompt == prompt end,
+    on_error = function(err)
+      session.answer = { hits = {}, error = require('autodoc.rpc').describe(err) }
+      session.on_update(session)
+    end,
+    on_answer = function(level, answer)
+      session.answer = answer
+      session.level = level
+      table.insert(session.shown, { prompt, level })
+      session.on_update(session)
+    end,
+  })
+end
+
+--- Flip a stage and ask the current query again.
+---@param session autodoc.SourceSession
+---@param name string
+function M.toggle(session, name)
+  if stages.toggle(session.stages, name) then
+    local prompt = session.prompt
+    session.prompt = nil
+    M.query(session, prompt or '')
+  end
+end
+
+---@param session autodoc.SourceSession
+---@param hit autodoc.Hit
+---@return string
+function M.file(session, hit)
+  return session.root .. '/' .. hit.path
+end
+
+--- One hit as a picker line.
+---@param hit autodoc.Hit
+---@return string
+function M.display(hit)
+  return require('autodoc.picker.render').hit_line(hit)
+end
+
+--- Fill `buf` with the hit's file, its section highlighted, and put `win` (if given) on it.
+---@param session autodoc.SourceSession
+---@param hit autodoc.Hit
+---@param buf integer
+---@param win integer|nil
+function M.preview(session, hit, buf, win)
+  local render = require('autodoc.picker.render')
+  local lines = render.preview_lines(hit, session.root)
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].filetype = 'markdown'
+  vim.api.nvim_buf_clear_namespace(buf, render.ns, 0, -1)
+  local last = math.min(hit.line_end, #lines)
+  for line = hit.line_start, last do
+    vim.api.nvim_buf_set_extmark(buf, render.ns, line - 1, 0, { line_hl_group = 'Visual' })
+  end
+  render.mark_words(buf, session.answer and session.answer.query and session.answer.query.terms or {})
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, #lines)), 0 })
+    vim.api.nvim_win_call(win, function() vim.cmd('normal! zz') end)
+  end
+end
+
+--- Open the hit's file on its first line, its whole span in view.
+---@param session autodoc.SourceSession
+---@param hit autodoc.Hit
+---@param how 'edit'|'vsplit'|'split'|'tab'|nil
+function M.jump(session, hit, how)
+  require('autodoc.picker.actions').jump(M.file(session, hit), hit.line_start, hit.line_end, how)
+end
+
+return M

@@ -1,0 +1,8 @@
+-- :Telescope autodoc (loaded by telescope only; telescope is never a dependency of autodoc).
+return require('telescope').register_extension({
+  exports = {
+    autodoc = function(opts)
+      require('autodoc.sources.telescope').search(opts)
+    end,
+  },
+})

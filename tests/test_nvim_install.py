@@ -1,0 +1,188 @@
+"""However the plugin is installed and configured, the first search works (issue 14).
+
+Each test starts a real headless Neovim on an init.lua of its own, with fresh XDG folders, and no
+g:python3_host_prog: setup() before plugin/ is sourced, after it (lazy.nvim's order), never called,
+the plugin's own .venv found by itself, and a host that cannot start. Each working one searches and
+jumps to a hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pynvim
+import pytest
+
+from tests.conftest import PROJECT, write
+from tests.test_nvim_plugin import nvim_binary, wait_for
+
+MISSING = "autodoc: no Python with autodoc installed; run :AutodocInstall or make install in "
+
+
+@pytest.fixture
+def notes(kb: Path) -> Path:
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
+                             "We keep every workspace in one embedded relational store.\n")
+    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+    return kb
+
+
+@contextlib.contextmanager
+def neovim(tmp_path: Path, init: str, env: dict[str, str] | None = None) -> Iterator[pynvim.Nvim]:
+    """A headless Neovim on `init` (Lua), with its own XDG folders and no g:python3_host_prog."""
+    init_file = tmp_path / "init.lua"
+    init_file.write_text(init)
+    child_env = {key: value for key, value in os.environ.items() if not key.startswith(("AUTODOC_", "XDG_"))}
+    for folder in ("config", "data", "state", "cache"):
+        child_env[f"XDG_{folder.upper()}_HOME"] = str(tmp_path / "xdg" / folder)
+    child_env.update(env or {})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(child_env)  # pynvim's child inherits the environment of this process
+    try:
+        instance = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init_file)])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        yield instance
+    finally:
+        with contextlib.suppress(EOFError, OSError):
+            instance.command("qall!")
+        instance.close()
+
+
+def lua_string(value: str | Path) -> str:
+    return json.dumps(str(value))
+
+
+def setup_call(db: Path, kb: Path) -> str:
+    workspaces = f"{{ {{ name = 'kb', path = {lua_string(kb)} }} }}"
+    return f"require('autodoc').setup({{ db = {lua_string(db)}, workspaces = {workspaces} }})"
+
+
+def list_lines(nvim: pynvim.Nvim) -> list[str]:
+    return nvim.exec_lua("local s = require('autodoc.picker').state; "
+                         "return s and vim.api.nvim_buf_get_lines(s.list_buf, 0, -1, false) or {}")
+
+
+def search_and_jump(nvim: pynvim.Nvim) -> None:
+    """Type a query into :AutodocSearch, wait for the hit, open it, and land on its first line."""
+    nvim.command("AutodocSearch")
+    nvim.input("relational store")
+    wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:3-5"))
+    nvim.input("<CR>")
+    wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+    assert nvim.current.window.cursor[0] == 3
+    assert nvim.vars.get("python3_host_prog") is None
+
+
+def host_source(nvim: pynvim.Nvim) -> str:
+    return wait_for(lambda: nvim.exec_lua("local h = require('autodoc.host').state; "
+                                          "return h.phase == 'ready' and h.python.source"))
+
+
+def rtp(root: Path) -> str:
+    return f"vim.opt.runtimepath:prepend({lua_string(root)})\nvim.opt.swapfile = false\n"
+
+
+def python_line() -> str:
+    return f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
+
+
+def test_setup_before_plugin_is_sourced(tmp_path: Path, notes: Path) -> None:
+    init = rtp(PROJECT) + python_line() + setup_call(tmp_path / "a.db", notes) + "\n"
+    with neovim(tmp_path, init) as nvim:
+        assert nvim.exec_lua("return vim.g.loaded_autodoc") == 1  # plugin/ ran after init.lua
+        assert host_source(nvim) == "g:autodoc_python"
+        search_and_jump(nvim)
+
+
+def test_setup_after_plugin_is_sourced_lazy_order(tmp_path: Path, notes: Path) -> None:
+    init = rtp(PROJECT) + python_line() + (
+        "vim.api.nvim_create_autocmd('VimEnter', { callback = function()\n"
+        "  assert(vim.g.loaded_autodoc == 1)\n"
+        f"  {setup_call(tmp_path / 'a.db', notes)}\n"
+        f"  {setup_call(tmp_path / 'a.db', notes)} -- twice does no harm\n"
+        "end })\n")
+    with neovim(tmp_path, init) as nvim:
+        search_and_jump(nvim)
+        assert nvim.exec_lua("return vim.tbl_count(require('autodoc').workspaces)") == 1
+
+
+def test_setup_never_called_uses_the_workspaces_in_the_database(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    cli = [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call"]
+    subprocess.run([*cli, "workspace.add", json.dumps(["kb", str(notes)])], check=True, capture_output=True)
+    subprocess.run([*cli, "workspace.index", json.dumps(["kb", {"wait": "lexical"}])], check=True,
+                   capture_output=True)
+    with neovim(tmp_path, rtp(PROJECT) + python_line(), {"AUTODOC_DB": str(db)}) as nvim:
+        assert nvim.exec_lua("return require('autodoc').phase") == "idle"  # nothing starts by itself
+        search_and_jump(nvim)
+
+
+def plugin_copy(tmp_path: Path) -> Path:
+    """This plugin's Lua, plugin/ and rplugin/ in a folder of its own, as a plugin manager would clone it."""
+    root = tmp_path / "autodoc.nvim"
+    for part in ("lua", "plugin", "rplugin"):
+        shutil.copytree(PROJECT / part, root / part)
+    return root
+
+
+def test_the_plugins_own_venv_is_found_without_any_setting(tmp_path: Path, notes: Path) -> None:
+    root = plugin_copy(tmp_path)
+    (root / ".venv").symlink_to(Path(sys.prefix))  # the environment `make install` built
+    empty_path = tmp_path / "bin"
+    empty_path.mkdir()
+    init = rtp(root) + setup_call(tmp_path / "a.db", notes) + "\n"
+    with neovim(tmp_path, init, {"PATH": str(empty_path)}) as nvim:
+        assert host_source(nvim) == "the plugin's .venv"
+        assert nvim.exec_lua("return require('autodoc.host').state.python.prog") == str(root / ".venv/bin/python")
+        search_and_jump(nvim)
+
+
+def test_a_host_that_cannot_start_says_so_once(tmp_path: Path, notes: Path) -> None:
+    root = plugin_copy(tmp_path)  # no .venv, no python3 on PATH, no setting
+    empty_path = tmp_path / "bin"
+    empty_path.mkdir()
+    init = rtp(root) + setup_call(tmp_path / "a.db", notes) + "\n"
+    with neovim(tmp_path, init, {"PATH": str(empty_path)}) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "failed")
+        nvim.command("AutodocSearch")
+        nvim.input("relational")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith(MISSING))
+        nvim.input(" store")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store")
+        assert list_lines(nvim) == [MISSING + str(root)]  # in place of hits
+        nvim.input("<Esc>")
+        messages = nvim.exec_lua("return vim.fn.execute('messages')")
+        assert messages.count(MISSING) == 1, messages
+        assert "Traceback" not in messages and "stack traceback" not in messages and "E5108" not in messages
+        nvim.command("checkhealth autodoc")
+        health = "\n".join(nvim.current.buffer[:])
+        assert "no Python with autodoc installed" in health and ":AutodocInstall" in health
+
+
+def test_word_under_cursor_and_visual_selection_search(tmp_path: Path, notes: Path) -> None:
+    init = rtp(PROJECT) + python_line() + setup_call(tmp_path / "a.db", notes) + "\n" + (
+        "vim.keymap.set('n', '<leader>*', '<Plug>(autodoc-search-word)')\n"
+        "vim.keymap.set('x', '<leader>/', '<Plug>(autodoc-search-selection)')\n")
+    with neovim(tmp_path, init) as nvim:
+        nvim.current.buffer[:] = ["we bake bread", "an embedded relational store"]
+        nvim.current.window.cursor = (1, 9)  # on "bread"
+        nvim.input("\\*")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("notes/cooking.md:3-5"))
+        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "bread"
+        nvim.input("<Esc>")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state == nil"))
+        nvim.current.window.cursor = (2, 12)  # "relational store", selected
+        nvim.input("v$\\/")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:3-5"))
+        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store"
