@@ -8,6 +8,7 @@ active only once every chunk has a vector ("switching" until then).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import checkpoints
-from .embedders import Embedder
+from .embedders import DEFAULT_EMBEDDER, Embedder
 from .http import ProviderError
 from .semantic import sign_bits
 from .store import Store
@@ -95,8 +96,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
                 (ws_id, fingerprint, embedder.batch_size),
             ).fetchall()
         if not missing:
-            _activate(store, ws_id, fingerprint)
-            return True
+            return _activate(store, ws_id, fingerprint, embedder.config)
         texts = [f"{crumb}\n{body}" if body else crumb for _, crumb, body in missing]
         try:
             vectors = embedder.embed(texts, "document")
@@ -125,13 +125,17 @@ def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str]
         checkpoints.reached("embed.write")  # inside the batch's transaction
 
 
-def _activate(store: Store, ws_id: int, fingerprint: str) -> None:
-    """The model is complete: make it active and drop vectors of other models and of deleted text."""
+def _activate(store: Store, ws_id: int, fingerprint: str, config: dict[str, Any]) -> bool:
+    """The model is complete: make it active and drop vectors of other models and of deleted text.
+    False when the workspace was re-configured to another model while this one filled: activating it
+    would delete the vectors of the model the user chose."""
     with store.write() as conn:
-        active = conn.execute("SELECT active_model_fp FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
-        if active is None:
-            return
-        if active[0] != fingerprint:
+        row = conn.execute("SELECT active_model_fp, config FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
+        if row is None:
+            return False
+        if _canonical(json.loads(row[1]).get("embedder", DEFAULT_EMBEDDER)) != _canonical(config):
+            return False
+        if row[0] != fingerprint:
             conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (fingerprint, ws_id))
             conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
             bump_epoch(conn, ws_id)
@@ -140,3 +144,8 @@ def _activate(store: Store, ws_id: int, fingerprint: str) -> None:
             "(SELECT text_hash FROM chunks WHERE ws_id = ?)",
             (ws_id, fingerprint, ws_id),
         )
+    return True
+
+
+def _canonical(config: Any) -> str:
+    return json.dumps(config, sort_keys=True)

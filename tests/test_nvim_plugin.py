@@ -332,3 +332,40 @@ def test_a_database_that_is_not_one_is_one_clear_message(garbage_db: Path, nvim)
     wait_for(lambda: "not a usable autodoc database" in messages())
     assert str(garbage_db) in messages() and "Traceback" not in messages()
     assert garbage_db.read_bytes() == b"not a database\n" * 100
+
+
+def test_rerank_and_lexical_toggles_with_a_ranker_configured(nvim) -> None:
+    """With a ranker configured the Rerank box shows; <M-r> takes the stage out of the next search and
+    back; <M-l> leaves a semantic-only search whose hits all came from the semantic stage."""
+    from tests.model_servers import model_server
+
+    ready(nvim)
+    with model_server("tei") as server:
+        lua(nvim, """
+            _G.report = nil
+            require('autodoc.rpc').request('workspace.configure',
+              { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 60 }, semantic_deadline = 60,
+                        ranker = { provider = 'tei', url = ..., timeout = 60 }, rerank_deadline = 60 } },
+              function() require('autodoc.rpc').request('workspace.index', { 'kb', { wait = 'semantic' } },
+                function(err, r) _G.report = r end) end)""", server.url)
+        assert wait_for(lambda: lua(nvim, "return _G.report"), timeout=60)["semantic"] == "ready"
+        nvim.command("AutodocSearch bread")
+
+        def performed() -> list[str]:
+            answer = picker(nvim, "answer") or {}
+            return answer.get("stages", {}).get("performed", [])
+
+        wait_for(lambda: "rerank" in performed(), timeout=60)
+        toggles = lua(nvim, "local s = require('autodoc.picker').state; "
+                            "return vim.api.nvim_buf_get_lines(s.toggles_buf, 0, -1, false)[1]")
+        assert "[x] Rerank" in toggles
+        assert picker(nvim, "hits")[0]["path"] == "notes/cooking.md"
+        nvim.input("<M-r>")
+        wait_for(lambda: picker(nvim, "last_stages")["requested"] == ["lexical", "semantic"], timeout=60)
+        assert "rerank" not in performed() and picker(nvim, "answer")["rank"]["state"] == "not_requested"
+        nvim.input("<M-r>")
+        wait_for(lambda: "rerank" in performed(), timeout=60)
+        nvim.input("<M-l>")
+        wait_for(lambda: picker(nvim, "last_stages")["requested"] == ["semantic", "rerank"], timeout=60)
+        assert performed() == ["semantic", "rerank"]
+        assert all(hit["via"] == ["semantic", "rank"] for hit in picker(nvim, "hits"))  # found, then re-ranked

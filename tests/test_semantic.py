@@ -237,3 +237,61 @@ def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
             search(engine, "sockets and packets", stages=stages)
         assert len(server.behaviour.requests) == before + 1  # one query embedding for three searches
 
+
+
+def test_facets_filter_the_semantic_stage_too(engine, kb: Path) -> None:
+    """A facet restricts what the semantic stage may return, alone and in hybrid: the notes say the
+    same words, only the ADR's frontmatter differs."""
+    write(kb, "_schema/frontmatter.yaml", "common: {status: string}\ntypes:\n  adr: {number: integer}\n")
+    write(kb, "adr/0007.md", "---\ntype: adr\nnumber: 7\nstatus: accepted\n---\n# ADR 7\n\nSockets between hosts.\n")
+    write(kb, "notes/a.md", "# Note A\n\nSockets between hosts.\n")
+    write(kb, "notes/b.md", "---\nstatus: accepted\n---\n# Note B\n\nSockets between hosts.\n")
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        for stages in (["semantic"], ["lexical", "semantic"]):
+            assert paths(search(engine, "sockets hosts type:adr", stages=stages)) == ["adr/0007.md"]
+            answer = search(engine, "sockets hosts", stages=stages, facets={"status": "accepted"})
+            assert sorted(paths(answer)) == ["adr/0007.md", "notes/b.md"]
+            assert "semantic" in answer["stages"]["performed"]
+            others = search(engine, "sockets hosts -type:adr", stages=stages)
+            assert sorted(paths(others)) == ["notes/a.md", "notes/b.md"]
+
+
+def test_at_most_three_sections_per_document_after_fusion(engine, kb: Path) -> None:
+    """Five sections of one document match both retrievers; the fused list keeps three of them and
+    still shows the other document."""
+    sections = "\n".join(f"## Part {i}\n\nkiwi orchard notes, part {i}.\n" for i in range(5))
+    write(kb, "orchard.md", f"# Orchard\n\n{sections}")
+    write(kb, "other.md", "# Other\n\n## Fruit\n\nA kiwi orchard elsewhere.\n")
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        answer = search(engine, "kiwi orchard", limit=20)
+    assert answer["mode_used"] == "hybrid"
+    assert [hit["path"] for hit in answer["hits"]].count("orchard.md") == 3
+    assert "other.md" in paths(answer)
+    assert len({hit["line_start"] for hit in answer["hits"] if hit["path"] == "orchard.md"}) == 3
+
+
+def test_a_fill_of_a_model_that_was_replaced_never_activates_it(engine, kb: Path) -> None:
+    """The user switches models while the old one is still filling: when the old fill completes it
+    must not become active, nor delete the new model's vectors. Broken on purpose: without the
+    configuration check in ``_activate`` the OpenAI model's vectors are gone at the end."""
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nsockets and packets, part {i}\n")
+    with model_server("tei", Behaviour(hold_after=1)) as old, model_server("openai") as new:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": old.url, "batch_size": 2,
+                                                       "timeout": 120}})
+        engine.workspace_index("kb")
+        old_ws = engine._workspace("kb")
+        filler = threading.Thread(target=engine.fill_vectors, args=(old_ws,))
+        filler.start()
+        assert old.behaviour.holding.wait(timeout=60)
+        engine.workspace_configure("kb", {"embedder": {"provider": "openai", "url": new.url, "model": "toy"}})
+        engine.workspace_index("kb", {"wait": "semantic"})
+        old.behaviour.release.set()
+        filler.join(timeout=120)
+        status = engine.workspace_status("kb")
+        assert status["semantic"] == "ready"
+        assert status["embedder"]["active_model_fp"].startswith("openai:")
+        assert search(engine, "sockets", stages=["semantic"])["semantic"] == "ready"
