@@ -462,22 +462,25 @@ class FileLines:
         self.engine, self.workspace = engine, workspace
         self.files: dict[str, list[str] | str] = {}
 
-    def section(self, path: str, first: int, last: int) -> list[str] | str:
-        """The lines first..last, or why they cannot be read."""
+    def section(self, path: str, first: int, last: int) -> tuple[list[str], str | None]:
+        """The lines first..last, and what went wrong when not all of them could be read."""
         if path not in self.files:
             try:
                 self.files[path] = self.engine.doc_read(self.workspace, path)["text"].split("\n")
-            except AutodocError as exc:  # deleted or grown too large since it was indexed
+            except AutodocError as exc:  # deleted, or grown too large, since it was indexed
                 self.files[path] = exc.reason
         lines = self.files[path]
-        return lines if isinstance(lines, str) else lines[first - 1 : last]
+        if isinstance(lines, str):
+            return [], lines
+        wanted = lines[first - 1 : last]
+        if len(wanted) < last - first + 1:
+            return wanted, "the file is shorter than when it was indexed; re-index it"
+        return wanted, None
 
 
 def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> dict[str, Any]:
     first, last = hit["line_start"], hit["line_end"]
-    section = files.section(hit["path"], first, last)
-    problem = section if isinstance(section, str) else None
-    lines = [] if problem else section
+    lines, problem = files.section(hit["path"], first, last)
     kept = budget.take(lines)
     shaped = {
         "rank": rank, "path": hit["path"], "title": hit["title"], "breadcrumb": hit["breadcrumb"],
@@ -540,7 +543,7 @@ def render_search(result: dict[str, Any]) -> str:
 
 def _rest_of(hit: dict[str, Any]) -> str:
     if hit.get("text_problem"):
-        return f"(text unavailable: {hit['text_problem']})"
+        return f"(text incomplete: {hit['text_problem']})"
     rest = f"read lines {hit['text_line_end'] + 1}-{hit['line_end']}"
     if not hit["text"]:
         return f"(no text: the token budget was spent; {rest})"

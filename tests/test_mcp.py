@@ -255,6 +255,26 @@ def test_texts_are_trimmed_to_the_token_budget_at_line_ends(tmp_path: Path, kb: 
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    (notes / "net" / "network.md").unlink()
+    write(notes, "storage.md", "\n".join(NOTES.splitlines()[:11]))  # ends inside the 9-12 section
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert not result.is_error
+        hits = {hit["breadcrumb"]: hit for hit in result.structured_content["hits"]}
+        gone, short, whole = hits["Network › Transport"], hits["Storage › Write-ahead log"], hits["Storage"]
+        assert gone["text"] == "" and not gone["text_complete"] and "does not exist" in gone["text_problem"]
+        assert not short["text_complete"] and "shorter than when it was indexed" in short["text_problem"]
+        assert short["text"] == file_lines(notes / "storage.md", 9, 11) and short["text_line_end"] == 11
+        assert whole["text_complete"] and "text_problem" not in whole
+        assert "(text incomplete: " in result.content[0].text
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
 def generate_notes(root: Path, files: int) -> None:
     root.mkdir(parents=True, exist_ok=True)
     for number in range(files):
