@@ -1,7 +1,10 @@
-"""``autodoc``: call one method, or serve JSON-RPC on stdio.
+"""``autodoc``: call one method, serve JSON-RPC on stdio, or serve MCP on stdio.
 
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
+    autodoc [--db PATH] mcp [--allow-index]
+
+The engine is imported where it is used, so `autodoc mcp` answers the tool list before numpy loads.
 """
 
 from __future__ import annotations
@@ -9,34 +12,48 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from . import __version__
-from .engine import Engine
 from .errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
-from .rpc import METHODS, call, error_object, serve_stdio
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+class _Parser(argparse.ArgumentParser):
+    def format_help(self) -> str:
+        from .rpc import METHODS
+
+        self.epilog = "methods: " + ", ".join(METHODS)
+        return super().format_help()
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="autodoc",
-        description="Hybrid search over Markdown knowledge bases.",
-        epilog="methods: " + ", ".join(METHODS),
-    )
+    parser = _Parser(prog="autodoc", description="Hybrid search over Markdown knowledge bases.")
     parser.add_argument("--db", help="SQLite file (default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db)")
     parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
     parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
+    parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
-    parser.add_argument("words", nargs="*", metavar="PARAMS | serve",
-                        help="with --call: the params as a JSON array or object; or 'serve --stdio'")
+    parser.add_argument("words", nargs="*", metavar="PARAMS | serve | mcp",
+                        help="with --call: the params as a JSON array or object; or 'serve --stdio'; or 'mcp' "
+                             "(Model Context Protocol on stdin/stdout)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.words == ["mcp"] and not args.call:
+        from .mcp_server import serve
+
+        return serve(args.db, allow_index=args.allow_index)
     if args.words == ["serve"] and not args.call:
         if not args.stdio:
             parser.error("serve needs --stdio (the only transport)")
+        from .rpc import serve_stdio
+
         engine = _engine(args.db)
         if engine is None:
             return 1
@@ -54,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _engine(db: str | None) -> Engine | None:
+    from .engine import Engine
+
     try:
         return Engine(db)
     except AutodocError as exc:
@@ -70,6 +89,9 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
     if not isinstance(params, list | dict):
         _print({"error": AutodocError(INVALID_PARAMS, "params must be a JSON array or object").to_rpc()})
         return 1
+    from .engine import Engine
+    from .rpc import call, error_object
+
     try:
         engine = Engine(db)
     except AutodocError as exc:

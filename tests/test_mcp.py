@@ -1,0 +1,393 @@
+"""`autodoc mcp`, run as a real subprocess and spoken to with the MCP SDK's own stdio client."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+
+from autodoc_core.engine import Engine
+from autodoc_core.lease import WriterLease
+from tests.conftest import PROJECT, write
+
+NOTES = """\
+---
+title: Storage notes
+tags: [storage]
+---
+# Storage
+
+We keep the gecko index in SQLite.
+
+## Write-ahead log
+
+The write-ahead log lets readers see one snapshot
+while a writer commits; geckos never wait.
+
+## Backups
+
+Copy the file with the online backup API.
+"""
+
+NETWORK = """\
+# Network
+
+## Transport
+
+Gecko replicas talk HTTP/2 to each other.
+A second line about the transport.
+"""
+
+
+def setup_workspace(db: Path, name: str, root: Path, embedder: str = "none", index: bool = True) -> None:
+    """Register (and index) a folder with an engine that is closed again, so the server starts alone."""
+    with Engine(db) as engine:
+        engine.workspace_add(name, str(root))
+        engine.workspace_configure(name, {"embedder": embedder})
+        if index:
+            engine.workspace_index(name)
+
+
+@pytest.fixture
+def notes(kb: Path) -> Path:
+    write(kb, "storage.md", NOTES)
+    write(kb, "net/network.md", NETWORK)
+    return kb
+
+
+@asynccontextmanager
+async def mcp_session(db: Path, log: Path, *options: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=sys.executable, cwd=PROJECT,
+                                   args=["-m", "autodoc_core.cli", "--db", str(db), "mcp", *options])
+    with open(log, "a", encoding="utf-8") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, send), ClientSession(read, send) as session:
+            await session.initialize()
+            yield session
+
+
+def talk(db: Path, log: Path, scenario: Callable[[ClientSession], Awaitable[None]], *options: str) -> None:
+    async def run() -> None:
+        with anyio.fail_after(60):
+            async with mcp_session(db, log, *options) as session:
+                await scenario(session)
+
+    anyio.run(run)
+
+
+async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
+    return await session.call_tool(tool, arguments)
+
+
+def file_lines(path: Path, first: int, last: int) -> str:
+    return "\n".join(path.read_text(encoding="utf-8").splitlines()[first - 1 : last])
+
+
+def test_lists_the_tools_with_input_and_output_schemas(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+
+    async def scenario(session: ClientSession) -> None:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert sorted(tools) == ["documents", "read", "search", "workspaces"]
+        for tool in tools.values():
+            assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
+            assert tool.annotations.read_only_hint is True
+            assert len(tool.description) > 80
+        limit = tools["search"].input_schema["properties"]["limit"]
+        assert (limit["default"], limit["minimum"], limit["maximum"]) == (5, 1, 50)
+        assert tools["search"].input_schema["required"] == ["query"]
+        assert "hits" in tools["search"].output_schema["properties"]
+        assert "tag:" in tools["search"].description and "prefix*" in tools["search"].description
+        with pytest.raises(MCPError, match="--allow-index"):
+            await call(session, "index", {})
+
+    talk(db, tmp_path / "server.log", scenario)
+
+    async def with_index(session: ClientSession) -> None:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert tools["index"].annotations.read_only_hint is False
+        write(notes, "later.md", "# Later\n\nA gecko note written after the first index.\n")
+        report = await call(session, "index", {"workspace": "kb"})
+        assert not report.is_error and report.structured_content["added"] == 1
+        answer = await call(session, "search", {"query": "written after"})
+        assert answer.structured_content["hits"][0]["path"] == "later.md"
+
+    talk(db, tmp_path / "server.log", with_index, "--allow-index")
+
+
+def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})  # no workspace: there is only one
+        assert not result.is_error
+        answer = result.structured_content
+        assert answer["workspace"] == "kb" and answer["semantic"] == "off"
+        assert answer["stages"]["performed"] == ["lexical"]
+        assert "no embedding model" in answer["stages"]["skipped"]["semantic"]
+        assert not answer["trimmed"] and len(answer["hits"]) == 3
+        for hit in answer["hits"]:
+            assert hit["text"] == file_lines(notes / hit["path"], hit["line_start"], hit["line_end"])
+            assert hit["text_complete"] and hit["via"] == ["lexical"] and 0 < hit["relevance"] <= 1
+        wal = next(h for h in answer["hits"] if h["breadcrumb"] == "Storage › Write-ahead log")
+        assert (wal["line_start"], wal["line_end"]) == (9, 12)
+        assert wal["text"].startswith("## Write-ahead log\n\nThe write-ahead log lets readers")
+        text = result.content[0].text
+        assert "storage.md:9-12 · Storage › Write-ahead log" in text and "geckos never wait." in text
+        assert "semantic skipped: no embedding model" in text
+
+        narrowed = await call(session, "search", {"query": "gecko", "paths": ["net"], "limit": 1})
+        assert [h["path"] for h in narrowed.structured_content["hits"]] == ["net/network.md"]
+        tagged = await call(session, "search", {"query": "tag:storage"})
+        assert {h["path"] for h in tagged.structured_content["hits"]} == {"storage.md"}
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_read_documents_and_workspaces(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+
+    async def scenario(session: ClientSession) -> None:
+        part = (await call(session, "read", {"path": "storage.md", "line_start": 9, "line_end": 12})).structured_content
+        assert part["text"] == file_lines(notes / "storage.md", 9, 12)
+        assert (part["line_start"], part["line_end"], part["trimmed"], part["next_line"]) == (9, 12, False, None)
+        cut = (await call(session, "read", {"path": "storage.md", "max_tokens": 10})).structured_content
+        assert cut["trimmed"] and cut["next_line"] == cut["line_end"] + 1
+        assert cut["text"] == file_lines(notes / "storage.md", 1, cut["line_end"])
+        found = (await call(session, "documents", {"query": "storage"})).structured_content
+        assert [d["path"] for d in found["documents"]] == ["storage.md"]
+        spaces = (await call(session, "workspaces", {})).structured_content["workspaces"]
+        assert [(w["name"], w["root"], w["documents"], w["semantic"]) for w in spaces] == [("kb", str(notes), 2, "off")]
+        assert spaces[0]["chunks"] == status["chunks"] and spaces[0]["embedding"] is None
+
+    with Engine(db) as engine:
+        status = engine.workspace_status("kb")
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    write(tmp_path, "outside.md", "# Outside\n")
+    bad_calls = [
+        ("search", {"query": "gecko", "workspace": "nope"}, -32060, "workspaces tool"),
+        ("search", {"query": "gecko", "facets": {"owner": "ops"}}, -32602, "not declared"),
+        ("search", {"query": "gecko", "limit": 51}, -32602, "from 1 to 50"),
+        ("search", {"query": "gecko", "limit": 0}, -32602, "from 1 to 50"),
+        ("search", {"query": "gecko", "limit": "five"}, -32602, "'limit' must be an integer"),
+        ("search", {"query": "gecko", "stages": ["rerank"]}, -32602, "lexical or semantic"),
+        ("search", {"query": "gecko", "colour": "red"}, -32602, "unknown argument 'colour'"),
+        ("search", {}, -32602, "'query' is required"),
+        ("read", {"path": "../outside.md"}, -32061, "relative to the workspace root"),
+        ("read", {"path": str(tmp_path / "outside.md")}, -32061, "relative to the workspace root"),
+        ("read", {"path": "missing.md"}, -32062, "documents"),
+        ("read", {"path": "storage.md", "line_start": 5, "line_end": 2}, -32602, "line_end"),
+        ("documents", {"limit": 1000}, -32602, "from 1 to 200"),
+    ]
+
+    async def scenario(session: ClientSession) -> None:
+        for tool, arguments, code, words in bad_calls:
+            result = await call(session, tool, arguments)
+            assert result.is_error, (tool, arguments)
+            assert result.structured_content["error"]["code"] == code, (tool, arguments, result.structured_content)
+            assert words in result.content[0].text, (words, result.content[0].text)
+        still = await call(session, "search", {"query": "gecko"})  # the server kept serving
+        assert not still.is_error and still.structured_content["hits"]
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_several_workspaces_need_a_name(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    other = tmp_path / "other"
+    write(other, "x.md", "# X\n\ngecko elsewhere\n")
+    setup_workspace(db, "other", other)
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert result.is_error and result.structured_content["error"]["code"] == -32602
+        assert "kb, other" in result.content[0].text
+        named = await call(session, "search", {"query": "gecko", "workspace": "other"})
+        assert [h["path"] for h in named.structured_content["hits"]] == ["x.md"]
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_texts_are_trimmed_to_the_token_budget_at_line_ends(tmp_path: Path, kb: Path) -> None:
+    lines = [f"Line {n}: the gecko report continues with a sentence of filler text." for n in range(1, 25)]
+    write(kb, "long.md", "# Long report\n\n" + "\n".join(lines) + "\n")
+    write(kb, "short.md", "# Short\n\nOne gecko line.\n")
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", kb)
+
+    async def scenario(session: ClientSession) -> None:
+        full = (await call(session, "search", {"query": "gecko"})).structured_content
+        assert not full["trimmed"] and all(hit["text_complete"] for hit in full["hits"])
+        result = await call(session, "search", {"query": "gecko", "max_tokens": 60})
+        answer = result.structured_content
+        assert answer["trimmed"] and answer["max_tokens"] == 60 and 0 < answer["text_tokens"] <= 60
+        cut = [hit for hit in answer["hits"] if not hit["text_complete"]]
+        assert cut
+        for hit in answer["hits"]:
+            # Whatever was kept is whole lines from the start of the section, nothing more.
+            assert hit["text"] == file_lines(kb / hit["path"], hit["line_start"], hit["text_line_end"])
+            assert hit["line_start"] - 1 <= hit["text_line_end"] <= hit["line_end"]
+        assert "trimmed to the 60-token budget" in result.content[0].text
+        bare = (await call(session, "search", {"query": "gecko", "max_tokens": 0})).structured_content
+        assert bare["trimmed"] and all(hit["text"] == "" for hit in bare["hits"])
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    (notes / "net" / "network.md").unlink()
+    write(notes, "storage.md", "\n".join(NOTES.splitlines()[:11]))  # ends inside the 9-12 section
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert not result.is_error
+        hits = {hit["breadcrumb"]: hit for hit in result.structured_content["hits"]}
+        gone, short, whole = hits["Network › Transport"], hits["Storage › Write-ahead log"], hits["Storage"]
+        assert gone["text"] == "" and not gone["text_complete"] and "does not exist" in gone["text_problem"]
+        assert not short["text_complete"] and "shorter than when it was indexed" in short["text_problem"]
+        assert short["text"] == file_lines(notes / "storage.md", 9, 11) and short["text_line_end"] == 11
+        assert whole["text_complete"] and "text_problem" not in whole
+        assert "(text incomplete: " in result.content[0].text
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def generate_notes(root: Path, files: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for number in range(files):
+        sections = "\n".join(f"## Part {part}\n\nfiller about topic{number % 97} and part{part} of note {number}.\n"
+                             for part in range(5))
+        (root / f"note{number:05}.md").write_text(f"# Note {number}\n\n{sections}", encoding="utf-8")
+
+
+def wait_for_lease_holder(db: Path, pid: int, process: subprocess.Popen) -> None:
+    lease = WriterLease(db)
+    try:
+        deadline = time.monotonic() + 60
+        while (lease.holder() or {}).get("pid") != pid:
+            assert process.poll() is None, "the indexer ended before it was seen holding the lease"
+            assert time.monotonic() < deadline, "the indexer never took the writer lease"
+            time.sleep(0.005)
+    finally:
+        lease.close()
+
+
+def test_search_answers_while_another_process_indexes(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    big = tmp_path / "big"
+    generate_notes(big, 2000)
+    setup_workspace(db, "big", big, index=False)
+    indexer = subprocess.Popen(
+        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call", "workspace.index", '["big"]'],
+        cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+    async def scenario(session: ClientSession) -> None:
+        await anyio.to_thread.run_sync(wait_for_lease_holder, db, indexer.pid, indexer)
+        # Frozen mid-run, holding the writer lease (and perhaps an open write transaction): whatever
+        # the machine's speed, the searches below happen during the indexing.
+        os.kill(indexer.pid, signal.SIGSTOP)
+        try:
+            small = await call(session, "search", {"query": "gecko", "workspace": "kb"})
+            during = await call(session, "search", {"query": "filler", "workspace": "big"})
+        finally:
+            os.kill(indexer.pid, signal.SIGCONT)
+        assert not small.is_error and len(small.structured_content["hits"]) == 3
+        assert not during.is_error and during.structured_content["stages"]["performed"] == ["lexical"]
+        spaces = await call(session, "workspaces", {})
+        assert not spaces.is_error and indexer.poll() is None  # all answered while the indexer was at work
+        await anyio.to_thread.run_sync(lambda: indexer.wait(timeout=120))
+        after = await call(session, "search", {"query": "topic5 part3", "workspace": "big", "limit": 50})
+        assert {h["path"] for h in after.structured_content["hits"]} >= {"note00005.md", "note00102.md"}
+
+    try:
+        talk(db, tmp_path / "server.log", scenario)
+    finally:
+        if indexer.poll() is None:
+            os.kill(indexer.pid, signal.SIGCONT)
+            indexer.kill()
+        indexer.wait(timeout=30)
+    report = json.loads(indexer.stdout.read())
+    assert report["added"] == 2000, report
+
+
+def test_the_server_embeds_in_the_background_and_reports_progress(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes, embedder="local")
+
+    async def scenario(session: ClientSession) -> None:
+        first = (await call(session, "search", {"query": "geckos waiting for writers"})).structured_content
+        assert first["semantic"] in ("partial", "ready")
+        deadline = time.monotonic() + 90
+        while True:
+            spaces = (await call(session, "workspaces", {})).structured_content["workspaces"]
+            if spaces[0]["semantic"] == "ready":
+                break
+            assert time.monotonic() < deadline, f"the background embedder never finished: {spaces}"
+            await anyio.sleep(0.2)
+        embedding = spaces[0]["embedding"]
+        assert embedding["provider"] == "local" and embedding["embedded"] == embedding["total"] > 0
+        answer = (await call(session, "search", {"query": "readers are not blocked by commits",
+                                                 "stages": ["semantic"]})).structured_content
+        assert answer["semantic"] == "ready" and answer["stages"]["performed"] == ["semantic"]
+        assert answer["hits"][0]["breadcrumb"] == "Storage › Write-ahead log"
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "search", "arguments": {"limit": 0}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "search",
+                                                                       "arguments": {"query": "gecko"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
+    ]
+    process = subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "mcp"], cwd=PROJECT,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    answers = {}
+    try:
+        for message in messages:
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            if "id" in message:
+                answer = json.loads(process.stdout.readline())  # every line on stdout is one JSON-RPC message
+                assert answer["jsonrpc"] == "2.0"
+                answers[answer["id"]] = answer
+    finally:
+        process.stdin.close()
+        rest = process.stdout.read()
+        process.wait(timeout=30)
+    assert rest == b""
+    assert answers[3]["result"]["isError"] and answers[3]["result"]["structuredContent"]["error"]["code"] == -32602
+    assert answers[4]["result"]["structuredContent"]["hits"]
+    assert answers[5]["error"]["code"] == -32602
