@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import pytest
 
-from autodoc_core.engine import Engine
+from autodoc_core.service.engine import Engine
 
 PROJECT = Path(__file__).resolve().parents[1]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autodoc_core.document import parse_document
-from autodoc_core.frontmatter import FacetSchema
+from autodoc_core.parse.document import parse_document
+from autodoc_core.parse.frontmatter import FacetSchema
 from tests.conftest import write
 
 

@@ -2,7 +2,7 @@
 database stays consistent, and the next start finishes the work without redoing what was done.
 
 The kill comes from inside the process at a named checkpoint (``AUTODOC_TEST_KILL_AT``, see
-``autodoc_core.checkpoints``), so every seed interrupts every run at the place it picked, on a fast
+``autodoc_core.index.checkpoints``), so every seed interrupts every run at the place it picked, on a fast
 machine or a loaded one. Broken on purpose to check the tests: writing each document in its own
 transaction outside the batch makes ``check_consistent`` or "nothing done twice" fail, and removing
 the parse workers' parent watch leaves workers behind in the orphan test.
@@ -22,8 +22,8 @@ from pathlib import Path
 import apsw
 import pytest
 
-from autodoc_core.engine import Engine
-from autodoc_core.indexer import BATCH_SIZE, content_hash
+from autodoc_core.index.indexer import BATCH_SIZE, content_hash
+from autodoc_core.service.engine import Engine
 from tests.conftest import PROJECT
 from tests.model_servers import model_server
 
@@ -52,7 +52,7 @@ def section(version: int, note: int, topic: int) -> str:
 
 
 def autodoc(db: Path, method: str, params: list, env: dict[str, str] | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call", method,
+    return subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "--call", method,
                              json.dumps(params)], cwd=PROJECT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})})
 

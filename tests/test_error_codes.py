@@ -13,7 +13,7 @@ from tests.model_servers import model_server
 
 
 def cli(db: Path, method: str, params: list) -> tuple[int, dict]:
-    done = subprocess.run([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call", method,
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), "--call", method,
                            json.dumps(params)], capture_output=True, cwd=PROJECT, timeout=120)
     assert b"Traceback" not in done.stderr
     return done.returncode, json.loads(done.stdout)
@@ -23,7 +23,7 @@ class Server:
     """``autodoc serve --stdio`` with replies read under a deadline."""
 
     def __init__(self, db: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT)
         self.lines = LineReader(self.proc.stdout)
         self.next_id = 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from autodoc_core.engine import Engine
+from autodoc_core.service.engine import Engine
 from tests.conftest import paths, search, write
 from tests.model_servers import Behaviour, model_server
 from tests.test_semantic import embed_with_tei, notes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autodoc_core.frontmatter import CoercionError, coerce, load_schema
+from autodoc_core.parse.frontmatter import CoercionError, coerce, load_schema
 from tests.conftest import paths, search, write
 
 SCHEMA = """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autodoc_core.fuse import Fused, keep_leaders, linear
+from autodoc_core.rank.fuse import Fused, keep_leaders, linear
 
 
 def ids(fused: list[Fused]) -> list[int]:

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autodoc_core.document import parse_document
-from autodoc_core.engine import Engine
-from autodoc_core.frontmatter import FacetSchema
-from autodoc_core.query import parse_query
+from autodoc_core.parse.document import parse_document
+from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.retrieve.query import parse_query
+from autodoc_core.service.engine import Engine
 from tests.conftest import write
 
 QUERY_ALPHABET = st.characters(codec="utf-8")
@@ -101,7 +101,7 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300))
 def test_any_bytes_on_the_rpc_channel_get_an_answer(fuzz_engine: Engine, line: bytes) -> None:
-    from autodoc_core.rpc import handle_line
+    from autodoc_core.surface.rpc import handle_line
 
     answer = handle_line(fuzz_engine, line)
     assert answer is None or isinstance(answer, dict | list)
@@ -116,7 +116,7 @@ def test_any_bytes_on_the_rpc_channel_get_an_answer(fuzz_engine: Engine, line: b
 def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, method: str, params) -> None:
     import json
 
-    from autodoc_core.rpc import handle_message
+    from autodoc_core.surface.rpc import handle_message
 
     if method in ("workspace.index", "workspace.configure") and isinstance(params, list) and params[:1] == ["kb"]:
         params = ["kb-missing", *params[1:]]  # keep the shared workspace as it is

@@ -9,6 +9,7 @@ stale fails the silent-holder test; ``pid_alive`` always True fails both killed-
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from autodoc_core.engine import Engine
 from autodoc_core.errors import BUSY, AutodocError
-from autodoc_core.lease import WriterLease, lease_path
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.lease import WriterLease, lease_path
 from tests.conftest import PROJECT, LineReader, wait_until
 from tests.workers import PAUSE_FILE, write_round
 
@@ -58,7 +59,12 @@ class Worker:
 
 
 def lease_record(db: Path) -> dict:
-    raw = lease_path(db).read_text() if lease_path(db).exists() else ""
+    """The lease file's record, read under its flock as the lease itself reads it (never torn)."""
+    if not lease_path(db).exists():
+        return {}
+    with open(lease_path(db), "rb") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)
+        raw = handle.read()
     return json.loads(raw) if raw.strip() else {}
 
 

@@ -19,8 +19,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from autodoc_core.engine import Engine
-from autodoc_core.lease import WriterLease
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.lease import WriterLease
 from tests.conftest import PROJECT, write
 
 NOTES = """\
@@ -71,7 +71,7 @@ def notes(kb: Path) -> Path:
 @asynccontextmanager
 async def mcp_session(db: Path, log: Path, *options: str) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(command=sys.executable, cwd=PROJECT,
-                                   args=["-m", "autodoc_core.cli", "--db", str(db), "mcp", *options])
+                                   args=["-m", "autodoc_core", "--db", str(db), "mcp", *options])
     with open(log, "a", encoding="utf-8") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, send), ClientSession(read, send) as session:
             await session.initialize()
@@ -302,7 +302,7 @@ def test_search_answers_while_another_process_indexes(tmp_path: Path, notes: Pat
     generate_notes(big, 2000)
     setup_workspace(db, "big", big, index=False)
     indexer = subprocess.Popen(
-        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call", "workspace.index", '["big"]'],
+        [sys.executable, "-m", "autodoc_core", "--db", str(db), "--call", "workspace.index", '["big"]'],
         cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
@@ -372,7 +372,7 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
                                                                        "arguments": {"query": "gecko"}}},
         {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
     ]
-    process = subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "mcp"], cwd=PROJECT,
+    process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp"], cwd=PROJECT,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     answers = {}
     try:

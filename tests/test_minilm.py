@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodoc_core.minilm import BertEncoder
+from autodoc_core.providers.minilm import BertEncoder
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text())
 
@@ -42,8 +42,8 @@ def test_batching_and_order_do_not_change_vectors(encoder: BertEncoder) -> None:
 def test_any_bert_folder_can_be_named(tmp_path) -> None:
     import shutil
 
-    from autodoc_core.embedders import make_embedder
-    from autodoc_core.minilm import default_model_dir
+    from autodoc_core.providers.embedders import make_embedder
+    from autodoc_core.providers.minilm import default_model_dir
 
     folder = tmp_path / "my-bert"
     shutil.copytree(default_model_dir(), folder)
@@ -66,7 +66,7 @@ def test_a_model_that_vanishes_is_a_clear_embed_error(engine, kb, tmp_path) -> N
     import shutil
 
     from autodoc_core.errors import AutodocError
-    from autodoc_core.minilm import default_model_dir
+    from autodoc_core.providers.minilm import default_model_dir
 
     folder = tmp_path / "vanishing"
     shutil.copytree(default_model_dir(), folder)

@@ -119,7 +119,7 @@ def test_setup_after_plugin_is_sourced_lazy_order(tmp_path: Path, notes: Path) -
 
 def test_setup_never_called_uses_the_workspaces_in_the_database(tmp_path: Path, notes: Path) -> None:
     db = tmp_path / "a.db"
-    cli = [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "--call"]
+    cli = [sys.executable, "-m", "autodoc_core", "--db", str(db), "--call"]
     subprocess.run([*cli, "workspace.add", json.dumps(["kb", str(notes)])], check=True, capture_output=True)
     subprocess.run([*cli, "workspace.index", json.dumps(["kb", {"wait": "lexical"}])], check=True,
                    capture_output=True)

@@ -6,9 +6,15 @@ import time
 
 import pytest
 
-from autodoc_core.embedders import CohereEmbedder, OpenAIEmbedder, TeiEmbedder, make_embedder, validate_embedder
 from autodoc_core.errors import AutodocError
-from autodoc_core.http import ProviderError
+from autodoc_core.providers.embedders import (
+    CohereEmbedder,
+    OpenAIEmbedder,
+    TeiEmbedder,
+    make_embedder,
+    validate_embedder,
+)
+from autodoc_core.providers.http import ProviderError
 from tests.model_servers import DIMS, Behaviour, model_server, toy_vector
 
 SECRET = "sk-test-5ecret-value"

@@ -17,7 +17,7 @@ from tests.model_servers import Behaviour, model_server
 
 def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), *args],
+        [sys.executable, "-m", "autodoc_core", "--db", str(db), *args],
         input=stdin, capture_output=True, cwd=PROJECT, timeout=60,
     )
 
@@ -57,7 +57,7 @@ def test_call_errors_print_the_error_object_and_exit_non_zero(tmp_path: Path) ->
 def test_env_variable_selects_the_database(tmp_path: Path, kb: Path) -> None:
     db = tmp_path / "env.db"
     done = subprocess.run(
-        [sys.executable, "-m", "autodoc_core.cli", "--call", "workspace.add", json.dumps(["kb", str(kb)])],
+        [sys.executable, "-m", "autodoc_core", "--call", "workspace.add", json.dumps(["kb", str(kb)])],
         capture_output=True, cwd=PROJECT, env={**os.environ, "AUTODOC_DB": str(db)}, timeout=60,
     )
     assert done.returncode == 0 and db.exists()
@@ -143,7 +143,7 @@ def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Pat
     write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
     with model_server("tei", Behaviour(hold_after=1)) as server:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
+            [sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
         )
         assert process.stdin and process.stdout

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from autodoc_core.semantic import SCAN_BLOCK, VectorIndex, hamming_distances, sign_bits, to_words
+from autodoc_core.retrieve.semantic import SCAN_BLOCK, VectorIndex, hamming_distances, sign_bits, to_words
 
 
 def reference_distances(bits: np.ndarray, query_bits: np.ndarray) -> np.ndarray:

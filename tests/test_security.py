@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
-from autodoc_core.indexer import Indexer
-from autodoc_core.walk import OutsideRoot, open_inside
+from autodoc_core.index.indexer import Indexer
+from autodoc_core.parse.walk import OutsideRoot, open_inside
 from tests.conftest import database_bytes, search, write
 from tests.model_servers import Behaviour, model_server
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import apsw
 import pytest
 
-from autodoc_core.engine import Engine
 from autodoc_core.errors import AutodocError
-from autodoc_core.indexer import CHANGE_LOG_KEEP_ROWS
-from autodoc_core.migrations import SCHEMA_VERSION
-from autodoc_core.store import Store, default_db_path
+from autodoc_core.index.indexer import CHANGE_LOG_KEEP_ROWS
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.database import Store, default_db_path
+from autodoc_core.store.migrations import SCHEMA_VERSION
 from tests.conftest import write
 
 
@@ -148,7 +148,7 @@ def test_recent_changes_are_never_pruned(engine: Engine, kb: Path) -> None:
 
 
 def test_old_schema_is_migrated_in_place(tmp_path: Path, kb: Path) -> None:
-    from autodoc_core.migrations import MIGRATIONS
+    from autodoc_core.store.migrations import MIGRATIONS
 
     path = tmp_path / "old.db"
     conn = apsw.Connection(str(path))

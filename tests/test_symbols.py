@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autodoc_core.symbols import chunk_symbols, classify, lookup_keys
+from autodoc_core.retrieve.symbols import chunk_symbols, classify, lookup_keys
 from tests.conftest import search, write
 
 NOISE = ("Add a retry to the resilience pipeline. The pipeline adds retries; retry the pipeline. "

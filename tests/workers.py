@@ -6,9 +6,9 @@ import sys
 import time
 from pathlib import Path
 
-from autodoc_core import checkpoints
-from autodoc_core.engine import Engine
-from autodoc_core.lease import WriterLease
+from autodoc_core.index import checkpoints
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.lease import WriterLease
 
 PAUSE_FILE = "pause-next-round"  # beside the workspace: the index loop stops itself mid-way through its next run
 

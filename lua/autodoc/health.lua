@@ -75,7 +75,7 @@ function M.check()
   health.start('autodoc: database and workspaces')
   local config = require('autodoc').config
   local db = config.db or vim.env.AUTODOC_DB
-  local cmd = { prog, '-m', 'autodoc_core.cli' }
+  local cmd = { prog, '-m', 'autodoc_core' }
   if db then
     vim.list_extend(cmd, { '--db', db })
   end

@@ -35,7 +35,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from autodoc_core.engine import Engine
+from autodoc_core.service.engine import Engine
 from tests.bench.retrieval import load_queries, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +44,7 @@ LIMIT = 5
 
 
 def autodoc_command(db: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), *args]
+    return [sys.executable, "-m", "autodoc_core", "--db", str(db), *args]
 
 
 class LineClient:

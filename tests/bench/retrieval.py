@@ -22,8 +22,8 @@ from pathlib import Path
 
 import apsw
 
-from autodoc_core.engine import Engine
-from autodoc_core.query import fts_tokens
+from autodoc_core.retrieve.query import fts_tokens
+from autodoc_core.service.engine import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,7 +153,7 @@ def stdio_latency(db: Path, name: str, queries: list[str], rounds: int = 1,
                   stages: tuple[str, ...] = ("lexical",)) -> list[float]:
     """Round trips of search.query through ``autodoc serve --stdio``, in milliseconds."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
+        [sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT,
     )
     assert process.stdin and process.stdout

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from autodoc_core.embedders import BULK_WORKERS
-from autodoc_core.engine import Engine
-from autodoc_core.semantic import SCAN_WORKERS, VectorIndex, sign_bits, to_words
-from autodoc_core.workspace import CONFIG_DEFAULTS
+from autodoc_core.providers.embedders import BULK_WORKERS
+from autodoc_core.retrieve.semantic import SCAN_WORKERS, VectorIndex, sign_bits, to_words
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, eval_engine, percentile, quality, search_options, stdio_latency
 
 THROUGHPUT_TEXTS = 512

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autodoc_core.engine import Engine
+from autodoc_core.service.engine import Engine
 from tests.bench.retrieval import percentile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def db_size_mb(db: Path) -> float:
 
 class StdioServer:
     def __init__(self, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
+        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         self.next_id = 0
 

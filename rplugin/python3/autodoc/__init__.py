@@ -53,12 +53,12 @@ class AutodocPlugin:
             if method == "plugin.setup":
                 result = self._setup(params[0] if params else {})
             else:
-                from autodoc_core.rpc import call
+                from autodoc_core.surface.rpc import call
 
                 result = call(self._get_engine(), method, params)
             self._reply(request_id, result, None)
         except Exception as exc:  # noqa: BLE001 - every failure is reported to the user
-            from autodoc_core.rpc import error_object
+            from autodoc_core.surface.rpc import error_object
 
             LOG.exception("request %s %s failed", request_id, method)
             self._reply(request_id, None, error_object(exc))
@@ -80,7 +80,7 @@ class AutodocPlugin:
     def _get_engine(self):
         with self._engine_lock:
             if self._engine is None:
-                from autodoc_core.engine import Engine
+                from autodoc_core.service.engine import Engine
 
                 self._engine = Engine(self._db)
             return self._engine

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from .errors import invalid_params
-from .http import ProviderError
+from autodoc_core.errors import invalid_params
+from autodoc_core.providers.http import ProviderError
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from .query import ParsedQuery, Term
+from autodoc_core.retrieve.query import ParsedQuery, Term
 
 CANDIDATES = 50
 AND_ENOUGH = 10

@@ -15,7 +15,7 @@ from typing import BinaryIO
 
 import pathspec
 
-from .markdown import MARKDOWN_SUFFIXES
+from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 
 ALWAYS_SKIPPED = {"node_modules", "__pycache__"}
 

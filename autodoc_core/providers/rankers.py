@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import invalid_params
-from .http import ProviderError, post_json, request_json, with_retries
-from .providers import Meter, check_provider_config
+from autodoc_core.errors import invalid_params
+from autodoc_core.providers.base import Meter, check_provider_config
+from autodoc_core.providers.http import ProviderError, post_json, request_json, with_retries
 
 RANKER_PROVIDERS = ("tei", "cohere", "none")
 RANKER_KEYS = {"provider", "url", "model", "window", "api_key_env", "timeout"}

@@ -27,8 +27,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
-from . import __version__
-from .errors import (
+from autodoc_core import __version__
+from autodoc_core.errors import (
     BUSY,
     CODE_NAMES,
     EMBED_FAILED,
@@ -46,7 +46,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from autodoc_core.service.engine import Engine
 
 log = logging.getLogger("autodoc.mcp")
 
@@ -277,7 +277,7 @@ class EngineHandle:
             if self._closed:
                 raise AutodocError(INTERNAL_ERROR, "the server is shutting down")
             if self._engine is None:
-                from .engine import Engine  # imports numpy: kept off the start-up path
+                from autodoc_core.service.engine import Engine  # imports numpy: kept off the start-up path
 
                 engine = Engine(self._db)
                 engine.start_background()

@@ -13,8 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from .engine import Engine
-from .errors import (
+from autodoc_core.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -22,6 +21,7 @@ from .errors import (
     PARSE_ERROR,
     AutodocError,
 )
+from autodoc_core.service.engine import Engine
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 

@@ -23,15 +23,15 @@ from pathlib import Path
 
 import apsw
 
-from . import checkpoints
-from . import frontmatter as fm
-from .document import ParsedDocument, parse_document, reference_key_sets
-from .embedding import bump_epoch
-from .lexical import fts_table, head_text
-from .store import Store
-from .symbols import store_symbols
-from .walk import FoundFile, OutsideRoot, listed_markdown_files, markdown_files, open_inside
-from .workspace import Workspace
+from autodoc_core.index import checkpoints
+from autodoc_core.index.vectors import bump_epoch
+from autodoc_core.parse import frontmatter as fm
+from autodoc_core.parse.document import ParsedDocument, parse_document, reference_key_sets
+from autodoc_core.parse.walk import FoundFile, OutsideRoot, listed_markdown_files, markdown_files, open_inside
+from autodoc_core.retrieve.lexical import fts_table, head_text
+from autodoc_core.retrieve.symbols import store_symbols
+from autodoc_core.store.database import Store
+from autodoc_core.store.workspace import Workspace
 
 PARSER_VERSION = 2  # 2: symbols collected per chunk
 BATCH_SIZE = 200

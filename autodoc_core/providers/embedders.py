@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import invalid_params
-from .http import ProviderError, post_json, request_json, with_retries
-from .providers import Meter, check_provider_config
+from autodoc_core.errors import invalid_params
+from autodoc_core.providers.base import Meter, check_provider_config
+from autodoc_core.providers.http import ProviderError, post_json, request_json, with_retries
 
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
@@ -122,7 +122,7 @@ class LocalEmbedder(Embedder):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        from .minilm import default_model_dir, read_config
+        from autodoc_core.providers.minilm import default_model_dir, read_config
 
         custom = config.get("model_dir")
         self.model_dir = Path(custom).expanduser() if custom else default_model_dir()
@@ -137,7 +137,7 @@ class LocalEmbedder(Embedder):
         """The weights load on first use, not when a workspace is merely configured."""
         with self._load_lock:
             if self._encoder is None:
-                from .minilm import BertEncoder
+                from autodoc_core.providers.minilm import BertEncoder
 
                 self._encoder = BertEncoder(self.model_dir)
             return self._encoder

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import BUSY, AutodocError
+from autodoc_core.errors import BUSY, AutodocError
 
 HEARTBEAT_SECONDS = 1.0
 STALE_SECONDS = 15.0  # a heartbeat older than this means the holder is gone (hung, or on a dead host)

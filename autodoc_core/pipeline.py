@@ -13,18 +13,20 @@ from typing import Any
 import apsw
 import numpy as np
 
-from . import fuse, lexical, shape, symbols
-from .embedders import Embedder
-from .embedding import OFF, SWITCHING
-from .errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
-from .errors import SWITCHING as SWITCHING_CODE
-from .frontmatter import CoercionError, FacetSchema, coerce
-from .http import ProviderError
-from .providers import Pending, within_deadline
-from .query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
-from .rank import Ranker
-from .semantic import CANDIDATES, VectorIndex
-from .workspace import Workspace
+from autodoc_core.errors import EMBED_FAILED, UNSUPPORTED, AutodocError, invalid_params
+from autodoc_core.errors import SWITCHING as SWITCHING_CODE
+from autodoc_core.index.vectors import OFF, SWITCHING
+from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
+from autodoc_core.providers.base import Pending, within_deadline
+from autodoc_core.providers.embedders import Embedder
+from autodoc_core.providers.http import ProviderError
+from autodoc_core.providers.rankers import Ranker
+from autodoc_core.rank import fuse
+from autodoc_core.rank import hits as shape
+from autodoc_core.retrieve import lexical, symbols
+from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, ParsedQuery, parse_query
+from autodoc_core.retrieve.semantic import CANDIDATES, VectorIndex
+from autodoc_core.store.workspace import Workspace
 
 STAGES = ("lexical", "semantic", "rerank")
 MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES), "auto": list(STAGES)}

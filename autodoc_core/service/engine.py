@@ -13,22 +13,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import frontmatter as fm
-from . import lexical
-from . import workspace as wsmod
-from .embedders import Embedder, make_embedder
-from .embedding import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
-from .errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
-from .http import ProviderError
-from .indexer import Indexer, file_problem_summary, remove_workspace_rows
-from .markdown import MARKDOWN_SUFFIXES
-from .providers import within_deadline
-from .rank import Ranker, make_ranker
-from .search import SemanticSource, run_search, wants_semantic
-from .semantic import VectorIndex
-from .store import Store
-from .walk import OutsideRoot, is_inside, open_inside
-from .workspace import Workspace
+from autodoc_core.errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.index.indexer import Indexer, file_problem_summary, remove_workspace_rows
+from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
+from autodoc_core.parse import frontmatter as fm
+from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
+from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
+from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
+from autodoc_core.providers.base import within_deadline
+from autodoc_core.providers.embedders import Embedder, make_embedder
+from autodoc_core.providers.http import ProviderError
+from autodoc_core.providers.rankers import Ranker, make_ranker
+from autodoc_core.retrieve import lexical
+from autodoc_core.retrieve.semantic import VectorIndex
+from autodoc_core.store import workspace as wsmod
+from autodoc_core.store.database import Store
+from autodoc_core.store.workspace import Workspace
 
 CHANGES_PAGE = 1000
 INDEX_WAIT_LEVELS = ("lexical", "semantic")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import apsw
 
-from .errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError
-from .lease import WriterLease
-from .migrations import MIGRATIONS, SCHEMA_VERSION
+from autodoc_core.errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError
+from autodoc_core.store.lease import WriterLease
+from autodoc_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
 BUSY_TIMEOUT_MS = 10_000
 

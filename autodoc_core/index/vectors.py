@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from . import checkpoints
-from .embedders import DEFAULT_EMBEDDER, Embedder
-from .http import ProviderError
-from .semantic import sign_bits
-from .store import Store
+from autodoc_core.index import checkpoints
+from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, Embedder
+from autodoc_core.providers.http import ProviderError
+from autodoc_core.retrieve.semantic import sign_bits
+from autodoc_core.store.database import Store
 
 OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
 

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from .frontmatter import CoercionError, FacetSchema, coerce
+from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 
 MAX_QUERY_CHARS = 4000
 MAX_TERMS = 64

@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from .markdown import Block
+from autodoc_core.parse.markdown import Block
 
 BREADCRUMB_SEPARATOR = " › "
 DEFAULT_SECTION_TOKENS = 350

@@ -10,10 +10,10 @@ from typing import Any
 
 import apsw
 
-from .chunk import DEFAULT_SECTION_TOKENS
-from .embedders import DEFAULT_EMBEDDER, validate_embedder
-from .errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
-from .rank import validate_ranker
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.parse.chunk import DEFAULT_SECTION_TOKENS
+from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, validate_embedder
+from autodoc_core.providers.rankers import validate_ranker
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 

@@ -10,10 +10,10 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import frontmatter as fm
-from .chunk import Chunk, LineTable, abstract_chunk, section_chunks
-from .markdown import name_key, parse_structure, path_key, reference_keys
-from .symbols import chunk_symbols
+from autodoc_core.parse import frontmatter as fm
+from autodoc_core.parse.chunk import Chunk, LineTable, abstract_chunk, section_chunks
+from autodoc_core.parse.markdown import name_key, parse_structure, path_key, reference_keys
+from autodoc_core.retrieve.symbols import chunk_symbols
 
 
 @dataclass

@@ -14,16 +14,16 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from . import __version__
-from .errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
+from autodoc_core import __version__
+from autodoc_core.errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from autodoc_core.service.engine import Engine
 
 
 class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
-        from .rpc import METHODS
+        from autodoc_core.surface.rpc import METHODS
 
         self.epilog = "methods: " + ", ".join(METHODS)
         return super().format_help()
@@ -46,13 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.words == ["mcp"] and not args.call:
-        from .mcp_server import serve
+        from autodoc_core.surface.mcp import serve
 
         return serve(args.db, allow_index=args.allow_index)
     if args.words == ["serve"] and not args.call:
         if not args.stdio:
             parser.error("serve needs --stdio (the only transport)")
-        from .rpc import serve_stdio
+        from autodoc_core.surface.rpc import serve_stdio
 
         engine = _engine(args.db)
         if engine is None:
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _engine(db: str | None) -> Engine | None:
-    from .engine import Engine
+    from autodoc_core.service.engine import Engine
 
     try:
         return Engine(db)
@@ -89,8 +89,8 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
     if not isinstance(params, list | dict):
         _print({"error": AutodocError(INVALID_PARAMS, "params must be a JSON array or object").to_rpc()})
         return 1
-    from .engine import Engine
-    from .rpc import call, error_object
+    from autodoc_core.service.engine import Engine
+    from autodoc_core.surface.rpc import call, error_object
 
     try:
         engine = Engine(db)
