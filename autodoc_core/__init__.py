@@ -1,9 +1,18 @@
 """AutoDoc engine: index Markdown knowledge bases into SQLite and search them.
 
-The modules follow the pipeline: ``store`` (SQLite file), ``frontmatter`` and ``markdown``
-(parse), ``chunk`` (heading-scoped chunks), ``walk`` and ``indexer`` (incremental indexing),
-``query`` and ``lexical`` (stage 1), ``fuse`` and ``shape`` (fusion and result shaping),
-``search`` (the pipeline), ``engine`` (methods) and ``rpc``/``cli`` (the surface).
+The folders follow a document's way in and a query's way out:
+
+    store/      the SQLite file: database, migrations, writer lease, workspaces and settings
+    parse/      walk, frontmatter, markdown, chunk, document: a file becomes chunks with spans
+    index/      indexer (files -> rows), vectors (rows -> embeddings, in the background)
+    retrieve/   query (parsing), lexical (FTS5), symbols (identifiers), semantic (vectors)
+    providers/  model clients: local MiniLM, TEI, OpenAI-compatible, Cohere; HTTP, deadlines
+    rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records)
+    pipeline.py one search: options in, stages run, an answer that says what ran and why
+    service/    engine: the facade every surface calls
+    surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
+
+``errors`` (the JSON-RPC codes and the one exception callers see) is shared by all of them.
 """
 
 import os

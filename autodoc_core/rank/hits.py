@@ -1,51 +1,180 @@
-"""Result shaping: at most N chunks per document, superseded documents below their successor,
-and a snippet around the first query word."""
+"""Hits: the rows a hit is made of, the ``Hit`` record (built here, serialised here), and the
+shaping every answer gets: at most N hits per document, superseded documents below their
+successor, and a snippet around the first query word."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import apsw
+
 MAX_PER_DOCUMENT = 3
 SNIPPET_CHARS = 240
+_ROWS_PER_QUERY = 500
 
 
-@dataclass
-class Candidate:
-    hit: dict[str, Any]
+@dataclass(frozen=True)
+class HitRow:
+    """A chunk and its document, as a hit needs them."""
+
+    chunk_id: int
     doc_id: int
+    path: str
+    breadcrumb: str
+    byte_start: int
+    byte_end: int
+    line_start: int
+    line_end: int
+    generation: int
+    tags: list[str]
+    inbound_links: int
     successor_id: int | None
+    status: str | None
+    title: str | None
+    kind: str
+    successor_path: str | None
+
+    @property
+    def superseded(self) -> bool:
+        return self.status == "superseded" or self.successor_id is not None
+
+
+_ROW_SQL = """
+SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.byte_start, c.byte_end, c.line_start, c.line_end,
+       d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
+       (SELECT path FROM documents s WHERE s.id = d.successor_id)
+FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
+"""
+
+
+def load_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, HitRow]:
+    """The rows of these chunks that this snapshot has, by chunk id."""
+    rows: dict[int, HitRow] = {}
+    for start in range(0, len(chunk_ids), _ROWS_PER_QUERY):
+        part = chunk_ids[start : start + _ROWS_PER_QUERY]
+        for raw in conn.execute(_ROW_SQL.format(marks=", ".join("?" * len(part))), part):
+            row = HitRow(*raw[:9], json.loads(raw[9]), *raw[10:])
+            rows[row.chunk_id] = row
+    return rows
+
+
+def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
+    if not chunk_ids:
+        return {}
+    marks = ", ".join("?" * len(chunk_ids))
+    return dict(conn.execute(f"SELECT id, body FROM chunks WHERE id IN ({marks})", chunk_ids))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One answer line: a section (or, for a facet-only query, a whole document) and how it was found.
+
+    ``doc_id`` and ``successor_id`` order hits and are never sent; ``chunk_id`` is sent for sections."""
+
+    path: str
+    title: str | None
+    breadcrumb: str | None
+    kind: str
+    byte_start: int
+    byte_end: int
+    line_start: int
+    line_end: int
+    relevance: float
+    score: float
+    via: tuple[str, ...]
+    generation: int
     superseded: bool
+    superseded_by: str | None
+    doc_id: int
+    successor_id: int | None = None
+    chunk_id: int | None = None
+    snippet: str = ""
+    rank_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire format of a hit (see ``:help autodoc-hit``)."""
+        fields = {
+            "path": self.path, "title": self.title, "breadcrumb": self.breadcrumb, "kind": self.kind,
+            "snippet": self.snippet, "byte_start": self.byte_start, "byte_end": self.byte_end,
+            "line_start": self.line_start, "line_end": self.line_end, "relevance": self.relevance,
+            "score": self.score, "via": list(self.via), "rank_score": self.rank_score,
+            "generation": self.generation, "superseded": self.superseded, "superseded_by": self.superseded_by,
+        }
+        if self.chunk_id is not None:
+            fields["chunk_id"] = self.chunk_id
+        return fields
+
+    def ranked(self, rank_score: float) -> Hit:
+        """This hit after a cross-encoder scored it."""
+        return dataclasses.replace(self, rank_score=round(rank_score, 6), via=(*self.via, "rank"))
 
 
-def cap_per_document(candidates: list[Candidate], cap: int = MAX_PER_DOCUMENT) -> list[Candidate]:
+def section_hit(row: HitRow, relevance: float, score: float, via: list[str]) -> Hit:
+    return Hit(
+        path=row.path, title=row.title, breadcrumb=row.breadcrumb, kind=row.kind,
+        byte_start=row.byte_start, byte_end=row.byte_end, line_start=row.line_start, line_end=row.line_end,
+        relevance=round(relevance, 4), score=round(score, 6), via=tuple(via), generation=row.generation,
+        superseded=row.superseded, superseded_by=row.successor_path, doc_id=row.doc_id,
+        successor_id=row.successor_id, chunk_id=row.chunk_id,
+    )
+
+
+def document_hits(conn: apsw.Connection, ws_id: int, document_clauses: list[str], params: list,
+                  limit: int) -> list[Hit]:
+    """Whole documents passing the filters, in path order: the answer to a facet-only query."""
+    sql = (
+        "SELECT d.id, d.path, d.title, d.generation, d.line_count, d.size, d.status, d.successor_id, "
+        "(SELECT path FROM documents s WHERE s.id = d.successor_id) "
+        "FROM documents d WHERE d.ws_id = ?" + "".join(f" AND {c}" for c in document_clauses)
+        + " ORDER BY d.path LIMIT ?"
+    )
+    return [
+        Hit(path=path, title=title, breadcrumb=title, kind="document", byte_start=0, byte_end=size, line_start=1,
+            line_end=line_count, relevance=1.0, score=1.0, via=("facet",), generation=generation,
+            superseded=status == "superseded" or successor_id is not None, superseded_by=successor_path,
+            doc_id=doc_id, successor_id=successor_id)
+        for doc_id, path, title, generation, line_count, size, status, successor_id, successor_path
+        in conn.execute(sql, [ws_id, *params, limit])
+    ]
+
+
+def cap_per_document(hits: list[Hit], cap: int = MAX_PER_DOCUMENT) -> list[Hit]:
     counts: dict[int, int] = {}
     kept = []
-    for candidate in candidates:
-        counts[candidate.doc_id] = counts.get(candidate.doc_id, 0) + 1
-        if counts[candidate.doc_id] <= cap:
-            kept.append(candidate)
+    for hit in hits:
+        counts[hit.doc_id] = counts.get(hit.doc_id, 0) + 1
+        if counts[hit.doc_id] <= cap:
+            kept.append(hit)
     return kept
 
 
-def demote_superseded(candidates: list[Candidate]) -> list[Candidate]:
+def demote_superseded(hits: list[Hit]) -> list[Hit]:
     """Move each superseded document's hits directly below its successor's hits, when both appear."""
-    present = {c.doc_id for c in candidates}
-    pending = [c for c in candidates if c.superseded and c.successor_id in present]
-    result = [c for c in candidates if c not in pending]
+    present = {h.doc_id for h in hits}
+    pending = [h for h in hits if h.superseded and h.successor_id in present]
+    result = [h for h in hits if h not in pending]
     while pending:
-        placed = [c for c in pending if any(r.doc_id == c.successor_id for r in result)]
+        placed = [h for h in pending if any(r.doc_id == h.successor_id for r in result)]
         if not placed:  # a supersession cycle: keep the rest in their order, at the end
             return result + pending
-        for candidate in placed:
-            index = max(i for i, r in enumerate(result) if r.doc_id == candidate.successor_id)
-            while index + 1 < len(result) and result[index + 1].successor_id == candidate.successor_id \
+        for hit in placed:
+            index = max(i for i, r in enumerate(result) if r.doc_id == hit.successor_id)
+            while index + 1 < len(result) and result[index + 1].successor_id == hit.successor_id \
                     and result[index + 1].superseded:
                 index += 1
-            result.insert(index + 1, candidate)
-            pending.remove(candidate)
+            result.insert(index + 1, hit)
+            pending.remove(hit)
     return result
+
+
+def with_snippets(conn: apsw.Connection, hits: list[Hit], words: list[str]) -> list[Hit]:
+    texts = bodies(conn, [h.chunk_id for h in hits if h.chunk_id is not None])
+    return [dataclasses.replace(h, snippet=snippet(texts.get(h.chunk_id) or h.breadcrumb or "", words))
+            for h in hits]
 
 
 _SPACE = re.compile(r"\s+")

@@ -1,0 +1,127 @@
+"""A search's options, checked: limit, folder prefixes, facets, stages and retrieval switches.
+
+Every problem is an invalid-params error that names the option and says what it takes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autodoc_core.errors import AutodocError, invalid_params
+from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
+from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter
+from autodoc_core.store.workspace import Workspace
+
+STAGES = ("lexical", "semantic", "rerank")
+MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES), "auto": list(STAGES)}
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 200
+OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode"}
+RETRIEVAL_KEYS = {"abstract_chunk", "demote_superseded", "symbol"}
+
+
+@dataclass
+class SearchOptions:
+    limit: int
+    paths: list[str]
+    facets: list[FacetFilter]
+    abstract_chunk: bool
+    demote_superseded: bool
+    stages: list[str]
+    symbol: bool = True
+
+
+def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOptions:
+    if opts is None:
+        opts = {}
+    if not isinstance(opts, dict):
+        raise invalid_params("search options must be an object")
+    unknown = sorted(set(opts) - OPTION_KEYS)
+    if unknown:
+        raise invalid_params(f"unknown search option {', '.join(unknown)}; known: {', '.join(sorted(OPTION_KEYS))}")
+    limit = opts.get("limit", DEFAULT_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    retrieval = opts.get("retrieval") or {}
+    if not isinstance(retrieval, dict) or set(retrieval) - RETRIEVAL_KEYS:
+        raise invalid_params(f"'retrieval' takes {', '.join(sorted(RETRIEVAL_KEYS))}")
+    for key, value in retrieval.items():
+        if not isinstance(value, bool):
+            raise invalid_params(f"'retrieval.{key}' must be true or false")
+    return SearchOptions(
+        limit=limit,
+        paths=_paths(opts.get("paths")),
+        facets=_option_facets(opts.get("facets"), opts.get("tags"), schema),
+        abstract_chunk=retrieval.get("abstract_chunk", ws.option("abstract_chunk")),
+        demote_superseded=retrieval.get("demote_superseded", ws.option("demote_superseded")),
+        stages=parse_stages(opts.get("stages"), opts.get("mode")),
+        symbol=retrieval.get("symbol", True),
+    )
+
+
+def _paths(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
+        raise invalid_params("'paths' must be a list of folder prefixes")
+    return [p.strip("/").replace("\\", "/") for p in value if p.strip("/")]
+
+
+def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFilter]:
+    result: list[FacetFilter] = []
+    if tags is not None:
+        if isinstance(tags, str):
+            tags = [tags]
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            raise invalid_params("'tags' must be a list of tag names")
+        result.extend(FacetFilter("tag", t.lstrip("#").lower()) for t in tags)
+    if facets is None:
+        return result
+    if not isinstance(facets, dict):
+        raise invalid_params("'facets' must be an object of field: value")
+    for name, value in facets.items():
+        kind = BUILTIN_FACETS.get(name) or schema.declared(name)
+        if kind is None:
+            declared = sorted(set(schema.common) | {f for t in schema.types.values() for f in t})
+            raise invalid_params(
+                f"facet field {name!r} is not declared in _schema/frontmatter.yaml "
+                f"(declared: {', '.join(declared) or 'none'})",
+                field=name,
+            )
+        for item in value if isinstance(value, list) else [value]:
+            try:
+                coerced = coerce(item, kind) if kind != "list" else [str(item)]
+            except CoercionError as exc:
+                raise invalid_params(f"facet {name}: {exc}", field=name) from None
+            result.append(FacetFilter("tag" if name in BUILTIN_FACETS else name, coerced[0]))
+    return result
+
+
+def parse_stages(stages: Any, mode: Any) -> list[str]:
+    if stages is None:
+        if mode is None:
+            return list(STAGES)
+        if mode not in MODES:
+            raise invalid_params(f"'mode' must be one of {', '.join(MODES)}, got {mode!r}")
+        return list(MODES[mode])
+    if not isinstance(stages, list) or not all(s in STAGES for s in stages):
+        raise invalid_params(f"'stages' must be a list drawn from {', '.join(STAGES)}, got {stages!r}")
+    if not stages:
+        return list(STAGES)
+    if "lexical" not in stages and "semantic" not in stages:
+        raise invalid_params("'stages' must include lexical or semantic (rerank only reorders their hits)")
+    return [s for s in STAGES if s in stages]
+
+
+def wants_semantic(opts: Any) -> bool:
+    """Whether a search with these options asks for the semantic stage (bad options: yes, and
+    ``parse_options`` then says what is wrong)."""
+    if not isinstance(opts, dict):
+        return True
+    try:
+        return "semantic" in parse_stages(opts.get("stages"), opts.get("mode"))
+    except AutodocError:
+        return True

@@ -1,0 +1,93 @@
+"""The semantic stage of one search: why it cannot run, embedding the query (in its own thread,
+while the lexical stage reads SQLite), and recalling chunks from the workspace's vector index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+import numpy as np
+
+from autodoc_core.errors import EMBED_FAILED, UNSUPPORTED
+from autodoc_core.errors import SWITCHING as SWITCHING_CODE
+from autodoc_core.index.vectors import OFF, SWITCHING
+from autodoc_core.providers.base import Pending
+from autodoc_core.providers.embedders import Embedder
+from autodoc_core.providers.http import ProviderError
+from autodoc_core.retrieve.filters import allowed_documents
+from autodoc_core.retrieve.lexical import Filters
+from autodoc_core.retrieve.query import ParsedQuery
+from autodoc_core.retrieve.semantic import CANDIDATES, VectorIndex
+
+
+@dataclass
+class SemanticSource:
+    """What the engine knows about a workspace's semantic stage at query time."""
+
+    state: str
+    embedder: Embedder | None = None
+    index: VectorIndex | None = None
+    progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
+    unavailable: str | None = None  # why a configured model cannot be used
+    failure: str | None = None  # why the remote model could not be reached for this search
+
+    def why_not(self) -> tuple[str, int] | None:
+        """Why the stage cannot run, with the error code a semantic-only request gets; None if it can."""
+        if self.unavailable:
+            return self.unavailable, UNSUPPORTED
+        if self.failure:
+            return f"embedding the query failed: {self.failure}", EMBED_FAILED
+        if self.state == OFF or self.embedder is None:
+            return "no embedding model is configured for this workspace", UNSUPPORTED
+        if self.state == SWITCHING:
+            return "a new embedding model is filling", SWITCHING_CODE
+        if self.index is None or len(self.index) == 0:
+            embedded, total = self.progress
+            return f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)", UNSUPPORTED
+        return None
+
+
+def start_query_embedding(query: ParsedQuery, semantic: SemanticSource) -> Pending[np.ndarray] | None:
+    """Embed the query in its own thread (both it and the lexical stage release the GIL in their
+    inner loops); None when the stage cannot run."""
+    if semantic.why_not() is not None or semantic.embedder is None:
+        return None
+    embedder = semantic.embedder
+    text = query.semantic_text or query.raw or " "
+    return Pending(lambda: embedder.embed([text], "query")[0], name="autodoc-query-embedding")
+
+
+@dataclass
+class QueryVector:
+    """The collected query embedding, or why there is none (reason and error code)."""
+
+    vector: np.ndarray | None
+    failure: tuple[str, int] | None = None
+    embed_ms: float | None = None  # how long the embedding itself took
+
+
+def collect(embedding: Pending[np.ndarray] | None, semantic: SemanticSource, deadline: float) -> QueryVector:
+    """The query embedding, waiting for a remote one at most ``deadline`` seconds from its start."""
+    if embedding is None:  # it was started only if the stage could run
+        return QueryVector(None, semantic.why_not())
+    remote = semantic.embedder is not None and semantic.embedder.remote
+    try:
+        vector = embedding.result(deadline if remote else None, "the embedding provider")
+    except ProviderError as exc:
+        return QueryVector(None, (f"embedding the query failed: {exc.reason}", EMBED_FAILED))
+    return QueryVector(vector, embed_ms=round(embedding.seconds * 1000, 3))
+
+
+@dataclass
+class SemanticResult:
+    chunk_ids: list[int] = field(default_factory=list)
+    cosines: dict[int, float] = field(default_factory=dict)
+    scanned: int = 0
+    shortlist: int = 0
+
+
+def recall(conn: apsw.Connection, ws_id: int, vector: np.ndarray, filters: Filters, index: VectorIndex,
+           limit: int) -> SemanticResult:
+    """The chunks nearest the query vector among those the filters allow."""
+    found = index.search(vector, allowed_documents(conn, ws_id, filters), max(CANDIDATES, limit))
+    return SemanticResult(found.chunk_ids, found.cosines, found.scanned, found.shortlist)
