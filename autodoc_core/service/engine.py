@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autodoc_core.errors import EMBED_FAILED, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.errors import EMBED_FAILED, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, file_problem_summary, remove_workspace_rows
 from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from autodoc_core.parse import frontmatter as fm
-from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
-from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.base import within_deadline
 from autodoc_core.providers.embedders import Embedder, make_embedder
@@ -26,14 +24,13 @@ from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.rankers import Ranker, make_ranker
 from autodoc_core.retrieve import lexical
 from autodoc_core.retrieve.semantic import VectorIndex
+from autodoc_core.service import changes, documents
+from autodoc_core.service.filler import BackgroundFiller
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
 
-CHANGES_PAGE = 1000
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
-LEASE_RETRY_SECONDS = 5.0
-MAX_FILL_BACKOFF_SECONDS = 300.0
 
 
 class Engine:
@@ -47,9 +44,8 @@ class Engine:
         self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
         self._progress: dict[int, Progress] = {}
         self._semantic_lock = threading.RLock()
-        self._wake = threading.Event()
         self._stop = threading.Event()
-        self._filler: threading.Thread | None = None
+        self._filler: BackgroundFiller | None = None
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -61,7 +57,6 @@ class Engine:
 
     def close(self) -> None:
         self._stop.set()
-        self._wake.set()
         if self._filler is not None:
             self._filler.join(timeout=30)
         self.store.close()
@@ -164,43 +159,8 @@ class Engine:
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
         if self._filler is None:
-            self._filler = threading.Thread(target=self._fill_loop, name="autodoc-embedder", daemon=True)
-            self._filler.start()
-        self._wake.set()
-
-    def _fill_loop(self) -> None:
-        """Each workspace on its own schedule: a failing or hanging provider backs off (1 s doubling
-        to 5 min) without holding up the others. Only the process holding the writer lease fills,
-        so two editors on one database never embed the same text twice."""
-        retry_at: dict[int, float] = {}
-        backoff: dict[int, float] = {}
-        while not self._stop.is_set():
-            now = time.monotonic()
-            self._wake.wait(timeout=min([60.0, *(max(t - now, 0.05) for t in retry_at.values())]))
-            self._wake.clear()
-            with self.store.snapshot() as conn:
-                spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
-            # Forget schedules of workspaces that need nothing now (filled by another process,
-            # removed): a past-due entry would wake this loop every 50 ms for nothing.
-            needed = {ws.id for ws in spaces}
-            retry_at = {ws_id: at for ws_id, at in retry_at.items() if ws_id in needed}
-            backoff = {ws_id: delay for ws_id, delay in backoff.items() if ws_id in needed}
-            for ws in spaces:
-                if self._stop.is_set():
-                    return
-                if time.monotonic() < retry_at.get(ws.id, 0):
-                    continue
-                if not self.store.lease.try_acquire():
-                    retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
-                    continue
-                try:
-                    self.fill_vectors(ws, background=True)
-                except Exception:  # noqa: BLE001 - recorded in the workspace's progress; a background thread survives
-                    delay = backoff[ws.id] = min(backoff.get(ws.id, 0.5) * 2, MAX_FILL_BACKOFF_SECONDS)
-                    retry_at[ws.id] = time.monotonic() + delay
-                else:
-                    backoff.pop(ws.id, None)
-                    retry_at.pop(ws.id, None)
+            self._filler = BackgroundFiller(self.store, self._needs_vectors, self.fill_vectors, self._stop)
+        self._filler.wake()
 
     def _needs_vectors(self, conn, ws: Workspace) -> bool:
         try:
@@ -286,7 +246,7 @@ class Engine:
         if wait == "semantic":
             result["embedding"] = self.fill_vectors(self._workspace(name))
         elif self._filler is not None:
-            self._wake.set()
+            self._filler.wake()
         with self.store.snapshot() as conn:
             result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
         return result
@@ -336,110 +296,18 @@ class Engine:
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
-        ws = self._workspace(name)
-        abspath, relpath = self._resolve_inside(ws, path)
-        opts = opts or {}
-        if not isinstance(opts, dict):
-            raise invalid_params("read options must be an object")
-        limit = ws.option("max_file_bytes")
-        try:
-            size = os.path.getsize(abspath)
-            if size > limit:
-                raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
-            with open_inside(ws.root, abspath) as handle:
-                raw = handle.read(min(limit + 1, size + 65536))
-        except OutsideRoot:
-            raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
-        except FileNotFoundError:
-            raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
-        lines = raw.decode("utf-8", "replace").splitlines()
-        first = _line_option(opts, "line_start", 1)
-        last = _line_option(opts, "line_end", len(lines))
-        if last < first:
-            raise invalid_params("'line_end' must not be before 'line_start'")
-        return {
-            "path": relpath,
-            "line_start": first,
-            "line_end": min(last, len(lines)),
-            "total_lines": len(lines),
-            "text": "\n".join(lines[first - 1 : last]),
-        }
-
-    def _resolve_inside(self, ws: Workspace, path: Any) -> tuple[str, str]:
-        if not isinstance(path, str) or not path:
-            raise invalid_params("path must be a non-empty string relative to the workspace root")
-        if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
-            raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
-        abspath = os.path.realpath(os.path.join(ws.root, path))
-        if not is_inside(ws.root, abspath):
-            raise AutodocError(OUTSIDE_ROOT, f"{path!r} resolves outside the workspace root", path=path)
-        if not abspath.lower().endswith(MARKDOWN_SUFFIXES):
-            raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
-        return abspath, os.path.relpath(abspath, ws.root).replace(os.sep, "/")
+        return documents.read(self._workspace(name), path, opts)
 
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
         """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact
         title or alias first, then prefixes, then the rest, each in path order."""
         ws = self._workspace(name)
-        if not isinstance(query, str):
-            raise invalid_params("query must be a string")
-        limit = (opts or {}).get("limit", 50) if isinstance(opts, dict) else 50
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise invalid_params("'limit' must be an integer from 1 to 1000")
-        needle = query.strip().lower()
         with self.store.snapshot() as conn:
-            rows = conn.execute(
-                "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
-            ).fetchall()
-        ranked = []
-        for path, title, aliases_json, line_count in rows:
-            aliases = json.loads(aliases_json)
-            names = [title.lower(), *(a.lower() for a in aliases)]
-            if needle and not any(needle in n for n in [*names, path.lower()]):
-                continue
-            tier = 0 if needle in names else 1 if any(n.startswith(needle) for n in names) else 2
-            ranked.append((tier, path, {"path": path, "title": title, "aliases": aliases, "line_count": line_count}))
-        ranked.sort(key=lambda item: item[:2])
-        return [item[2] for item in ranked[:limit]]
+            return documents.find(conn, ws, query, opts)
 
     # -- changes.* -------------------------------------------------------------------------
 
     def changes_since(self, name: Any, cursor: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)
-        if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0):
-            raise invalid_params("cursor must be null or the integer returned by a previous changes.since")
-        start = cursor or 0
         with self.store.snapshot() as conn:
-            oldest = conn.execute("SELECT MIN(seq) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
-            rows = conn.execute(
-                "SELECT seq, op, path, generation, at, detail FROM changes WHERE ws_id = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (ws.id, start, CHANGES_PAGE + 1),
-            ).fetchall()
-        more = len(rows) > CHANGES_PAGE
-        rows = rows[:CHANGES_PAGE]
-        changes = [
-            {"seq": seq, "op": op, "path": path, "generation": gen, "at": at, **(_loads(detail) or {})}
-            for seq, op, path, gen, at, detail in rows
-        ]
-        return {
-            "changes": changes,
-            "cursor": rows[-1][0] if rows else start,
-            "more": more,
-            # The log was pruned past this cursor: the client must resynchronise from scratch.
-            "reset": bool(cursor) and oldest is not None and oldest > start + 1,
-            "at": time.time(),
-        }
-
-
-def _line_option(opts: dict, key: str, default: int) -> int:
-    value = opts.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid_params(f"'{key}' must be a line number (1 or more)")
-    return value
-
-
-def _loads(text: str | None) -> Any:
-    return json.loads(text) if text else None
+            return changes.since(conn, ws, cursor)

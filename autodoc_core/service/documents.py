@@ -1,0 +1,97 @@
+"""Reading documents (a line range, inside the workspace root only) and finding them by title,
+alias or path."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import apsw
+
+from autodoc_core.errors import NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
+from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
+from autodoc_core.store.workspace import Workspace
+
+MAX_LIST = 1000
+DEFAULT_LIST = 50
+
+
+def read(ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
+    """Lines ``line_start``..``line_end`` (default: all) of a Markdown file inside the root. The file
+    actually opened is checked too, so a symlink swapped in after the check is refused."""
+    abspath, relpath = resolve_inside(ws, path)
+    opts = opts or {}
+    if not isinstance(opts, dict):
+        raise invalid_params("read options must be an object")
+    limit = ws.option("max_file_bytes")
+    try:
+        size = os.path.getsize(abspath)
+        if size > limit:
+            raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
+        with open_inside(ws.root, abspath) as handle:
+            raw = handle.read(min(limit + 1, size + 65536))
+    except OutsideRoot:
+        raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
+    except FileNotFoundError:
+        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
+    lines = raw.decode("utf-8", "replace").splitlines()
+    first = _line_option(opts, "line_start", 1)
+    last = _line_option(opts, "line_end", len(lines))
+    if last < first:
+        raise invalid_params("'line_end' must not be before 'line_start'")
+    return {
+        "path": relpath,
+        "line_start": first,
+        "line_end": min(last, len(lines)),
+        "total_lines": len(lines),
+        "text": "\n".join(lines[first - 1 : last]),
+    }
+
+
+def resolve_inside(ws: Workspace, path: Any) -> tuple[str, str]:
+    """(absolute path, path relative to the root) of a Markdown file that resolves inside the root."""
+    if not isinstance(path, str) or not path:
+        raise invalid_params("path must be a non-empty string relative to the workspace root")
+    if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
+        raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
+    abspath = os.path.realpath(os.path.join(ws.root, path))
+    if not is_inside(ws.root, abspath):
+        raise AutodocError(OUTSIDE_ROOT, f"{path!r} resolves outside the workspace root", path=path)
+    if not abspath.lower().endswith(MARKDOWN_SUFFIXES):
+        raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
+    return abspath, os.path.relpath(abspath, ws.root).replace(os.sep, "/")
+
+
+def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> list[dict[str, Any]]:
+    """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact
+    title or alias first, then prefixes, then the rest, each in path order."""
+    if not isinstance(query, str):
+        raise invalid_params("query must be a string")
+    limit = (opts or {}).get("limit", DEFAULT_LIST) if isinstance(opts, dict) else DEFAULT_LIST
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+        raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIST}")
+    needle = query.strip().lower()
+    rows = conn.execute(
+        "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
+    ).fetchall()
+    ranked = []
+    for path, title, aliases_json, line_count in rows:
+        aliases = json.loads(aliases_json)
+        names = [title.lower(), *(a.lower() for a in aliases)]
+        if needle and not any(needle in n for n in [*names, path.lower()]):
+            continue
+        tier = 0 if needle in names else 1 if any(n.startswith(needle) for n in names) else 2
+        ranked.append((tier, path, {"path": path, "title": title, "aliases": aliases, "line_count": line_count}))
+    ranked.sort(key=lambda item: item[:2])
+    return [item[2] for item in ranked[:limit]]
+
+
+def _line_option(opts: dict[str, Any], key: str, default: int) -> int:
+    value = opts.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise invalid_params(f"'{key}' must be a line number (1 or more)")
+    return value

@@ -1,0 +1,80 @@
+"""The background vector fill of a long-lived process (the server, the editor's host).
+
+Each workspace on its own schedule: a failing or hanging provider backs off (1 s doubling to
+5 min) without holding up the others. Only the process holding the writer lease fills, so two
+editors on one database never embed the same text twice.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import apsw
+
+from autodoc_core.store import workspace as wsmod
+from autodoc_core.store.database import Store
+from autodoc_core.store.workspace import Workspace
+
+LEASE_RETRY_SECONDS = 5.0
+MAX_BACKOFF_SECONDS = 300.0
+IDLE_WAKE_SECONDS = 60.0
+
+
+class BackgroundFiller:
+    def __init__(self, store: Store, needs_vectors: Callable[[apsw.Connection, Workspace], bool],
+                 fill: Callable[..., Any], stop: threading.Event) -> None:
+        self.store = store
+        self._needs_vectors = needs_vectors
+        self._fill = fill
+        self._stop = stop
+        self._wake = threading.Event()
+        self._retry_at: dict[int, float] = {}
+        self._backoff: dict[int, float] = {}
+        self._thread = threading.Thread(target=self._loop, name="autodoc-embedder", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Look for work now (after an index run or a configuration change)."""
+        self._wake.set()
+
+    def join(self, timeout: float) -> None:
+        self._wake.set()
+        self._thread.join(timeout=timeout)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
+            self._wake.clear()
+            for ws in self._workspaces_needing_vectors():
+                if self._stop.is_set():
+                    return
+                self._fill_one(ws)
+
+    def _workspaces_needing_vectors(self) -> list[Workspace]:
+        with self.store.snapshot() as conn:
+            spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
+        # Forget schedules of workspaces that need nothing now (filled by another process, removed):
+        # a past-due entry would wake this loop every 50 ms for nothing.
+        needed = {ws.id for ws in spaces}
+        self._retry_at = {ws_id: at for ws_id, at in self._retry_at.items() if ws_id in needed}
+        self._backoff = {ws_id: delay for ws_id, delay in self._backoff.items() if ws_id in needed}
+        return spaces
+
+    def _fill_one(self, ws: Workspace) -> None:
+        if time.monotonic() < self._retry_at.get(ws.id, 0):
+            return
+        if not self.store.lease.try_acquire():
+            self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
+            return
+        try:
+            self._fill(ws, background=True)
+        except Exception:  # noqa: BLE001 - recorded in the workspace's progress; a background thread survives
+            delay = self._backoff[ws.id] = min(self._backoff.get(ws.id, 0.5) * 2, MAX_BACKOFF_SECONDS)
+            self._retry_at[ws.id] = time.monotonic() + delay
+        else:
+            self._backoff.pop(ws.id, None)
+            self._retry_at.pop(ws.id, None)
