@@ -1,7 +1,9 @@
-"""What embedders and rankers share: call metering and the checks on their configuration."""
+"""What embedders and rankers share: call metering, deadlines, API keys from the environment, the
+checks on their configuration, TEI's ``/info`` and the Cohere SDK's client."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from autodoc_core.errors import invalid_params
-from autodoc_core.providers.http import ProviderError
+from autodoc_core.providers.http import ProviderError, request_json, with_retries
 
 T = TypeVar("T")
 
@@ -103,3 +105,47 @@ def check_provider_config(value: Any, what: str, known_keys: set[str], providers
     if value.get("provider") not in providers:
         raise invalid_params(f"{what} provider must be one of {', '.join(providers)}, got {value.get('provider')!r}")
     return value
+
+
+def check_url(config: dict[str, Any], what: str) -> str:
+    """The configuration's ``url``, which must be http(s); the error names the provider and its kind."""
+    url = config.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise invalid_params(f"the {config.get('provider')} {what} needs 'url' (http:// or https://)")
+    return url.rstrip("/")
+
+
+def check_seconds(config: dict[str, Any], what: str, key: str, high: float) -> None:
+    value = config.get(key)
+    if key in config and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high):
+        raise invalid_params(f"{what} '{key}' must be a number of seconds from 0 to {high:g}")
+
+
+def api_key(config: dict[str, Any], default_env: str | None = None) -> str | None:
+    """The key from the environment variable the configuration names; keys are never stored."""
+    name = config.get("api_key_env") or default_env
+    return os.environ.get(name) if name else None
+
+
+def bearer(config: dict[str, Any]) -> dict[str, str]:
+    key = api_key(config)
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def tei_model_id(url: str, timeout: float, headers: dict[str, str], retries: int) -> str:
+    """The model a TEI server runs, from ``GET /info``."""
+    info = with_retries(lambda: request_json("GET", f"{url}/info", None, timeout, headers), retries)
+    return str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+
+
+def cohere_client(config: dict[str, Any], timeout: float, retries: int) -> Any:
+    """A ``cohere.ClientV2`` for Cohere or a Cohere-compatible server at ``url``; the SDK loads on first use."""
+    import cohere
+
+    key = api_key(config, "CO_API_KEY")
+    if not key:
+        raise ProviderError(f"no API key: set the environment variable {config.get('api_key_env') or 'CO_API_KEY'}")
+    options: dict[str, Any] = {"api_key": key, "timeout": timeout, "max_retries": retries}
+    if config.get("url"):
+        options["base_url"] = str(config["url"]).rstrip("/")
+    return cohere.ClientV2(**options)

@@ -17,8 +17,16 @@ from typing import Any
 import numpy as np
 
 from autodoc_core.errors import invalid_params
-from autodoc_core.providers.base import Meter, check_provider_config
-from autodoc_core.providers.http import ProviderError, post_json, request_json, with_retries
+from autodoc_core.providers.base import (
+    Meter,
+    bearer,
+    check_provider_config,
+    check_seconds,
+    check_url,
+    cohere_client,
+    tei_model_id,
+)
+from autodoc_core.providers.http import ProviderError, post_json, with_retries
 
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
@@ -110,9 +118,6 @@ class Embedder:
     def _retries(self) -> int:
         return int(self.config.get("retries", 2))
 
-    def _api_key(self, default_env: str | None) -> str | None:
-        name = self.config.get("api_key_env") or default_env
-        return os.environ.get(name) if name else None
 
 
 class LocalEmbedder(Embedder):
@@ -158,23 +163,17 @@ class TeiEmbedder(Embedder):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        self.url = _required_url(config)
+        self.url = check_url(config, "embedder")
         self.batch_size = int(config.get("batch_size", 32))
-
-    def _headers(self) -> dict[str, str]:
-        key = self._api_key(None)
-        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def probe(self) -> None:
         if not self.model:
-            info = with_retries(lambda: request_json("GET", f"{self.url}/info", None, self._timeout(),
-                                                     self._headers()), self._retries())
-            self.model = str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+            self.model = tei_model_id(self.url, self._timeout(), bearer(self.config), self._retries())
         super().probe()
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"inputs": texts, "truncate": True, "normalize": True}
-        answer = with_retries(lambda: post_json(f"{self.url}/embed", body, self._timeout(), self._headers()),
+        answer = with_retries(lambda: post_json(f"{self.url}/embed", body, self._timeout(), bearer(self.config)),
                               self._retries())
         return normalise(answer, len(texts))
 
@@ -186,17 +185,15 @@ class OpenAIEmbedder(Embedder):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        self.url = _required_url(config)
+        self.url = check_url(config, "embedder")
         if not self.model:
             raise invalid_params("the openai embedder needs 'model'")
         self.batch_size = int(config.get("batch_size", 64))
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
-        key = self._api_key(None)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
         url = self.url if self.url.endswith("/v1/embeddings") else f"{self.url}/v1/embeddings"
-        answer = with_retries(lambda: post_json(url, body, self._timeout(), headers), self._retries())
+        answer = with_retries(lambda: post_json(url, body, self._timeout(), bearer(self.config)), self._retries())
         try:
             items = sorted(answer["data"], key=lambda item: item["index"])
             rows = [item["embedding"] for item in items]
@@ -217,18 +214,9 @@ class CohereEmbedder(Embedder):
         self.batch_size = int(config.get("batch_size", 96))
         self._client = None
 
-    def _client_for_call(self):
+    def _client_for_call(self) -> Any:
         if self._client is None:
-            import cohere
-
-            key = self._api_key("CO_API_KEY")
-            if not key:
-                env = self.config.get("api_key_env") or "CO_API_KEY"
-                raise ProviderError(f"no API key: set the environment variable {env}")
-            options: dict[str, Any] = {"api_key": key, "timeout": self._timeout(), "max_retries": self._retries()}
-            if self.config.get("url"):
-                options["base_url"] = str(self.config["url"]).rstrip("/")
-            self._client = cohere.ClientV2(**options)
+            self._client = cohere_client(self.config, self._timeout(), self._retries())
         return self._client
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
@@ -247,13 +235,6 @@ class CohereEmbedder(Embedder):
         return normalise(rows, len(texts))
 
 
-def _required_url(config: dict[str, Any]) -> str:
-    url = config.get("url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise invalid_params(f"the {config.get('provider')} embedder needs 'url' (http:// or https://)")
-    return url.rstrip("/")
-
-
 def validate_embedder(value: Any) -> dict[str, Any]:
     if value == "local":
         return dict(DEFAULT_EMBEDDER)
@@ -262,7 +243,7 @@ def validate_embedder(value: Any) -> dict[str, Any]:
         return {"provider": "none"}
     provider = value["provider"]
     if provider in ("tei", "openai"):
-        _required_url(value)
+        check_url(value, "embedder")
     if provider == "local" and value.get("model_dir"):
         folder = Path(str(value["model_dir"])).expanduser()
         missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
@@ -270,9 +251,7 @@ def validate_embedder(value: Any) -> dict[str, Any]:
             raise invalid_params(f"model_dir {str(folder)!r} lacks {', '.join(missing)}")
     if provider in ("openai", "cohere") and not value.get("model"):
         raise invalid_params(f"the {provider} embedder needs 'model'")
-    for key in ("timeout",):
-        if key in value and (not isinstance(value[key], int | float) or not 0 < value[key] <= 600):
-            raise invalid_params(f"embedder '{key}' must be a number of seconds from 0 to 600")
+    check_seconds(value, "embedder", "timeout", 600)
     return dict(value)
 
 

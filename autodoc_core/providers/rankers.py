@@ -11,8 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from autodoc_core.errors import invalid_params
-from autodoc_core.providers.base import Meter, check_provider_config
-from autodoc_core.providers.http import ProviderError, post_json, request_json, with_retries
+from autodoc_core.providers.base import (
+    Meter,
+    bearer,
+    check_provider_config,
+    check_seconds,
+    check_url,
+    cohere_client,
+    tei_model_id,
+)
+from autodoc_core.providers.http import ProviderError, post_json, with_retries
 
 RANKER_PROVIDERS = ("tei", "cohere", "none")
 RANKER_KEYS = {"provider", "url", "model", "window", "api_key_env", "timeout"}
@@ -70,17 +78,17 @@ class TeiRanker(Ranker):
 
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
-        self.url = str(config["url"]).rstrip("/")
+        self.url = check_url(config, "ranker")
 
     def _model_name(self) -> None:
         if not self.model:
-            info = request_json("GET", f"{self.url}/info", None, self.timeout)
-            self.model = str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+            self.model = tei_model_id(self.url, self.timeout, bearer(self.config), retries=0)
 
     def _scores(self, query: str, texts: list[str]) -> list[float]:
         self._model_name()
         body = {"query": query, "texts": texts, "raw_scores": False, "truncate": True}
-        answer = with_retries(lambda: post_json(f"{self.url}/rerank", body, self.timeout), retries=1)
+        answer = with_retries(lambda: post_json(f"{self.url}/rerank", body, self.timeout, bearer(self.config)),
+                              retries=1)
         return scores_from_pairs(answer, len(texts), "score")
 
 
@@ -93,20 +101,9 @@ class CohereRanker(Ranker):
         super().__init__(config)
         self._client = None
 
-    def _client_for_call(self):
+    def _client_for_call(self) -> Any:
         if self._client is None:
-            import os
-
-            import cohere
-
-            env = self.config.get("api_key_env") or "CO_API_KEY"
-            key = os.environ.get(env)
-            if not key:
-                raise ProviderError(f"no API key: set the environment variable {env}")
-            options: dict[str, Any] = {"api_key": key, "timeout": self.timeout, "max_retries": 1}
-            if self.config.get("url"):
-                options["base_url"] = str(self.config["url"]).rstrip("/")
-            self._client = cohere.ClientV2(**options)
+            self._client = cohere_client(self.config, self.timeout, retries=1)
         return self._client
 
     def _scores(self, query: str, texts: list[str]) -> list[float]:
@@ -138,14 +135,11 @@ def validate_ranker(value: Any) -> dict[str, Any]:
     if isinstance(window, bool) or not isinstance(window, int) or not WINDOW_RANGE[0] <= window <= WINDOW_RANGE[1]:
         raise invalid_params(f"ranker 'window' must be an integer from {WINDOW_RANGE[0]} to {WINDOW_RANGE[1]}, "
                              f"got {window!r}")
-    url = value.get("url")
-    if provider == "tei" and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
-        raise invalid_params("the tei ranker needs 'url' (http:// or https://)")
+    if provider == "tei":
+        check_url(value, "ranker")
     if provider == "cohere" and not value.get("model"):
         raise invalid_params("the cohere ranker needs 'model'")
-    timeout = value.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 120:
-        raise invalid_params("ranker 'timeout' must be a number of seconds from 0 to 120")
+    check_seconds(value, "ranker", "timeout", 120)
     return dict(value)
 
 
