@@ -209,7 +209,9 @@ class Indexer:
             while window := list(itertools.islice(jobs, PARSE_WINDOW)):
                 yield from pool.map(_parse_job, window, chunksize=16)
 
-    def _write(self, pending, touched, renames, gone, skipped, existing) -> None:
+    def _write(self, pending: list[tuple[FoundFile, bytes, str]], touched: list[tuple[FoundFile, _Existing]],
+               renames: dict[str, tuple[str, _Existing]], gone: dict[str, _Existing], skipped: dict[str, str],
+               existing: dict[str, _Existing]) -> None:
         if touched:
             with self.store.write() as conn:
                 for item, old in touched:
@@ -252,8 +254,8 @@ class Indexer:
         ).fetchone()[0]
         return generation
 
-    def _write_document(self, conn, item: FoundFile, parsed: ParsedDocument, digest: str, old: _Existing | None,
-                        renames) -> None:
+    def _write_document(self, conn: apsw.Connection, item: FoundFile, parsed: ParsedDocument, digest: str,
+                        old: _Existing | None, renames: dict[str, tuple[str, _Existing]]) -> None:
         generation = self._next_generation(conn)
         renamed_from = None
         if old is None and item.relpath in renames:
@@ -304,7 +306,7 @@ class Indexer:
             self._log(conn, "changed", item.relpath, generation)
             self.report.changed += 1
 
-    def _write_chunks(self, conn, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool,
+    def _write_chunks(self, conn: apsw.Connection, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool,
                       new: bool) -> None:
         reusable: dict[str, list[int]] = {}
         existing = () if new else conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,))
@@ -345,14 +347,14 @@ class Indexer:
         stale.extend(i for ids in reusable.values() for i in ids)
         self._delete_chunks(conn, stale)
 
-    def _delete_chunks(self, conn, chunk_ids: list[int]) -> None:
+    def _delete_chunks(self, conn: apsw.Connection, chunk_ids: list[int]) -> None:
         for chunk_id in chunk_ids:
             conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
             conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
             conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
         self.report.chunks_deleted += len(chunk_ids)
 
-    def _write_doc_rows(self, conn, doc_id: int, parsed: ParsedDocument, new: bool) -> None:
+    def _write_doc_rows(self, conn: apsw.Connection, doc_id: int, parsed: ParsedDocument, new: bool) -> None:
         for table in () if new else ("facets", "doc_keys", "links"):
             column = "src_doc_id" if table == "links" else "doc_id"
             conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (doc_id,))
@@ -370,7 +372,7 @@ class Indexer:
             [(self.ws.id, doc_id, key) for key in parsed.link_keys],
         )
 
-    def _delete_document(self, conn, path: str, doc_id: int) -> None:
+    def _delete_document(self, conn: apsw.Connection, path: str, doc_id: int) -> None:
         chunk_ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
         self._delete_chunks(conn, chunk_ids)
         for table in ("facets", "doc_keys"):
@@ -380,7 +382,7 @@ class Indexer:
         self._log(conn, "deleted", path, self._next_generation(conn))
         self.report.deleted += 1
 
-    def _set_problems(self, conn, path: str, kind: str, reasons: list[str]) -> None:
+    def _set_problems(self, conn: apsw.Connection, path: str, kind: str, reasons: list[str]) -> None:
         conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
         now = time.time()
         conn.executemany(
@@ -389,13 +391,13 @@ class Indexer:
         )
         self.report.problems.extend({"path": path, "kind": kind, "reason": r} for r in reasons)
 
-    def _log(self, conn, op: str, path: str, generation: int, detail: dict | None = None) -> None:
+    def _log(self, conn: apsw.Connection, op: str, path: str, generation: int, detail: dict | None = None) -> None:
         conn.execute(
             "INSERT INTO changes(ws_id, op, path, generation, at, detail) VALUES (?,?,?,?,?,?)",
             (self.ws.id, op, path, generation, time.time(), json.dumps(detail) if detail else None),
         )
 
-    def _resolve_links(self, conn) -> None:
+    def _resolve_links(self, conn: apsw.Connection) -> None:
         """Recount inbound links and find each superseded document's successor."""
         ws = self.ws.id
         key_docs: dict[str, list[int]] = {}
@@ -432,7 +434,7 @@ class Indexer:
                     (new_inbound, new_successor, doc_id),
                 )
 
-    def _prune_change_log(self, conn) -> None:
+    def _prune_change_log(self, conn: apsw.Connection) -> None:
         conn.execute(
             "DELETE FROM changes WHERE ws_id = ? AND at < ? AND seq < "
             "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
@@ -440,7 +442,7 @@ class Indexer:
         )
 
 
-def _stored_link_signature(conn, doc_id: int) -> tuple:
+def _stored_link_signature(conn: apsw.Connection, doc_id: int) -> tuple:
     """What link resolution reads of one document: its keys, its links, its supersession."""
     keys = sorted(r[0] for r in conn.execute("SELECT key FROM doc_keys WHERE doc_id = ?", (doc_id,)))
     links = sorted(r[0] for r in conn.execute("SELECT target_key FROM links WHERE src_doc_id = ?", (doc_id,)))
@@ -471,12 +473,12 @@ def _first(key_docs: dict[str, list[int]], keys: list[str]) -> int | None:
     return None
 
 
-def file_problem_summary(conn, ws_id: int) -> list[dict]:
+def file_problem_summary(conn: apsw.Connection, ws_id: int) -> list[dict]:
     rows = conn.execute("SELECT path, kind, reason FROM problems WHERE ws_id = ? ORDER BY path", (ws_id,))
     return [{"path": p, "kind": k, "reason": r} for p, k, r in rows]
 
 
-def remove_workspace_rows(conn, ws_id: int) -> None:
+def remove_workspace_rows(conn: apsw.Connection, ws_id: int) -> None:
     for table in ("chunks", "symbols", "embeddings", "facets", "doc_keys", "links", "problems", "changes",
                   "documents"):
         conn.execute(f"DELETE FROM {table} WHERE ws_id = ?", (ws_id,))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import apsw
 import numpy as np
 
 from autodoc_core.index import checkpoints
@@ -43,7 +44,7 @@ class Progress:
                 "error": self.error}
 
 
-def counts(conn, ws_id: int, model_fp: str) -> tuple[int, int]:
+def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
     """(distinct chunk texts with a vector for this model, distinct chunk texts)."""
     total = conn.execute("SELECT COUNT(DISTINCT text_hash) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
     embedded = conn.execute(
@@ -66,7 +67,7 @@ def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: s
     return PARTIAL
 
 
-def bump_epoch(conn, ws_id: int) -> None:
+def bump_epoch(conn: apsw.Connection, ws_id: int) -> None:
     conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
 
 

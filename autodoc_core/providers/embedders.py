@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from autodoc_core.providers.base import (
     tei_model_id,
 )
 from autodoc_core.providers.http import ProviderError, post_json, with_retries
+
+if TYPE_CHECKING:  # the model module loads with the weights, on first use
+    from autodoc_core.providers.minilm import BertEncoder
 
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
@@ -138,7 +141,7 @@ class LocalEmbedder(Embedder):
         self._load_lock = threading.Lock()
 
     @property
-    def encoder(self):
+    def encoder(self) -> BertEncoder:
         """The weights load on first use, not when a workspace is merely configured."""
         with self._load_lock:
             if self._encoder is None:

@@ -7,7 +7,8 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 RETRYABLE_STATUS = {408, 429, 500, 502, 503, 504}
 
@@ -20,6 +21,9 @@ class ProviderError(Exception):
         self.reason = reason
         self.status = status
         self.retryable = retryable
+
+
+T = TypeVar("T")
 
 
 def post_json(url: str, body: Any, timeout: float, headers: dict[str, str] | None = None) -> Any:
@@ -77,7 +81,7 @@ def _without_secrets(text: str, headers: dict[str, str]) -> str:
     return text
 
 
-def with_retries(call, retries: int, backoff: float = 0.5):
+def with_retries(call: Callable[[], T], retries: int, backoff: float = 0.5) -> T:
     """Run ``call()``; retry a retryable ProviderError up to ``retries`` times, doubling the wait."""
     attempt = 0
     while True:

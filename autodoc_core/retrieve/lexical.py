@@ -173,7 +173,8 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
     return LexicalResult(merged[:limit], scores, strategy, [t.text for t in left_out])
 
 
-def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters, limit: int):
+def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters,
+         limit: int) -> tuple[list[int], dict[int, float]]:
     table = fts_table(ws_id)
     # An explicit bm25() is measurably faster than ORDER BY rank with a configured rank function.
     score = f"bm25({table}, {HEAD_WEIGHT}, {BODY_WEIGHT})"

@@ -10,8 +10,11 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import apsw
 
 from autodoc_core.errors import EMBED_FAILED, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, file_problem_summary, remove_workspace_rows
@@ -31,6 +34,9 @@ from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
+
+
+P = TypeVar("P")  # a provider: Embedder | None or Ranker | None
 
 
 class Engine:
@@ -63,7 +69,8 @@ class Engine:
 
     # -- the semantic stage's moving parts ---------------------------------------------------
 
-    def _provider(self, cache: dict, ws: Workspace, option: str, factory):
+    def _provider(self, cache: dict[int, tuple[str, P]], ws: Workspace, option: str,
+                  factory: Callable[[dict[str, Any]], P]) -> P:
         """The workspace's embedder or ranker, rebuilt only when its configuration changes (so a
         change takes effect at the next query, with no restart)."""
         config = ws.option(option)
@@ -88,7 +95,7 @@ class Engine:
     def _ranker(self, ws: Workspace) -> Ranker | None:
         return self._provider(self._rankers, ws, "ranker", make_ranker)
 
-    def _semantic_state(self, conn, ws: Workspace) -> SemanticSource:
+    def _semantic_state(self, conn: apsw.Connection, ws: Workspace) -> SemanticSource:
         """The workspace's semantic state, embedder and progress, without loading its vectors
         (status, index reports and the filler need no more)."""
         embedder, unavailable = self._usable_embedder(ws)
@@ -108,7 +115,7 @@ class Engine:
                 self._states[ws.id] = cached
         return SemanticSource(cached[1], embedder, None, cached[2])
 
-    def _semantic_source(self, conn, ws: Workspace, probe: bool = False) -> SemanticSource:
+    def _semantic_source(self, conn: apsw.Connection, ws: Workspace, probe: bool = False) -> SemanticSource:
         """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search.
         ``probe``: a remote model this process has not asked yet is asked now (within the semantic
         deadline), so a fresh process does not take a complete model for a new one."""
@@ -162,7 +169,7 @@ class Engine:
             self._filler = BackgroundFiller(self.store, self._needs_vectors, self.fill_vectors, self._stop)
         self._filler.wake()
 
-    def _needs_vectors(self, conn, ws: Workspace) -> bool:
+    def _needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
         try:
             source = self._semantic_state(conn, ws)
         except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here

@@ -23,10 +23,10 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from autodoc_core.errors import BUSY, AutodocError
 
@@ -36,6 +36,9 @@ IDLE_RELEASE_SECONDS = 10.0
 WAIT_SECONDS = 120.0
 POLL_SECONDS = 0.05
 RESERVE_SECONDS = 2.0  # after a hand-over, the lease waits this long for the process it was handed to
+
+
+R = TypeVar("R")
 
 
 def lease_path(db_path: Path) -> Path:
@@ -221,7 +224,7 @@ class WriterLease:
 
     # -- the file --------------------------------------------------------------------------
 
-    def _transact(self, change, write: bool = True):
+    def _transact(self, change: Callable[[dict[str, Any]], R], write: bool = True) -> R:
         """Read the record under flock, let ``change`` edit it in place, write it back."""
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,10 +16,11 @@ from autodoc_core.parse.chunk import DEFAULT_SECTION_TOKENS
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, validate_embedder
 from autodoc_core.providers.rankers import validate_ranker
 
+Check = Callable[[str, Any], Any]  # (setting name, value) -> the value to store, or invalid-params
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
-def _int_range(low: int, high: int):
+def _int_range(low: int, high: int) -> Check:
     def check(key: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", key=key)
@@ -33,7 +35,7 @@ def _boolean(key: str, value: Any) -> bool:
     return value
 
 
-def _choice(*choices: str):
+def _choice(*choices: str) -> Check:
     def check(key: str, value: Any) -> str:
         if value not in choices:
             raise invalid_params(f"'{key}' must be one of {', '.join(choices)}, got {value!r}", key=key)
@@ -42,7 +44,7 @@ def _choice(*choices: str):
     return check
 
 
-def _number(low: float, high: float, what: str = "a number"):
+def _number(low: float, high: float, what: str = "a number") -> Check:
     def check(key: str, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
             raise invalid_params(f"'{key}' must be {what} from {low:g} to {high:g}, got {value!r}", key=key)

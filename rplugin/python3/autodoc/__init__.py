@@ -13,9 +13,12 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pynvim
+
+if TYPE_CHECKING:  # the engine loads in a worker thread, on first use
+    from autodoc_core.service.engine import Engine
 
 LOG = logging.getLogger("autodoc.nvim")
 RESOLVE = "require('autodoc.rpc')._resolve(...)"
@@ -77,7 +80,7 @@ class AutodocPlugin:
         engine.start_background()
         return {"db": str(engine.store.path)}
 
-    def _get_engine(self):
+    def _get_engine(self) -> Engine:
         with self._engine_lock:
             if self._engine is None:
                 from autodoc_core.service.engine import Engine
