@@ -181,7 +181,7 @@ def alive(pid: int) -> bool:
 def test_parse_workers_exit_when_the_indexer_is_killed(tmp_path: Path) -> None:
     """The indexer parses large runs in worker processes; SIGKILL it in the middle of a run and no
     worker outlives it by more than a few seconds (they check for their parent every 0.5 s; the
-    deadline is 20 s). Broken on purpose: without ``_exit_with_parent`` the workers stay blocked
+    deadline is 20 s). Broken on purpose: without ``index.parsing._exit_with_parent`` the workers stay blocked
     on their pipe and this fails."""
     rng = random.Random(7)
     root, db = tmp_path / "kb", tmp_path / "autodoc.db"

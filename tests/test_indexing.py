@@ -201,7 +201,7 @@ def test_configure_rejects_bad_settings(engine, kb: Path, bad) -> None:
 
 
 def test_large_runs_parse_in_worker_processes(engine, kb: Path, indexed) -> None:
-    from autodoc_core.index.indexer import PARALLEL_PARSE_MIN
+    from autodoc_core.index.parsing import PARALLEL_PARSE_MIN
 
     for i in range(PARALLEL_PARSE_MIN + 10):
         write(kb, f"bulk/n{i:03d}.md", f"# Note {i}\n\n## Body\n\nterm{i} and `sym_{i}` shared heron\n")

@@ -4,29 +4,30 @@ A file is re-read only when its size or mtime changed, and re-parsed only when i
 (or the chunking settings, or the facet schema) changed. Each document is written in one
 transaction together with its new generation; unchanged chunks keep their rows (only their
 spans move), so the lexical index and, later, embeddings are rewritten only for changed text.
+
+Why one module of about 400 lines: change detection, rename pairing and the batched writes share
+one run's state (its report, problems and whether links changed), and the SQL for the document
+tables (documents, chunks, facets, keys, links, problems, changes) lives next to the code that
+owns them. Parsing in worker processes is in ``parsing``, link resolution in ``links``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
-import multiprocessing
-import os
-import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import apsw
 
 from autodoc_core.index import checkpoints
+from autodoc_core.index.links import link_signature, resolve_links
+from autodoc_core.index.parsing import parse_all
 from autodoc_core.index.vectors import bump_epoch
 from autodoc_core.parse import frontmatter as fm
-from autodoc_core.parse.document import ParsedDocument, parse_document, reference_key_sets
+from autodoc_core.parse.document import ParsedDocument
 from autodoc_core.parse.walk import FoundFile, OutsideRoot, listed_markdown_files, markdown_files, open_inside
 from autodoc_core.retrieve.lexical import fts_table, head_text
 from autodoc_core.retrieve.symbols import store_symbols
@@ -187,28 +188,6 @@ class Indexer:
             gone.pop(old_path, None)
         return renames
 
-    def _parsed(self, pending: list[tuple[FoundFile, bytes, str]]) -> Iterator[ParsedDocument]:
-        """Parsed documents in ``pending`` order; large runs parse in worker processes while this
-        one writes (parsing and symbol extraction are pure Python and CPU-bound)."""
-        budget = self.ws.option("section_tokens")
-        jobs = ((raw, item.relpath, self.schema, budget) for item, raw, _ in pending)
-        workers = min(os.cpu_count() or 1, MAX_PARSE_WORKERS)
-        if len(pending) < PARALLEL_PARSE_MIN or workers < 2:
-            yield from (parse_document(*job) for job in jobs)
-            return
-        # spawn, not fork: the caller may hold threads (the embedder, an editor's RPC loop).
-        context = multiprocessing.get_context("spawn")
-        try:
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_exit_with_parent,
-                                       initargs=(os.getpid(),))
-        except OSError:  # no processes or semaphores to be had: parse here, just slower
-            yield from (parse_document(*job) for job in jobs)
-            return
-        with pool:
-            # map() submits everything at once: feed it a window at a time to bound memory.
-            while window := list(itertools.islice(jobs, PARSE_WINDOW)):
-                yield from pool.map(_parse_job, window, chunksize=16)
-
     def _write(self, pending: list[tuple[FoundFile, bytes, str]], touched: list[tuple[FoundFile, _Existing]],
                renames: dict[str, tuple[str, _Existing]], gone: dict[str, _Existing], skipped: dict[str, str],
                existing: dict[str, _Existing]) -> None:
@@ -218,7 +197,8 @@ class Indexer:
                     conn.execute(
                         "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (item.size, item.mtime_ns, old.id)
                     )
-        parsed_documents = self._parsed(pending)
+        parsed_documents = parse_all([(raw, item.relpath) for item, raw, _ in pending], self.schema,
+                                     self.ws.option("section_tokens"))
         for start in range(0, len(pending), BATCH_SIZE):
             with self.store.write() as conn:
                 for item, _raw, digest in pending[start : start + BATCH_SIZE]:
@@ -242,7 +222,7 @@ class Indexer:
             dirty = conn.execute("SELECT links_dirty FROM workspaces WHERE id = ?", (self.ws.id,)).fetchone()[0]
             if dirty or gone:
                 checkpoints.reached("index.links")
-                self._resolve_links(conn)
+                resolve_links(conn, self.ws.id)
                 conn.execute("UPDATE workspaces SET links_dirty = 0 WHERE id = ?", (self.ws.id,))
             self._prune_change_log(conn)
             conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (time.time(), self.ws.id))
@@ -272,7 +252,7 @@ class Indexer:
         )
         # Only the first change of a run needs the comparison: after it, links are re-resolved anyway.
         compare = old is not None and not self.links_changed
-        before = _stored_link_signature(conn, old.id) if compare else None
+        before = link_signature(conn, old.id) if compare else None
         if old is None:
             doc_id = conn.execute(
                 f"INSERT INTO documents(ws_id, {columns}) VALUES (?, {', '.join('?' * 15)}) RETURNING id",
@@ -289,7 +269,7 @@ class Indexer:
         ) == _fts_fields(parsed)
         self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None)
         self._write_doc_rows(conn, doc_id, parsed, new=old is None)
-        if old is None or (compare and (renamed_from or before != _stored_link_signature(conn, doc_id))):
+        if old is None or (compare and (renamed_from or before != link_signature(conn, doc_id))):
             self.links_changed = True
         if parsed.problems or item.relpath in self.paths_with_problems:
             self._set_problems(conn, item.relpath, "warning", parsed.problems)
@@ -397,80 +377,12 @@ class Indexer:
             (self.ws.id, op, path, generation, time.time(), json.dumps(detail) if detail else None),
         )
 
-    def _resolve_links(self, conn: apsw.Connection) -> None:
-        """Recount inbound links and find each superseded document's successor."""
-        ws = self.ws.id
-        key_docs: dict[str, list[int]] = {}
-        for key, doc_id in conn.execute("SELECT key, doc_id FROM doc_keys WHERE ws_id = ?", (ws,)):
-            key_docs.setdefault(key, []).append(doc_id)
-        inbound: Counter[int] = Counter()
-        sources: dict[int, set[int]] = {}
-        for src, key in conn.execute("SELECT src_doc_id, target_key FROM links WHERE ws_id = ?", (ws,)):
-            for target in key_docs.get(key, ())[:1]:
-                if target != src:
-                    sources.setdefault(target, set()).add(src)
-        inbound.update({doc: len(srcs) for doc, srcs in sources.items()})
-
-        docs = conn.execute(
-            "SELECT id, path, supersedes, superseded_by, inbound_links, successor_id FROM documents WHERE ws_id = ?",
-            (ws,),
-        ).fetchall()
-        successor: dict[int, int] = {}
-        for doc_id, path, supersedes, superseded_by, _inbound, _succ in docs:
-            for keys in reference_key_sets(json.loads(superseded_by), path):
-                target = _first(key_docs, keys)
-                if target is not None and target != doc_id:
-                    successor.setdefault(doc_id, target)
-                    break
-            for keys in reference_key_sets(json.loads(supersedes), path):
-                target = _first(key_docs, keys)
-                if target is not None and target != doc_id:
-                    successor.setdefault(target, doc_id)
-        for doc_id, _path, _s, _sb, old_inbound, old_successor in docs:
-            new_inbound, new_successor = inbound.get(doc_id, 0), successor.get(doc_id)
-            if (old_inbound, old_successor) != (new_inbound, new_successor):
-                conn.execute(
-                    "UPDATE documents SET inbound_links = ?, successor_id = ? WHERE id = ?",
-                    (new_inbound, new_successor, doc_id),
-                )
-
     def _prune_change_log(self, conn: apsw.Connection) -> None:
         conn.execute(
             "DELETE FROM changes WHERE ws_id = ? AND at < ? AND seq < "
             "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
             (self.ws.id, time.time() - CHANGE_LOG_KEEP_SECONDS, self.ws.id, CHANGE_LOG_KEEP_ROWS - 1),
         )
-
-
-def _stored_link_signature(conn: apsw.Connection, doc_id: int) -> tuple:
-    """What link resolution reads of one document: its keys, its links, its supersession."""
-    keys = sorted(r[0] for r in conn.execute("SELECT key FROM doc_keys WHERE doc_id = ?", (doc_id,)))
-    links = sorted(r[0] for r in conn.execute("SELECT target_key FROM links WHERE src_doc_id = ?", (doc_id,)))
-    row = conn.execute("SELECT supersedes, superseded_by FROM documents WHERE id = ?", (doc_id,)).fetchone()
-    return keys, links, tuple(row)
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """In a parse worker: exit as soon as the indexing process is gone. A SIGKILLed parent cannot
-    shut its pool down, and its workers would otherwise wait on the pipe forever."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="autodoc-parent-watch", daemon=True).start()
-
-
-def _parse_job(job: tuple) -> ParsedDocument:
-    return parse_document(*job)
-
-
-def _first(key_docs: dict[str, list[int]], keys: list[str]) -> int | None:
-    for key in keys:
-        if key in key_docs:
-            return key_docs[key][0]
-    return None
 
 
 def file_problem_summary(conn: apsw.Connection, ws_id: int) -> list[dict]:

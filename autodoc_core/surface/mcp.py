@@ -9,6 +9,9 @@ JSON-RPC code, and the decorator API answers type and range errors itself, witho
 The engine opens in a background thread once the server runs, so the tool list never waits for
 its imports; a tool call that comes first waits for it. Like ``serve --stdio``, the engine then
 embeds in the background when this process holds the writer lease.
+
+Tool definitions are in ``mcp_tools``, text renderings in ``mcp_text``; what stays here (about 370
+lines) is one request's path: the engine handle, argument checks, the token budget, the handlers.
 """
 
 from __future__ import annotations
@@ -29,18 +32,10 @@ from mcp.shared.exceptions import MCPError
 
 from autodoc_core import __version__
 from autodoc_core.errors import (
-    BUSY,
     CODE_NAMES,
-    EMBED_FAILED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    IO_ERROR,
-    NOT_FOUND,
-    OUTSIDE_ROOT,
-    SCHEMA_TOO_NEW,
-    SWITCHING,
     UNKNOWN_WORKSPACE,
-    UNSUPPORTED,
     AutodocError,
     invalid_params,
 )
@@ -48,220 +43,28 @@ from autodoc_core.errors import (
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
 
-log = logging.getLogger("autodoc.mcp")
-
-DEFAULT_LIMIT, MAX_LIMIT = 5, 50
-DEFAULT_SEARCH_TOKENS = 2000
-DEFAULT_READ_TOKENS = 8000
-MAX_TOKENS = 200_000
-DEFAULT_DOCUMENTS, MAX_DOCUMENTS = 20, 200
-
-FIXES = {
-    UNKNOWN_WORKSPACE: "Call the workspaces tool for the names; a new folder is added once from a shell: "
-                       "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]'.",
-    OUTSIDE_ROOT: "Give the path relative to the workspace root, as search and documents return it "
-                  "(no leading /, no ..).",
-    NOT_FOUND: "Call documents to find the file's path.",
-    INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
-    UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
-                 "configured and filled.",
-    SWITCHING: "Leave stages out (or include \"lexical\") to search by words meanwhile; the workspaces tool "
-               "shows the embedding's progress.",
-    EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
-    BUSY: "Another process is writing the index; call again in a few seconds.",
-    SCHEMA_TOO_NEW: "Upgrade autodoc, or start the server with --db pointing at another file.",
-    IO_ERROR: "Check the --db path and its folder's permissions, then restart the server.",
-    INTERNAL_ERROR: "This is a bug in AutoDoc; the server's stderr has the traceback.",
-}
-
-
-# -- tool definitions: what an agent reads ----------------------------------------------------
-
-
-def _object(properties: dict[str, Any], required: list[str] | None = None, closed: bool = True) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    if closed:
-        schema["additionalProperties"] = False
-    return schema
-
-
-def _integer(description: str, low: int, high: int, default: int | None = None) -> dict[str, Any]:
-    schema = {"type": "integer", "minimum": low, "maximum": high, "description": description}
-    return schema if default is None else {**schema, "default": default}
-
-
-WORKSPACE_ARG = {"type": "string", "description": "Workspace name (see the workspaces tool); optional when "
-                                                  "there is only one."}
-STATE = {"type": "string", "enum": ["ready", "partial", "switching", "off"],
-         "description": "ready: every section has a vector; partial: embedding is still filling (semantic "
-                        "covers only part); switching: a new model is filling and searches answer by words; "
-                        "off: no embedding model."}
-STRINGS = {"type": "array", "items": {"type": "string"}}
-
-SEARCH_DESCRIPTION = """\
-Search a Markdown knowledge base; each hit is the section that matched, with its own text, path, \
-breadcrumb and line span (cite it as path:line_start-line_end), so one call usually answers.
-Query syntax: plain words (stemmed; all must match, else any); "an exact phrase"; a trailing prefix* \
-(migrat*); facets filter by front matter: field:value keeps, -field:value excludes, tag:name; \
-identifiers (Foo.bar, --flag, -32069) also hit a symbol index.
-Stages: lexical = words (BM25), semantic = meaning (embeddings; finds paraphrases), rerank = a \
-cross-encoder re-sorts the top hits. Leave stages out to run every stage available; the answer says \
-which ran, which were skipped and why, and `semantic` (partial/switching/off means words-only or \
-partly words-only results).
-Section texts share max_tokens (cut at line ends); a hit with text_complete false can be read in full \
-with the read tool."""
-
-READ_DESCRIPTION = """\
-Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
-line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
-documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
-max_tokens; the answer's next_line says where to continue."""
-
-DOCUMENTS_DESCRIPTION = """\
-Find documents by title, alias or path (case-insensitive substring; exact title or alias first). \
-An empty query lists the workspace's documents in path order."""
-
-WORKSPACES_DESCRIPTION = """\
-List the knowledge bases this server searches: name, root folder, document and section counts, when \
-last indexed, and the semantic state with embedding progress (embedded of total sections)."""
-
-INDEX_DESCRIPTION = """\
-Re-index a workspace (or only the given relative paths) after files changed on disk: returns counts \
-of added, changed, renamed and deleted files. Embedding the new sections continues in the background."""
-
-HIT = _object({
-    "rank": {"type": "integer"},
-    "path": {"type": "string", "description": "relative to the workspace root"},
-    "title": {"type": "string"},
-    "breadcrumb": {"type": "string", "description": "the headings down to this section"},
-    "kind": {"type": "string", "description": "section, abstract, or document for facet-only queries"},
-    "line_start": {"type": "integer"},
-    "line_end": {"type": "integer"},
-    "relevance": {"type": "number", "description": "0..1; 1 is first in every stage that ran"},
-    "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet"},
-    "superseded_by": {"type": ["string", "null"]},
-    "text": {"type": "string", "description": "the section's lines line_start..text_line_end"},
-    "text_line_end": {"type": "integer"},
-    "text_complete": {"type": "boolean"},
-    "text_problem": {"type": "string", "description": "why the text could not be read, when it could not"},
-}, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
-
-SEARCH_OUTPUT = _object({
-    "workspace": {"type": "string"},
-    "query": {"type": "string"},
-    "hits": {"type": "array", "items": HIT},
-    "stages": _object({"requested": STRINGS, "performed": STRINGS,
-                       "skipped": {"type": "object", "additionalProperties": {"type": "string"}}},
-                      ["requested", "performed", "skipped"], closed=False),
-    "semantic": STATE,
-    "mode_used": {"type": "string"},
-    "max_tokens": {"type": "integer"},
-    "text_tokens": {"type": "integer", "description": "estimated tokens of all hit texts"},
-    "trimmed": {"type": "boolean", "description": "true when some hit text was cut to fit max_tokens"},
-}, ["workspace", "hits", "stages", "semantic", "trimmed"], closed=False)
-
-READ_OUTPUT = _object({
-    "workspace": {"type": "string"},
-    "path": {"type": "string"},
-    "line_start": {"type": "integer"},
-    "line_end": {"type": "integer", "description": "the last line in text"},
-    "total_lines": {"type": "integer"},
-    "text": {"type": "string"},
-    "trimmed": {"type": "boolean"},
-    "next_line": {"type": ["integer", "null"], "description": "where to continue when trimmed"},
-}, ["path", "line_start", "line_end", "total_lines", "text", "trimmed"], closed=False)
-
-DOCUMENTS_OUTPUT = _object({
-    "workspace": {"type": "string"},
-    "documents": {"type": "array", "items": _object({
-        "path": {"type": "string"}, "title": {"type": "string"}, "aliases": STRINGS,
-        "line_count": {"type": "integer"}}, ["path", "title"], closed=False)},
-}, ["workspace", "documents"], closed=False)
-
-EMBEDDING = {"type": ["object", "null"], "properties": {
-    "provider": {"type": "string"}, "model": {"type": "string"}, "embedded": {"type": "integer"},
-    "total": {"type": "integer"}, "rate": {"type": ["number", "null"]}, "eta_seconds": {"type": ["number", "null"]},
-    "error": {"type": ["string", "null"]}}}
-
-WORKSPACES_OUTPUT = _object({
-    "workspaces": {"type": "array", "items": _object({
-        "name": {"type": "string"}, "root": {"type": "string"}, "documents": {"type": "integer"},
-        "chunks": {"type": "integer"}, "indexed_at": {"type": ["number", "null"]}, "semantic": STATE,
-        "embedding": EMBEDDING, "problems": {"type": "integer"}},
-        ["name", "root", "documents", "chunks", "semantic"], closed=False)},
-}, ["workspaces"], closed=False)
-
-INDEX_OUTPUT = _object({
-    "workspace": {"type": "string"}, "scanned": {"type": "integer"}, "added": {"type": "integer"},
-    "changed": {"type": "integer"}, "renamed": {"type": "integer"}, "deleted": {"type": "integer"},
-    "unchanged": {"type": "integer"}, "skipped": {"type": "integer"}, "seconds": {"type": "number"},
-    "semantic": STATE,
-}, ["workspace", "semantic"], closed=False)
-
-READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-TOOLS = [
-    types.Tool(
-        name="search", title="Search the knowledge base", description=SEARCH_DESCRIPTION,
-        input_schema=_object({
-            "query": {"type": "string", "description": "words, \"phrases\", prefix*, field:value facets"},
-            "workspace": WORKSPACE_ARG,
-            "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
-            "stages": {"type": "array", "items": {"type": "string", "enum": ["lexical", "semantic", "rerank"]},
-                       "description": "which stages to run (default: all available); include lexical or "
-                                      "semantic"},
-            "facets": {"type": "object", "description": "front-matter filters {\"field\": value or [values]}; "
-                                                        "fields must be declared in the workspace's "
-                                                        "_schema/frontmatter.yaml"},
-            "paths": {**STRINGS, "description": "folder prefixes to search in, e.g. [\"adr\", \"design/api\"]"},
-            "max_tokens": _integer("token budget for all hit texts together", 0, MAX_TOKENS,
-                                   DEFAULT_SEARCH_TOKENS),
-        }, ["query"]),
-        output_schema=SEARCH_OUTPUT, annotations=READ_ONLY),
-    types.Tool(
-        name="read", title="Read a document", description=READ_DESCRIPTION,
-        input_schema=_object({
-            "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
-            "workspace": WORKSPACE_ARG,
-            "line_start": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
-            "line_end": {"type": "integer", "minimum": 1, "description": "last line (default: the end)"},
-            "max_tokens": _integer("token budget for the text", 0, MAX_TOKENS, DEFAULT_READ_TOKENS),
-        }, ["path"]),
-        output_schema=READ_OUTPUT, annotations=READ_ONLY),
-    types.Tool(
-        name="documents", title="Find documents", description=DOCUMENTS_DESCRIPTION,
-        input_schema=_object({
-            "query": {"type": "string", "description": "part of a title, alias or path; empty lists all"},
-            "workspace": WORKSPACE_ARG,
-            "limit": _integer("documents to return", 1, MAX_DOCUMENTS, DEFAULT_DOCUMENTS),
-        }),
-        output_schema=DOCUMENTS_OUTPUT, annotations=READ_ONLY),
-    types.Tool(
-        name="workspaces", title="List workspaces", description=WORKSPACES_DESCRIPTION,
-        input_schema=_object({}), output_schema=WORKSPACES_OUTPUT, annotations=READ_ONLY),
-]
-
-INDEX_TOOL = types.Tool(
-    name="index", title="Re-index a workspace", description=INDEX_DESCRIPTION,
-    input_schema=_object({
-        "workspace": WORKSPACE_ARG,
-        "paths": {**STRINGS, "description": "only these files, relative to the root (default: the whole folder)"},
-    }),
-    output_schema=INDEX_OUTPUT,
-    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
-                                      open_world_hint=False))
-
-INSTRUCTIONS = (
-    "AutoDoc searches the user's Markdown knowledge bases (design notes, ADRs, references). Start with "
-    "search: its hits carry the matching sections' text with path and line span; cite path:line_start-line_end. "
-    "Use read for more context around a hit, documents to find a file by title, workspaces for what is indexed."
+from autodoc_core.surface.mcp_text import (
+    render_documents,
+    render_index,
+    render_read,
+    render_search,
+    render_workspaces,
+)
+from autodoc_core.surface.mcp_tools import (
+    DEFAULT_DOCUMENTS,
+    DEFAULT_LIMIT,
+    DEFAULT_READ_TOKENS,
+    DEFAULT_SEARCH_TOKENS,
+    FIXES,
+    INDEX_TOOL,
+    INSTRUCTIONS,
+    MAX_DOCUMENTS,
+    MAX_LIMIT,
+    MAX_TOKENS,
+    TOOLS,
 )
 
-
-# -- the engine, opened off the start-up path -------------------------------------------------
-
+log = logging.getLogger("autodoc.mcp")
 
 class EngineHandle:
     """Opens the engine on first need; ``open_in_background`` starts that early in a thread."""
@@ -509,85 +312,6 @@ def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- plain-text renderings, for clients that show only text --------------------------------------
-
-
-def _stages_line(stages: dict[str, Any], semantic: str) -> str:
-    parts = [f"{', '.join(stages['performed']) or 'nothing'} ran"]
-    parts += [f"{stage} skipped: {why}" for stage, why in stages["skipped"].items()]
-    return f"Stages: {'; '.join(parts)}. Semantic index: {semantic}."
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'s' * (number != 1)}"
-
-
-def render_search(result: dict[str, Any]) -> str:
-    hits = result["hits"]
-    lines = [f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
-             + _stages_line(result["stages"], result["semantic"])]
-    for hit in hits:
-        header = (f"[{hit['rank']}] {hit['path']}:{hit['line_start']}-{hit['line_end']} · {hit['breadcrumb']} · "
-                  f"relevance {hit['relevance']:.2f} · via {', '.join(hit['via'])}")
-        if hit.get("superseded_by"):
-            header += f" · superseded by {hit['superseded_by']}"
-        lines += ["", header]
-        if hit["text"]:
-            lines.append(hit["text"])
-        if not hit["text_complete"]:
-            lines.append(_rest_of(hit))
-    if result["trimmed"]:
-        lines += ["", f"(Section texts were trimmed to the {result['max_tokens']}-token budget, at line ends; "
-                      "read the rest with the read tool or raise max_tokens.)"]
-    return "\n".join(lines)
-
-
-def _rest_of(hit: dict[str, Any]) -> str:
-    if hit.get("text_problem"):
-        return f"(text incomplete: {hit['text_problem']})"
-    rest = f"read lines {hit['text_line_end'] + 1}-{hit['line_end']}"
-    if not hit["text"]:
-        return f"(no text: the token budget was spent; {rest})"
-    return f"(text cut at line {hit['text_line_end']}; {rest} for the rest)"
-
-
-def render_read(result: dict[str, Any], budget: int) -> str:
-    header = f"{result['path']} lines {result['line_start']}-{result['line_end']} of {result['total_lines']}"
-    text = f"{header}\n{result['text']}"
-    if result["trimmed"]:
-        text += f"\n(trimmed to {budget} tokens at a line end; continue with line_start {result['next_line']})"
-    return text
-
-
-def render_documents(result: dict[str, Any], query: str) -> str:
-    documents = result["documents"]
-    what = f"matching {query!r} " if query else ""
-    lines = [f"{_count(len(documents), 'document')} {what}in workspace {result['workspace']}:"]
-    for doc in documents:
-        aliases = f" (aliases: {', '.join(doc['aliases'])})" if doc.get("aliases") else ""
-        lines.append(f"- {doc['path']} · {doc['title']}{aliases} · {doc['line_count']} lines")
-    return "\n".join(lines)
-
-
-def render_workspaces(result: dict[str, Any]) -> str:
-    if not result["workspaces"]:
-        return "No workspace yet. " + FIXES[UNKNOWN_WORKSPACE]
-    lines = []
-    for ws in result["workspaces"]:
-        embedding = ws["embedding"]
-        progress = f" ({embedding['embedded']} of {embedding['total']} sections embedded)" if embedding else ""
-        problems = f" · {_count(ws['problems'], 'file problem')}" if ws["problems"] else ""
-        lines.append(f"- {ws['name']}: {ws['root']} · {_count(ws['documents'], 'document')}, "
-                     f"{_count(ws['chunks'], 'section')} · semantic {ws['semantic']}{progress}{problems}")
-    return "\n".join(lines)
-
-
-def render_index(result: dict[str, Any]) -> str:
-    counts = ", ".join(f"{result[key]} {key}" for key in ("added", "changed", "renamed", "deleted", "unchanged"))
-    return (f"Indexed {result['workspace']} in {result['seconds']} s: {counts}, {result['skipped']} skipped. "
-            f"Semantic index: {result['semantic']}.")
-
-
-# -- errors and the server -----------------------------------------------------------------------
 
 
 def error_result(tool: str, exc: AutodocError) -> types.CallToolResult:

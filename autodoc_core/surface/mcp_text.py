@@ -1,0 +1,87 @@
+"""Plain-text renderings of the MCP tools' results, for clients that show only text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autodoc_core.errors import UNKNOWN_WORKSPACE
+from autodoc_core.surface.mcp_tools import FIXES
+
+
+def _stages_line(stages: dict[str, Any], semantic: str) -> str:
+    parts = [f"{', '.join(stages['performed']) or 'nothing'} ran"]
+    parts += [f"{stage} skipped: {why}" for stage, why in stages["skipped"].items()]
+    return f"Stages: {'; '.join(parts)}. Semantic index: {semantic}."
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'s' * (number != 1)}"
+
+
+def render_search(result: dict[str, Any]) -> str:
+    hits = result["hits"]
+    lines = [f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
+             + _stages_line(result["stages"], result["semantic"])]
+    for hit in hits:
+        header = (f"[{hit['rank']}] {hit['path']}:{hit['line_start']}-{hit['line_end']} · {hit['breadcrumb']} · "
+                  f"relevance {hit['relevance']:.2f} · via {', '.join(hit['via'])}")
+        if hit.get("superseded_by"):
+            header += f" · superseded by {hit['superseded_by']}"
+        lines += ["", header]
+        if hit["text"]:
+            lines.append(hit["text"])
+        if not hit["text_complete"]:
+            lines.append(_rest_of(hit))
+    if result["trimmed"]:
+        lines += ["", f"(Section texts were trimmed to the {result['max_tokens']}-token budget, at line ends; "
+                      "read the rest with the read tool or raise max_tokens.)"]
+    return "\n".join(lines)
+
+
+def _rest_of(hit: dict[str, Any]) -> str:
+    if hit.get("text_problem"):
+        return f"(text incomplete: {hit['text_problem']})"
+    rest = f"read lines {hit['text_line_end'] + 1}-{hit['line_end']}"
+    if not hit["text"]:
+        return f"(no text: the token budget was spent; {rest})"
+    return f"(text cut at line {hit['text_line_end']}; {rest} for the rest)"
+
+
+def render_read(result: dict[str, Any], budget: int) -> str:
+    header = f"{result['path']} lines {result['line_start']}-{result['line_end']} of {result['total_lines']}"
+    text = f"{header}\n{result['text']}"
+    if result["trimmed"]:
+        text += f"\n(trimmed to {budget} tokens at a line end; continue with line_start {result['next_line']})"
+    return text
+
+
+def render_documents(result: dict[str, Any], query: str) -> str:
+    documents = result["documents"]
+    what = f"matching {query!r} " if query else ""
+    lines = [f"{_count(len(documents), 'document')} {what}in workspace {result['workspace']}:"]
+    for doc in documents:
+        aliases = f" (aliases: {', '.join(doc['aliases'])})" if doc.get("aliases") else ""
+        lines.append(f"- {doc['path']} · {doc['title']}{aliases} · {doc['line_count']} lines")
+    return "\n".join(lines)
+
+
+def render_workspaces(result: dict[str, Any]) -> str:
+    if not result["workspaces"]:
+        return "No workspace yet. " + FIXES[UNKNOWN_WORKSPACE]
+    lines = []
+    for ws in result["workspaces"]:
+        embedding = ws["embedding"]
+        progress = f" ({embedding['embedded']} of {embedding['total']} sections embedded)" if embedding else ""
+        problems = f" · {_count(ws['problems'], 'file problem')}" if ws["problems"] else ""
+        lines.append(f"- {ws['name']}: {ws['root']} · {_count(ws['documents'], 'document')}, "
+                     f"{_count(ws['chunks'], 'section')} · semantic {ws['semantic']}{progress}{problems}")
+    return "\n".join(lines)
+
+
+def render_index(result: dict[str, Any]) -> str:
+    counts = ", ".join(f"{result[key]} {key}" for key in ("added", "changed", "renamed", "deleted", "unchanged"))
+    return (f"Indexed {result['workspace']} in {result['seconds']} s: {counts}, {result['skipped']} skipped. "
+            f"Semantic index: {result['semantic']}.")
+
+
+# -- errors and the server -----------------------------------------------------------------------

@@ -1,0 +1,234 @@
+"""The MCP tools as an agent sees them: names, descriptions that teach their use, input and output
+schemas, annotations, and the fix each engine error code suggests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp import types
+
+from autodoc_core.errors import (
+    BUSY,
+    EMBED_FAILED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    IO_ERROR,
+    NOT_FOUND,
+    OUTSIDE_ROOT,
+    SCHEMA_TOO_NEW,
+    SWITCHING,
+    UNKNOWN_WORKSPACE,
+    UNSUPPORTED,
+)
+
+DEFAULT_LIMIT, MAX_LIMIT = 5, 50
+DEFAULT_SEARCH_TOKENS = 2000
+DEFAULT_READ_TOKENS = 8000
+MAX_TOKENS = 200_000
+DEFAULT_DOCUMENTS, MAX_DOCUMENTS = 20, 200
+
+FIXES = {
+    UNKNOWN_WORKSPACE: "Call the workspaces tool for the names; a new folder is added once from a shell: "
+                       "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]'.",
+    OUTSIDE_ROOT: "Give the path relative to the workspace root, as search and documents return it "
+                  "(no leading /, no ..).",
+    NOT_FOUND: "Call documents to find the file's path.",
+    INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
+    UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
+                 "configured and filled.",
+    SWITCHING: "Leave stages out (or include \"lexical\") to search by words meanwhile; the workspaces tool "
+               "shows the embedding's progress.",
+    EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
+    BUSY: "Another process is writing the index; call again in a few seconds.",
+    SCHEMA_TOO_NEW: "Upgrade autodoc, or start the server with --db pointing at another file.",
+    IO_ERROR: "Check the --db path and its folder's permissions, then restart the server.",
+    INTERNAL_ERROR: "This is a bug in AutoDoc; the server's stderr has the traceback.",
+}
+
+
+# -- tool definitions: what an agent reads ----------------------------------------------------
+
+
+def _object(properties: dict[str, Any], required: list[str] | None = None, closed: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def _integer(description: str, low: int, high: int, default: int | None = None) -> dict[str, Any]:
+    schema = {"type": "integer", "minimum": low, "maximum": high, "description": description}
+    return schema if default is None else {**schema, "default": default}
+
+
+WORKSPACE_ARG = {"type": "string", "description": "Workspace name (see the workspaces tool); optional when "
+                                                  "there is only one."}
+STATE = {"type": "string", "enum": ["ready", "partial", "switching", "off"],
+         "description": "ready: every section has a vector; partial: embedding is still filling (semantic "
+                        "covers only part); switching: a new model is filling and searches answer by words; "
+                        "off: no embedding model."}
+STRINGS = {"type": "array", "items": {"type": "string"}}
+
+SEARCH_DESCRIPTION = """\
+Search a Markdown knowledge base; each hit is the section that matched, with its own text, path, \
+breadcrumb and line span (cite it as path:line_start-line_end), so one call usually answers.
+Query syntax: plain words (stemmed; all must match, else any); "an exact phrase"; a trailing prefix* \
+(migrat*); facets filter by front matter: field:value keeps, -field:value excludes, tag:name; \
+identifiers (Foo.bar, --flag, -32069) also hit a symbol index.
+Stages: lexical = words (BM25), semantic = meaning (embeddings; finds paraphrases), rerank = a \
+cross-encoder re-sorts the top hits. Leave stages out to run every stage available; the answer says \
+which ran, which were skipped and why, and `semantic` (partial/switching/off means words-only or \
+partly words-only results).
+Section texts share max_tokens (cut at line ends); a hit with text_complete false can be read in full \
+with the read tool."""
+
+READ_DESCRIPTION = """\
+Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
+line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
+documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
+max_tokens; the answer's next_line says where to continue."""
+
+DOCUMENTS_DESCRIPTION = """\
+Find documents by title, alias or path (case-insensitive substring; exact title or alias first). \
+An empty query lists the workspace's documents in path order."""
+
+WORKSPACES_DESCRIPTION = """\
+List the knowledge bases this server searches: name, root folder, document and section counts, when \
+last indexed, and the semantic state with embedding progress (embedded of total sections)."""
+
+INDEX_DESCRIPTION = """\
+Re-index a workspace (or only the given relative paths) after files changed on disk: returns counts \
+of added, changed, renamed and deleted files. Embedding the new sections continues in the background."""
+
+HIT = _object({
+    "rank": {"type": "integer"},
+    "path": {"type": "string", "description": "relative to the workspace root"},
+    "title": {"type": "string"},
+    "breadcrumb": {"type": "string", "description": "the headings down to this section"},
+    "kind": {"type": "string", "description": "section, abstract, or document for facet-only queries"},
+    "line_start": {"type": "integer"},
+    "line_end": {"type": "integer"},
+    "relevance": {"type": "number", "description": "0..1; 1 is first in every stage that ran"},
+    "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet"},
+    "superseded_by": {"type": ["string", "null"]},
+    "text": {"type": "string", "description": "the section's lines line_start..text_line_end"},
+    "text_line_end": {"type": "integer"},
+    "text_complete": {"type": "boolean"},
+    "text_problem": {"type": "string", "description": "why the text could not be read, when it could not"},
+}, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
+
+SEARCH_OUTPUT = _object({
+    "workspace": {"type": "string"},
+    "query": {"type": "string"},
+    "hits": {"type": "array", "items": HIT},
+    "stages": _object({"requested": STRINGS, "performed": STRINGS,
+                       "skipped": {"type": "object", "additionalProperties": {"type": "string"}}},
+                      ["requested", "performed", "skipped"], closed=False),
+    "semantic": STATE,
+    "mode_used": {"type": "string"},
+    "max_tokens": {"type": "integer"},
+    "text_tokens": {"type": "integer", "description": "estimated tokens of all hit texts"},
+    "trimmed": {"type": "boolean", "description": "true when some hit text was cut to fit max_tokens"},
+}, ["workspace", "hits", "stages", "semantic", "trimmed"], closed=False)
+
+READ_OUTPUT = _object({
+    "workspace": {"type": "string"},
+    "path": {"type": "string"},
+    "line_start": {"type": "integer"},
+    "line_end": {"type": "integer", "description": "the last line in text"},
+    "total_lines": {"type": "integer"},
+    "text": {"type": "string"},
+    "trimmed": {"type": "boolean"},
+    "next_line": {"type": ["integer", "null"], "description": "where to continue when trimmed"},
+}, ["path", "line_start", "line_end", "total_lines", "text", "trimmed"], closed=False)
+
+DOCUMENTS_OUTPUT = _object({
+    "workspace": {"type": "string"},
+    "documents": {"type": "array", "items": _object({
+        "path": {"type": "string"}, "title": {"type": "string"}, "aliases": STRINGS,
+        "line_count": {"type": "integer"}}, ["path", "title"], closed=False)},
+}, ["workspace", "documents"], closed=False)
+
+EMBEDDING = {"type": ["object", "null"], "properties": {
+    "provider": {"type": "string"}, "model": {"type": "string"}, "embedded": {"type": "integer"},
+    "total": {"type": "integer"}, "rate": {"type": ["number", "null"]}, "eta_seconds": {"type": ["number", "null"]},
+    "error": {"type": ["string", "null"]}}}
+
+WORKSPACES_OUTPUT = _object({
+    "workspaces": {"type": "array", "items": _object({
+        "name": {"type": "string"}, "root": {"type": "string"}, "documents": {"type": "integer"},
+        "chunks": {"type": "integer"}, "indexed_at": {"type": ["number", "null"]}, "semantic": STATE,
+        "embedding": EMBEDDING, "problems": {"type": "integer"}},
+        ["name", "root", "documents", "chunks", "semantic"], closed=False)},
+}, ["workspaces"], closed=False)
+
+INDEX_OUTPUT = _object({
+    "workspace": {"type": "string"}, "scanned": {"type": "integer"}, "added": {"type": "integer"},
+    "changed": {"type": "integer"}, "renamed": {"type": "integer"}, "deleted": {"type": "integer"},
+    "unchanged": {"type": "integer"}, "skipped": {"type": "integer"}, "seconds": {"type": "number"},
+    "semantic": STATE,
+}, ["workspace", "semantic"], closed=False)
+
+READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+TOOLS = [
+    types.Tool(
+        name="search", title="Search the knowledge base", description=SEARCH_DESCRIPTION,
+        input_schema=_object({
+            "query": {"type": "string", "description": "words, \"phrases\", prefix*, field:value facets"},
+            "workspace": WORKSPACE_ARG,
+            "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
+            "stages": {"type": "array", "items": {"type": "string", "enum": ["lexical", "semantic", "rerank"]},
+                       "description": "which stages to run (default: all available); include lexical or "
+                                      "semantic"},
+            "facets": {"type": "object", "description": "front-matter filters {\"field\": value or [values]}; "
+                                                        "fields must be declared in the workspace's "
+                                                        "_schema/frontmatter.yaml"},
+            "paths": {**STRINGS, "description": "folder prefixes to search in, e.g. [\"adr\", \"design/api\"]"},
+            "max_tokens": _integer("token budget for all hit texts together", 0, MAX_TOKENS,
+                                   DEFAULT_SEARCH_TOKENS),
+        }, ["query"]),
+        output_schema=SEARCH_OUTPUT, annotations=READ_ONLY),
+    types.Tool(
+        name="read", title="Read a document", description=READ_DESCRIPTION,
+        input_schema=_object({
+            "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
+            "workspace": WORKSPACE_ARG,
+            "line_start": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
+            "line_end": {"type": "integer", "minimum": 1, "description": "last line (default: the end)"},
+            "max_tokens": _integer("token budget for the text", 0, MAX_TOKENS, DEFAULT_READ_TOKENS),
+        }, ["path"]),
+        output_schema=READ_OUTPUT, annotations=READ_ONLY),
+    types.Tool(
+        name="documents", title="Find documents", description=DOCUMENTS_DESCRIPTION,
+        input_schema=_object({
+            "query": {"type": "string", "description": "part of a title, alias or path; empty lists all"},
+            "workspace": WORKSPACE_ARG,
+            "limit": _integer("documents to return", 1, MAX_DOCUMENTS, DEFAULT_DOCUMENTS),
+        }),
+        output_schema=DOCUMENTS_OUTPUT, annotations=READ_ONLY),
+    types.Tool(
+        name="workspaces", title="List workspaces", description=WORKSPACES_DESCRIPTION,
+        input_schema=_object({}), output_schema=WORKSPACES_OUTPUT, annotations=READ_ONLY),
+]
+
+INDEX_TOOL = types.Tool(
+    name="index", title="Re-index a workspace", description=INDEX_DESCRIPTION,
+    input_schema=_object({
+        "workspace": WORKSPACE_ARG,
+        "paths": {**STRINGS, "description": "only these files, relative to the root (default: the whole folder)"},
+    }),
+    output_schema=INDEX_OUTPUT,
+    annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                      open_world_hint=False))
+
+INSTRUCTIONS = (
+    "AutoDoc searches the user's Markdown knowledge bases (design notes, ADRs, references). Start with "
+    "search: its hits carry the matching sections' text with path and line span; cite path:line_start-line_end. "
+    "Use read for more context around a hit, documents to find a file by title, workspaces for what is indexed."
+)
+
+
+# -- the engine, opened off the start-up path -------------------------------------------------
