@@ -17,7 +17,7 @@ SNIPPET_CHARS = 240
 _ROWS_PER_QUERY = 500
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class HitRow:
     """A chunk and its document, as a hit needs them."""
 
@@ -69,7 +69,7 @@ def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
     return dict(conn.execute(f"SELECT id, body FROM chunks WHERE id IN ({marks})", chunk_ids))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hit:
     """One answer line: a section (or, for a facet-only query, a whole document) and how it was found.
 
