@@ -160,8 +160,8 @@ def host_poll(nvim) -> None:
 
 def test_a_late_answer_to_an_older_query_never_reaches_the_picker(nvim) -> None:
     """The full search for "bread" is held at the model server while "bread flour" is answered;
-    released, its answer arrives last and is dropped. Broken on purpose: without the `seq` check in
-    the picker's answer handler, the list ends on "bread"."""
+    released, its answer arrives last and is dropped. Broken on purpose: without both guards (the
+    lane check in rpc._resolve and the picker's `seq` check; either alone suffices) it fails."""
     from tests.model_servers import Behaviour, model_server
 
     ready(nvim)
@@ -182,7 +182,8 @@ def test_a_late_answer_to_an_older_query_never_reaches_the_picker(nvim) -> None:
 def test_the_host_cancels_a_queued_request_that_a_newer_one_replaced(nvim) -> None:
     """Both host workers are held at the model server; of two requests queued behind them in one
     lane, the older is answered "cancelled" without running (its query is never embedded) and the
-    newer runs; the held request in that lane is dropped when it finally answers."""
+    newer runs; the held request in that lane is dropped when it finally answers. Broken on purpose:
+    with the host's `_superseded` always False, "salt" is embedded and this fails."""
     from tests.model_servers import Behaviour, model_server
 
     ready(nvim)

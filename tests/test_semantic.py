@@ -241,7 +241,8 @@ def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
 
 def test_facets_filter_the_semantic_stage_too(engine, kb: Path) -> None:
     """A facet restricts what the semantic stage may return, alone and in hybrid: the notes say the
-    same words, only the ADR's frontmatter differs."""
+    same words, only the ADR's frontmatter differs. Broken on purpose: recall without
+    allowed_documents() fails it."""
     write(kb, "_schema/frontmatter.yaml", "common: {status: string}\ntypes:\n  adr: {number: integer}\n")
     write(kb, "adr/0007.md", "---\ntype: adr\nnumber: 7\nstatus: accepted\n---\n# ADR 7\n\nSockets between hosts.\n")
     write(kb, "notes/a.md", "# Note A\n\nSockets between hosts.\n")
@@ -259,7 +260,7 @@ def test_facets_filter_the_semantic_stage_too(engine, kb: Path) -> None:
 
 def test_at_most_three_sections_per_document_after_fusion(engine, kb: Path) -> None:
     """Five sections of one document match both retrievers; the fused list keeps three of them and
-    still shows the other document."""
+    still shows the other document. Broken on purpose: MAX_PER_DOCUMENT = 99 fails it."""
     sections = "\n".join(f"## Part {i}\n\nkiwi orchard notes, part {i}.\n" for i in range(5))
     write(kb, "orchard.md", f"# Orchard\n\n{sections}")
     write(kb, "other.md", "# Other\n\n## Fruit\n\nA kiwi orchard elsewhere.\n")
