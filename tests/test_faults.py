@@ -7,11 +7,13 @@ import time
 from pathlib import Path
 
 from autodoc_core.service.engine import Engine
-from tests.conftest import paths, search, write
+from tests.conftest import paths, search, wait_until, write
 from tests.model_servers import Behaviour, model_server
 from tests.test_semantic import embed_with_tei, notes
 
-HANG = 8.0  # longer than any deadline below; the provider's own timeout is longer still
+# Longer than any deadline below; the provider's own timeout is longer still. A search must answer
+# within HANG / 3 of a 0.3 s deadline: the duration is the behaviour here, with 30x slack.
+HANG = 30.0
 
 
 def test_a_hanging_embedding_provider_cannot_hold_a_search(engine, kb: Path) -> None:
@@ -22,7 +24,7 @@ def test_a_hanging_embedding_provider_cannot_hold_a_search(engine, kb: Path) -> 
         began = time.monotonic()
         answer = search(engine, "packets between hosts")
         waited = time.monotonic() - began
-    assert waited < HANG / 2
+    assert waited < HANG / 3
     assert answer["stages"]["performed"] == ["lexical"]
     assert "did not answer within the 0.3 s deadline" in answer["stages"]["skipped"]["semantic"]
     assert paths(answer) == ["network.md"]
@@ -39,7 +41,7 @@ def test_a_hanging_ranker_cannot_hold_a_search(engine, kb: Path) -> None:
         began = time.monotonic()
         answer = search(engine, "sockets")
         waited = time.monotonic() - began
-    assert waited < HANG / 2
+    assert waited < HANG / 3
     assert answer["rank"]["state"] == "error" and "deadline" in answer["rank"]["error"]
     assert paths(answer) == ["network.md"]
 
@@ -57,11 +59,9 @@ def test_a_dead_provider_backs_off_and_does_not_hold_up_other_workspaces(tmp_pat
             engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "retries": 0}})
             engine.workspace_index(name)
         engine.start_background()
-        deadline = time.monotonic() + 20
-        while engine.workspace_status("b-fine")["semantic"] != "ready" and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert engine.workspace_status("b-fine")["semantic"] == "ready"
-        time.sleep(3.0)
+        wait_until(lambda: engine.workspace_status("b-fine")["semantic"] == "ready", timeout=120,
+                   what="the working workspace to fill while the other one fails")
+        time.sleep(3.0)  # a window to count the failing provider's calls in: a slow machine makes fewer
         broken_calls = len(broken.behaviour.requests)
         status = engine.workspace_status("a-broken")
     assert status["semantic"] == "partial"

@@ -50,7 +50,7 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         f" {nvim_binary()} -u {PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua'}"
     tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "40", command)
     try:
-        time.sleep(0.5)
+        wait_for_screen(session, "~")  # Neovim draws its empty buffer: it reads keys from here on
         tmux("send-keys", "-t", session, "\\/")  # the user's mapping: <leader>/
         wait_for_screen(session, "AutoDoc · kb")
         tmux("send-keys", "-t", session, "-l", "relational store")

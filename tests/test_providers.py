@@ -55,7 +55,7 @@ def test_tei_validation_error_is_not_retried_and_is_readable() -> None:
 
 
 def test_timeout_and_dead_server_and_garbage() -> None:
-    with model_server("tei", Behaviour(delay=1.0)) as server:
+    with model_server("tei", Behaviour(delay=10.0)) as server:  # 50x the client timeout
         slow = TeiEmbedder({"provider": "tei", "url": server.url, "model": "m", "timeout": 0.2, "retries": 0})
         with pytest.raises(ProviderError) as caught:
             slow.embed(["a"])

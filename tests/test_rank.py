@@ -64,7 +64,7 @@ def test_rerank_left_out_of_stages_is_never_ranked(ranked_kb) -> None:
 
 
 @pytest.mark.parametrize("behaviour, expected", [
-    (Behaviour(delay=2.0), "timeout after 0.5 s"),
+    (Behaviour(delay=10.0), "timeout after 0.5 s"),  # 20x the client timeout
     (Behaviour(garbage=True), "malformed JSON"),
     (Behaviour(wrong_indices=True), "impossible index"),
     (Behaviour(fail_status=[503, 503]), "HTTP 503"),
