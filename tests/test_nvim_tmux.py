@@ -26,7 +26,7 @@ def screen(session: str) -> str:
     return tmux("capture-pane", "-p", "-t", session)
 
 
-def wait_for_screen(session: str, text: str, timeout: float = 40.0) -> str:
+def wait_for_screen(session: str, text: str, timeout: float = 120.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         shown = screen(session)
@@ -44,7 +44,8 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
     env = {
         "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
         "AUTODOC_DB": str(tmp_path / "autodoc.db"), "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"), "TERM": "xterm-256color",
+        "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TERM": "xterm-256color",
     }
     command = " ".join(f"{k}={v}" for k, v in env.items()) + \
         f" {nvim_binary()} -u {PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua'}"
