@@ -355,12 +355,12 @@ def _fuse(conn: apsw.Connection, ws: Workspace, rankings: dict[str, list[int]],
           options: SearchOptions) -> list[shape.Candidate]:
     """Fused, boosted candidates, at most MAX_PER_DOCUMENT per document, best first."""
     ws_id = ws.id
-    # The blend needs a score on each retriever's scale; a symbol match has none, so RRF fuses those.
-    if ws.option("fusion") == "linear" and "semantic" in rankings and "symbol" not in rankings:
-        fused = fuse.linear(rankings, lexical_scores, cosines, ws.option("fusion_weight"))
+    rows = _load_rows(conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    if ws.option("fusion") == "linear" and "semantic" in rankings:
+        doc_of = {chunk_id: row[1] for chunk_id, row in rows.items()}
+        fused = fuse.linear(rankings, lexical_scores, cosines, doc_of, ws.option("fusion_weight"))
     else:
         fused = fuse.rrf(rankings)
-    rows = _load_rows(conn, [f.chunk_id for f in fused])
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude.
     fused = [f for f in fused if f.chunk_id in rows and (options.abstract_chunk or rows[f.chunk_id][14] != "abstract")]
     most_inbound = conn.execute(
