@@ -7,11 +7,11 @@ supersession); those records are cached as JSON and every fusion is then replaye
 product's own boosts, identifier backstop (``keep_leaders``), per-document cap and superseded demotion.
 Ranking is by document (a document's best chunk), as in ``tests/bench/retrieval.py``.
 
-Parameters are chosen on the tuning sets only (techdocs-dev, SciFact tuning half = claims at even 0-based
-line positions of scifact-train.jsonl, keps-dev); ``--report`` adds the reporting sets (techdocs-validation,
-SciFact odd half, keps-validation), meant to be run once the choice is made.
+Fusions are ranked on the tuning sets only (techdocs-dev, SciFact tuning half = claims at even 0-based line
+positions of scifact-train.jsonl, keps-dev); the reporting sets (techdocs-validation, SciFact odd half,
+keps-validation) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
 
-    python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--report] [--out FILE]
+    python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
 
 Without ``--db`` it indexes and embeds the three corpora into a temporary database (long).
 """
@@ -19,6 +19,7 @@ Without ``--db`` it indexes and embeds the three corpora into a temporary databa
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import shutil
@@ -32,10 +33,13 @@ from typing import Any
 
 from autodoc_core import fuse, search, shape
 from autodoc_core.engine import Engine
+from autodoc_core.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPORA = ("scifact", "techdocs", "keps")
+PREVIOUS = "previous default: linear w=0.4 + consensus 0.02"
+PRODUCT = "fuse.linear (cosine min-max, BM25 AND/OR, document agreement)"
 
 
 @dataclass
@@ -122,8 +126,14 @@ def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
                                "fuse_ms": answer["timing"].get("fuse", 0.0),
                                "performed": answer["stages"]["performed"]}
             records.append({"id": q["id"], "kind": q["kind"], "relevant": q["relevant"], "runs": runs,
-                            "fusion_at_capture": fusion, "fuse_inputs": recorder.last})
+                            "fusion_at_capture": fusion, "code": code_version(), "fuse_inputs": recorder.last})
     return records
+
+
+def code_version() -> str:
+    """A cache made with other fusion or search code holds stale engine answers: capture again."""
+    source = Path(fuse.__file__).read_bytes() + Path(search.__file__).read_bytes()
+    return hashlib.sha256(source).hexdigest()[:16]
 
 
 def cached_records(engine: Engine, qset: QuerySet, cache_dir: Path, refresh: bool) -> list[dict]:
@@ -131,7 +141,8 @@ def cached_records(engine: Engine, qset: QuerySet, cache_dir: Path, refresh: boo
     queries = qset.load()
     if cache.exists() and not refresh:
         records = json.loads(cache.read_text())
-        if [r["id"] for r in records] == [q["id"] for q in queries]:
+        if [r["id"] for r in records] == [q["id"] for q in queries] and \
+                all(r.get("code") == code_version() for r in records):
             return records
     records = capture(engine, qset.workspace, queries)
     cache.write_text(json.dumps(records))
@@ -202,12 +213,31 @@ def _sorted(entries: dict[int, fuse.Fused]) -> list[fuse.Fused]:
     return sorted(entries.values(), key=lambda e: -e.score)
 
 
-def current(weight: float = 0.4) -> FusionFn:
-    """What the product did before this work: the linear blend, RRF when the symbol retriever ran."""
+def previous(weight: float = 0.4, consensus: float = 0.02) -> FusionFn:
+    """The fusion before this benchmark: ``(1 - w) * cosine + w * BM25 / best``, +0.02 for a chunk both
+    retrievers returned; RRF when the symbol retriever ran."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
-        if "semantic" in inputs.rankings and "symbol" not in inputs.rankings:
-            return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, weight)
-        return fuse.rrf(inputs.rankings)
+        if "semantic" not in inputs.rankings or "symbol" in inputs.rankings:
+            return fuse.rrf(inputs.rankings)
+        entries = _entries(inputs)
+        best = max(inputs.bm25.values(), default=0.0) or 1.0
+        for chunk_id, entry in entries.items():
+            blend = (1 - weight) * max(inputs.cosines.get(chunk_id, 0.0), 0.0) \
+                + weight * inputs.bm25.get(chunk_id, 0.0) / best
+            entry.score = blend + (consensus if len(entry.via) > 1 else 0.0)
+            entry.relevance = min(1.0, max(blend, 0.0))
+        return _sorted(entries)
+    return run
+
+
+def product(weight: float = CONFIG_DEFAULTS["fusion_weight"], identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
+            document_weight: float = fuse.DOCUMENT_WEIGHT) -> FusionFn:
+    """The product's ``fuse.linear`` (what ``search._fuse`` runs by default)."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        if "semantic" not in inputs.rankings:
+            return fuse.rrf(inputs.rankings)
+        return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, inputs.doc_of, weight,
+                           identifier_weight, document_weight)
     return run
 
 
@@ -217,12 +247,42 @@ def rrf(k: float) -> FusionFn:
 
 def lexical_scale(inputs: Inputs, how: str) -> dict[int, float]:
     """BM25 on 0..1 over the lexical candidates ("max": divided by the best; "minmax")."""
-    values = [inputs.bm25[c] for c in inputs.rankings.get("lexical", []) if c in inputs.bm25]
+    ranked = [c for c in inputs.rankings.get("lexical", []) if c in inputs.bm25]
+    if how == "ranked":
+        return ranked_lexical(ranked, inputs.bm25)
+    if how == "tiered" or (how == "tiered-identifier" and "symbol" in inputs.rankings):
+        return tiered_lexical(ranked, inputs.bm25)
+    values = [inputs.bm25[c] for c in ranked]
     if not values:
         return {}
     top, low = max(values), (min(values) if how == "minmax" else 0.0)
     span = (top - low) or 1.0
     return {c: (inputs.bm25[c] - low) / span for c in inputs.rankings.get("lexical", []) if c in inputs.bm25}
+
+
+def ranked_lexical(ranked: list[int], bm25: dict[int, float]) -> dict[int, float]:
+    """BM25 / best, lifted so the lexical order holds: a chunk the AND of all words found (listed before
+    the OR's) scores at least as much as any chunk listed after it."""
+    lifted: dict[int, float] = {}
+    floor = 0.0
+    for chunk_id in reversed(ranked):
+        floor = max(floor, bm25[chunk_id])
+        lifted[chunk_id] = floor
+    top = floor or 1.0
+    return {c: v / top for c, v in lifted.items()}
+
+
+def tiered_lexical(ranked: list[int], bm25: dict[int, float]) -> dict[int, float]:
+    """When the lexical list is the AND of all words followed by the OR (the scores rise where the OR
+    starts), the AND's chunks score 0.5..1 and the OR's 0..0.5, each by BM25 / its block's best."""
+    start = next((i for i in range(1, len(ranked)) if bm25[ranked[i]] > bm25[ranked[i - 1]]), len(ranked))
+    blocks = [ranked[:start], ranked[start:]] if start < len(ranked) else [ranked]
+    scaled: dict[int, float] = {}
+    for number, block in enumerate(blocks):
+        top = max((bm25[c] for c in block), default=0.0) or 1.0
+        base, share = (0.5, 0.5) if len(blocks) == 2 and number == 0 else (0.0, 0.5 if len(blocks) == 2 else 1.0)
+        scaled.update({c: base + share * bm25[c] / top for c in block})
+    return scaled
 
 
 def semantic_scale(inputs: Inputs, how: str, entries: dict[int, fuse.Fused]) -> dict[int, float]:
@@ -284,12 +344,19 @@ def _symbol_term(inputs: Inputs, chunk_id: int, k: float | None) -> float:
 
 
 def document_agreement(weight: float, beta: float, sem: str = "minmax", lex: str = "max",
-                       consensus: float = 0.0, symbol_k: float | None = 60) -> FusionFn:
+                       consensus: float = 0.0, symbol_k: float | None = 60,
+                       identifier_weight: float | None = None) -> FusionFn:
     """Chunk blend + beta * the document's blend, where a document's side is its best chunk on that side:
-    lexical finding one section and semantic another still agree on the document."""
+    lexical finding one section and semantic another still agree on the document. ``identifier_weight``
+    replaces ``weight`` when the query is identifier-shaped (the symbol retriever ran)."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "symbol" in inputs.rankings and symbol_k is None:
             return fuse.rrf(inputs.rankings)
+        weight_here = identifier_weight if identifier_weight is not None and "symbol" in inputs.rankings \
+            else weight
+        return _agreement(inputs, weight_here)
+
+    def _agreement(inputs: Inputs, weight: float) -> list[fuse.Fused]:
         entries = _entries(inputs)
         lexical = lexical_scale(inputs, lex) if lex != "z" else _z(
             {c: inputs.bm25[c] for c in inputs.rankings.get("lexical", []) if c in inputs.bm25})
@@ -331,7 +398,7 @@ def document_rrf(k: float, beta: float) -> FusionFn:
 
 
 def candidates() -> dict[str, FusionFn]:
-    tried: dict[str, FusionFn] = {"current: linear w=0.4 + consensus 0.02": current()}
+    tried: dict[str, FusionFn] = {PREVIOUS: previous()}
     for k in (5, 10, 20, 30, 60, 100):
         tried[f"RRF k={k}"] = rrf(k)
     for w in (0.3, 0.4, 0.5, 0.6):
@@ -342,7 +409,19 @@ def candidates() -> dict[str, FusionFn]:
         for beta in (0.5, 1.0, 2.0):
             tried[f"document RRF k={k} beta={beta}"] = document_rrf(k, beta)
     for w in (0.3, 0.4, 0.5, 0.6):
+        tried[f"linear w={w}, cosine min-max, BM25 in lexical order"] = linear_variant(w, lex="ranked")
+        tried[f"linear w={w}, cosine min-max, BM25 tiered AND/OR"] = linear_variant(w, lex="tiered")
         for beta in (0.25, 0.5, 1.0):
+            for lex in ("tiered", "tiered-identifier"):
+                tried[f"document agreement w={w} beta={beta}, cosine min-max, BM25 {lex}"] = \
+                    document_agreement(w, beta, lex=lex)
+            for wid in (0.6, 0.7, 0.8):
+                tried[f"document agreement w={w} beta={beta}, cosine min-max, identifier w={wid}"] = \
+                    document_agreement(w, beta, identifier_weight=wid)
+                tried[f"{PRODUCT}: w={w} beta={beta} identifier w={wid}"] = product(w, wid, beta)
+        for beta in (0.25, 0.5, 1.0):
+            tried[f"document agreement w={w} beta={beta}, cosine min-max, BM25 in lexical order"] = \
+                document_agreement(w, beta, lex="ranked")
             tried[f"document agreement w={w} beta={beta}, cosine min-max"] = document_agreement(w, beta)
             tried[f"document agreement w={w} beta={beta}, raw cosine"] = document_agreement(w, beta, sem="raw")
     return tried
@@ -400,11 +479,11 @@ def choose(results: dict[str, dict[str, dict]], bases: dict[str, dict]) -> list[
 # -- report ---------------------------------------------------------------------------------------
 
 
-def table(name: str, base: dict[str, dict], hybrid: dict[str, dict], hybrid_label: str) -> list[str]:
+def table(name: str, base: dict[str, dict], hybrid_label: str) -> list[str]:
     lines = [f"### {name}", "", "| kind | queries | lexical R@3 | semantic R@3 | hybrid R@3 | lexical nDCG@10 | "
              "semantic nDCG@10 | hybrid nDCG@10 |", "|---|---|---|---|---|---|---|---|"]
-    kinds = ["all", *sorted(k for k in hybrid if k != "all")]
-    for kind in kinds:
+    hybrid = base["hybrid"]
+    for kind in ["all", *sorted(k for k in hybrid if k != "all")]:
         cells = []
         for measure in ("r3", "ndcg10"):
             lex, sem, hyb = base["lexical"][kind][measure], base["semantic"][kind][measure], hybrid[kind][measure]
@@ -414,9 +493,25 @@ def table(name: str, base: dict[str, dict], hybrid: dict[str, dict], hybrid_labe
     return lines + ["", f"hybrid = {hybrid_label}; ▼ = below the better of lexical and semantic.", ""]
 
 
-def latency_line(records: list[dict]) -> str:
-    ms = [r["runs"]["hybrid"]["ms"] for r in records]
-    return f"hybrid `search.query` in-process median {statistics.median(ms):.2f} ms over {len(ms)} queries"
+def others_line(records: list[dict], tried: dict[str, FusionFn], labels: list[str]) -> str:
+    parts = []
+    for label in labels:
+        result = by_kind([replay(r, tried[label]) for r in records], records)["all"]
+        parts.append(f"{label}: R@3 {result['r3']:.3f}, nDCG@10 {result['ndcg10']:.3f}")
+    return "Same candidates, other fusions (all kinds): " + "; ".join(parts) + "."
+
+
+def fusion_microseconds(records: list[dict], fusion: FusionFn) -> float:
+    """Median time of the fusion function alone over the captured queries (the rest of ``_fuse`` is shared)."""
+    timings = []
+    for record in records:
+        if record["fuse_inputs"] is None:
+            continue
+        inputs = record.setdefault("_inputs", inputs_of(record))
+        started = time.perf_counter()
+        fusion(inputs)
+        timings.append((time.perf_counter() - started) * 1e6)
+    return statistics.median(timings) if timings else float("nan")
 
 
 def main() -> None:
@@ -425,7 +520,8 @@ def main() -> None:
     parser.add_argument("--db", help="an indexed and embedded database with workspaces scifact, techdocs, keps")
     parser.add_argument("--cache", help="folder for the captured candidates (default: next to --db)")
     parser.add_argument("--refresh", action="store_true", help="capture again even when a cache exists")
-    parser.add_argument("--report", action="store_true", help="also evaluate the reporting sets")
+    parser.add_argument("--tuning-only", action="store_true",
+                        help="leave out the reporting sets (while choosing; they never take part in the choice)")
     parser.add_argument("--sets", help="comma-separated set names (default: every tuning set, with --report all)")
     parser.add_argument("--out", default="doc/benchmarks/fusion.md")
     args = parser.parse_args()
@@ -437,7 +533,7 @@ def main() -> None:
     try:
         if work is not None:
             build(engine, shared)
-        sets = [s for s in query_sets(shared) if (s.tuning or args.report)
+        sets = [s for s in query_sets(shared) if (s.tuning or not args.tuning_only)
                 and (not args.sets or s.name in args.sets.split(","))]
         missing = [s.name for s in sets if not s.path.exists()]
         sets = [s for s in sets if s.path.exists()]
@@ -465,32 +561,47 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
     bases = {name: baselines(recs) for name, recs in records.items()}
     results = evaluate(tuning, tried)
     ranking = choose(results, {name: bases[name] for name in tuning})
-    chosen = ranking[0][0]
-    lines = ["# Fusion benchmark", "", f"Made by `python -m tests.bench.fusion` on {time.strftime('%Y-%m-%d')}. "
-             "Document-level Recall@3 and nDCG@10; lexical and semantic are the engine's own single-stage "
-             "answers, hybrid the chosen fusion replayed on the captured candidates.", ""]
+    default = f"{PRODUCT}: w={CONFIG_DEFAULTS['fusion_weight']} beta={fuse.DOCUMENT_WEIGHT} " \
+              f"identifier w={fuse.IDENTIFIER_WEIGHT}"
+    lines = ["# Fusion benchmark", "",
+             f"Made by `python -m tests.bench.fusion` on {time.strftime('%Y-%m-%d')}. Document-level Recall@3 and "
+             "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
+             "answers (`search.query` with those stages, facet queries filtered by their facets); the other "
+             "fusions are replayed on the same captured candidates through the same boosts, identifier backstop, "
+             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only.", ""]
     if missing:
         lines += [f"Query sets not found (skipped): {', '.join(missing)}.", ""]
     lines += ["## Per set and kind", ""]
     for qset in sets:
-        hybrid = results.get(chosen, {}).get(qset.name) or by_kind(
-            [replay(r, tried[chosen]) for r in records[qset.name]], records[qset.name])
         role = "tuning" if qset.tuning else "reporting"
-        lines += table(f"{qset.name} ({role})", bases[qset.name], hybrid, chosen)
-        lines += [latency_line(records[qset.name]) + ".", ""]
-    lines += ["## Fusions tried (tuning sets)", "",
-              "shortfall = how far below the better retriever, summed over kinds and measures (0 = target met).",
-              "", "| fusion | shortfall | " + " | ".join(f"{n} R@3 | {n} nDCG@10" for n in tuning) + " |",
-              "|---|---|" + "---|---|" * len(tuning)]
+        lines += table(f"{qset.name} ({role})", bases[qset.name], f"the product's default, {default}")
+        lines += [others_line(records[qset.name], tried, [PREVIOUS, "RRF k=60"]), ""]
+    lines += fusions_tried(ranking, results, tuning, default)
+    everything = [r for recs in records.values() for r in recs]
+    agree = sum(replay(r, product()) == r["runs"]["hybrid"]["docs"] for r in everything)
+    fuse_ms = [r["runs"]["hybrid"]["fuse_ms"] for r in everything]
+    lines += ["", "## Cost", "",
+              f"The fusion function alone, median over {len(everything)} captured queries: previous blend "
+              f"{fusion_microseconds(everything, previous()):.0f} µs, the product's "
+              f"{fusion_microseconds(everything, product()):.0f} µs. The engine's whole fuse stage (rows, boosts, "
+              f"cap) median {statistics.median(fuse_ms):.2f} ms.", "",
+              f"Replay check: the product's fusion replayed gives the engine's own hybrid answer on {agree} of "
+              f"{len(everything)} queries."]
+    return lines
+
+
+def fusions_tried(ranking: list[tuple[str, float, float]], results: dict[str, dict[str, dict]],
+                  tuning: dict[str, list[dict]], default: str) -> list[str]:
+    lines = ["## Fusions tried (tuning sets, all kinds)", "",
+             "shortfall = how far hybrid is below the better of lexical and semantic, summed over kinds and both "
+             "measures (all kinds count twice); 0 = the target is met. Sorted by shortfall, then by mean R@3 + "
+             "nDCG@10. ◀ = the product's default.", "",
+             "| fusion | shortfall | " + " | ".join(f"{n} R@3 | {n} nDCG@10" for n in tuning) + " |",
+             "|---|---|" + "---|---|" * len(tuning)]
     for label, short, _mean in ranking:
         cells = " | ".join(f"{results[label][n]['all']['r3']:.3f} | {results[label][n]['all']['ndcg10']:.3f}"
                            for n in tuning)
-        lines.append(f"| {label} | {short:.3f} | {cells} |")
-    agree = sum(replay(r, current()) == r["runs"]["hybrid"]["docs"] for recs in records.values() for r in recs
-                if r.get("fusion_at_capture") == "linear")
-    total = sum(1 for recs in records.values() for r in recs if r.get("fusion_at_capture") == "linear")
-    lines += ["", f"Replay check: the current fusion replayed gives the engine's own hybrid answer on {agree} of "
-              f"{total} queries captured with it."]
+        lines.append(f"| {label}{' ◀' if label == default else ''} | {short:.3f} | {cells} |")
     return lines
 
 
