@@ -42,9 +42,14 @@ lint: install
 # RANKER_URL=http://127.0.0.1:8081 (a TEI re-ranker; RANKER_PROVIDER=cohere RANKER_MODEL=... for a
 # Cohere-compatible one) adds the reranked configuration. SCALE=0 skips the 50x growth run.
 SCALE ?= 50
+# FUSION_DB=/work/benchdb/bench.db reuses a database with scifact, techdocs and keps indexed and embedded;
+# without it the fusion benchmark builds its own (embedding the three corpora takes a while).
+FUSION_DB ?=
 bench: install
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
+	$(BIN)/python -m tests.bench.fusion --shared $(SHARED) $(if $(FUSION_DB),--db $(FUSION_DB)) \
+		--out doc/benchmarks/fusion.md
 	$(MAKE) soak
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.

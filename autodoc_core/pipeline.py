@@ -208,13 +208,12 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
                 cosines: dict[int, float]) -> list[Hit]:
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
-    linear = ws.option("fusion") == "linear"
-    # The blend needs a score on each retriever's scale; a symbol match has none, so RRF fuses those.
-    if linear and "semantic" in rankings and "symbol" not in rankings:
-        fused = fuse.linear(rankings, bm25, cosines, ws.option("fusion_weight"))
+    rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    if ws.option("fusion") == "linear" and "semantic" in rankings:
+        doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
+        fused = fuse.linear(rankings, bm25, cosines, doc_of, ws.option("fusion_weight"))
     else:
         fused = fuse.rrf(rankings)
-    rows = hits.load_rows(run.conn, [f.chunk_id for f in fused])
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude.
     fused = [f for f in fused if f.chunk_id in rows and (run.options.abstract_chunk
                                                          or rows[f.chunk_id].kind != "abstract")]

@@ -1,21 +1,25 @@
-"""Fusion's ordering rules, on plain candidate lists."""
+"""Fusion's ordering rules, on plain candidate lists with hand-worked scores."""
 
 from __future__ import annotations
 
-from autodoc_core.rank.fuse import Fused, keep_leaders, linear
+from pytest import approx
+
+from autodoc_core.rank.fuse import Fused, cosine_shares, keep_leaders, lexical_shares, linear
 
 
 def ids(fused: list[Fused]) -> list[int]:
     return [entry.chunk_id for entry in fused]
 
 
-def test_a_semantic_only_leader_is_not_buried_by_the_blend() -> None:
+def scores(fused: list[Fused]) -> dict[int, float]:
+    return {entry.chunk_id: entry.score for entry in fused}
+
+
+def test_a_semantic_only_leader_is_not_buried() -> None:
+    # Chunk 9 is the semantic leader but (no query word) last in the fused order.
+    fused = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(4, 0.6, 0.6), Fused(9, 0.1, 0.1)]
     rankings = {"lexical": [1, 2, 3, 4], "semantic": [9, 1, 2]}
-    bm25 = {1: 10.0, 2: 9.0, 3: 8.0, 4: 7.0}
-    cosines = {9: 0.80, 1: 0.55, 2: 0.50, 3: 0.45, 4: 0.44}
-    blended = linear(rankings, bm25, cosines, 0.4)
-    assert ids(blended)[-1] == 9  # no query word: the blend alone puts it last
-    assert ids(keep_leaders(blended, rankings)) == [1, 9, 2, 3, 4]
+    assert ids(keep_leaders(fused, rankings)) == [1, 9, 2, 3, 4]
 
 
 def test_leaders_already_on_top_change_nothing_and_one_retriever_is_left_alone() -> None:
@@ -30,14 +34,56 @@ def test_three_retrievers_fill_the_first_three_places() -> None:
     assert ids(keep_leaders(fused, rankings)) == [2, 6, 7, 1, 3, 4, 5]
 
 
-def test_a_near_tie_goes_to_the_chunk_both_retrievers_returned() -> None:
-    # Chunk 5 (lexical only) blends a hair above chunk 6 (both lists); consensus wins the tie.
-    rankings = {"lexical": [5, 6], "semantic": [6]}
-    bm25 = {5: 10.0, 6: 7.2}
-    cosines = {5: 0.19, 6: 0.37}
-    blended = linear(rankings, bm25, cosines, 0.4)
-    assert ids(blended) == [6, 5]
-    # Worked by hand: 5 blends 0.6 * 0.19 + 0.4 * 10/10 = 0.514; 6 blends 0.6 * 0.37 + 0.4 * 7.2/10 = 0.510,
-    # and scores 0.530 with the 0.02 bonus. The bonus orders; relevance stays the plain blend.
-    assert {e.chunk_id: round(e.relevance, 9) for e in blended} == {5: 0.514, 6: 0.510}
-    assert {e.chunk_id: round(e.score, 9) for e in blended} == {5: 0.514, 6: 0.530}
+def test_a_document_both_retrievers_found_by_different_sections_comes_first() -> None:
+    # Document A: lexical finds its section 1, semantic its section 2. B is lexical's best chunk,
+    # C semantic's best; neither retriever returns the other's document.
+    doc_of = {1: 100, 2: 100, 3: 200, 4: 300}
+    rankings = {"lexical": [3, 1], "semantic": [4, 2]}
+    bm25 = {3: 10.0, 1: 8.0}
+    cosines = {1: 0.30, 2: 0.50, 3: 0.30, 4: 0.55}  # lexical hits get their exact cosine
+    # Shares: lexical 3 -> 1.0, 1 -> 0.8; cosines over 0.30..0.55: 1, 3 -> 0, 2 -> 0.8, 4 -> 1.0.
+    # Chunk blends (w = 0.4): 1: 0.32, 2: 0.48, 3: 0.40, 4: 0.60.
+    # Document blends (best chunk per side): A 0.4*0.8 + 0.6*0.8 = 0.80, B 0.40, C 0.60.
+    fused = linear(rankings, bm25, cosines, doc_of, 0.4, document_weight=1.0)
+    assert ids(fused) == [2, 4, 1, 3]
+    assert scores(fused) == approx({2: 1.28, 4: 1.20, 1: 1.12, 3: 0.80})
+    assert {e.chunk_id: e.relevance for e in fused} == approx({1: 0.32, 2: 0.48, 3: 0.40, 4: 0.60})
+    # Without the document's share, A's sections fall behind the single-retriever documents.
+    assert ids(linear(rankings, bm25, cosines, doc_of, 0.4, document_weight=0.0)) == [4, 2, 3, 1]
+
+
+def test_an_identifier_query_trusts_the_chunk_with_every_word() -> None:
+    # The symbol retriever ran (and found nothing): lexical's AND match (chunk 1, low BM25) leads.
+    doc_of = {1: 10, 2: 20, 3: 30}
+    bm25 = {1: 2.0, 2: 20.0}
+    cosines = {1: 0.2, 2: 0.5, 3: 0.6}
+    # Lexical shares: AND part [1] -> 1.0, OR part [2] -> 0.5; cosines over 0.2..0.6: 0, 0.75, 1.0.
+    # w = 0.7: chunk 1: 0.7 + document 0.7 = 1.4; chunk 2: 0.35 + 0.225 = 0.575, twice = 1.15; chunk 3: 0.6.
+    fused = linear({"lexical": [1, 2], "symbol": [], "semantic": [3, 2]}, bm25, cosines, doc_of, 0.4,
+                   identifier_weight=0.7, document_weight=1.0)
+    assert ids(fused) == [1, 2, 3]
+    assert scores(fused) == approx({1: 1.4, 2: 1.15, 3: 0.6})
+    # The same lists without the symbol retriever blend at w = 0.4: 0.8, 1.3, 1.2.
+    plain = linear({"lexical": [1, 2], "semantic": [3, 2]}, bm25, cosines, doc_of, 0.4, document_weight=1.0)
+    assert scores(plain) == approx({1: 0.8, 2: 1.3, 3: 1.2})
+
+
+def test_a_symbol_match_adds_its_reciprocal_rank() -> None:
+    doc_of = {1: 10, 5: 50, 6: 60}
+    fused = linear({"lexical": [1], "symbol": [5, 6], "semantic": [1]}, {1: 3.0}, {1: 0.4}, doc_of, 0.4,
+                   identifier_weight=0.7, document_weight=1.0)
+    # Chunk 1 is first on both sides (shares 1.0; one cosine scales to 0): 0.7 + 0.7 = 1.4.
+    # Symbol matches: 61 / 61 = 1.0 and 61 / 62.
+    assert scores(fused) == approx({1: 1.4, 5: 1.0, 6: 61 / 62})
+
+
+def test_lexical_shares_split_the_and_from_the_or() -> None:
+    assert lexical_shares([5, 6, 7], {5: 2.0, 6: 9.0, 7: 4.5}) == approx({5: 1.0, 6: 0.5, 7: 0.25})
+    assert lexical_shares([6, 7], {6: 9.0, 7: 4.5}) == approx({6: 1.0, 7: 0.5})
+    assert lexical_shares([], {}) == {}
+
+
+def test_cosine_shares_span_the_candidates() -> None:
+    assert cosine_shares({1: 0.30, 2: 0.50, 3: 0.40}) == approx({1: 0.0, 2: 1.0, 3: 0.5})
+    assert cosine_shares({1: 0.42, 2: 0.42}) == {1: 0.0, 2: 0.0}
+    assert cosine_shares({}) == {}

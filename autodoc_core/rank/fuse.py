@@ -1,21 +1,23 @@
-"""Fusion: Reciprocal Rank Fusion over whichever retrievers ran, then tag and authority boosts.
+"""Fusion: the linear blend (default) or Reciprocal Rank Fusion over whichever retrievers ran, then tag
+and authority boosts and the identifier backstop.
 
-``relevance`` is the fused score before boosts divided by the best possible one (rank 1 in every
-active retriever), so 1.0 means "first everywhere"; it is capped at 1.0.
+``relevance`` is 0..1: the blend's chunk share, or for RRF the fused score over the best possible one
+(rank 1 in every active retriever), so 1.0 means "first everywhere".
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 RRF_K = 60
 TAG_BOOST = 1.2
 AUTHORITY_BOOST = 0.1
-# Added to the blend's score (not its relevance) of a chunk both retrievers returned: independent
-# evidence breaks near-ties. Measured on a scratch run: 0.01..0.1 alike (SciFact nDCG@10 0.745-0.748,
-# techdocs Recall@3 0.938 against 0.912 without).
-CONSENSUS_BONUS = 0.02
+# The linear blend's document agreement and identifier weights, chosen on the tuning sets with
+# tests/bench/fusion.py (doc/benchmarks/fusion.md).
+DOCUMENT_WEIGHT = 1.0
+IDENTIFIER_WEIGHT = 0.6
 
 
 @dataclass
@@ -40,22 +42,72 @@ def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[Fused]:
 
 
 def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict[int, float],
-           weight: float) -> list[Fused]:
-    """``(1 - w) * cosine + w * bm25 / max_bm25`` over the union of both retrievers' candidates;
-    a chunk one retriever did not return scores 0 there. The blend is already 0..1: it is the relevance;
-    the score adds CONSENSUS_BONUS when both retrievers returned the chunk."""
-    best_bm25 = max(bm25.values(), default=0.0) or 1.0
+           doc_of: dict[int, int], weight: float, identifier_weight: float = IDENTIFIER_WEIGHT,
+           document_weight: float = DOCUMENT_WEIGHT) -> list[Fused]:
+    """Each chunk's blend ``w * lexical + (1 - w) * semantic`` of the two retrievers' shares (0..1, see
+    ``lexical_shares`` and ``cosine_shares``; a side that did not return the chunk gives 0 there, a lexical
+    hit's cosine is known), plus ``document_weight`` times its document's blend, where each side of the
+    document is its best chunk on that side: lexical finding one section and semantic another still agree
+    about the document. ``identifier_weight`` replaces ``w`` when the symbol retriever ran, and a symbol
+    match adds ``(k + 1) / (k + rank)``. The chunk's own blend is its relevance."""
+    if "symbol" in rankings:
+        weight = identifier_weight
     fused: dict[int, Fused] = {}
     for retriever, chunk_ids in rankings.items():
         for chunk_id in chunk_ids:
-            entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0))
-            entry.via.append(retriever)
-    for entry in fused.values():
-        cosine = max(cosines.get(entry.chunk_id, 0.0), 0.0)
-        blend = (1 - weight) * cosine + weight * bm25.get(entry.chunk_id, 0.0) / best_bm25
-        entry.score = blend + (CONSENSUS_BONUS if len(entry.via) > 1 else 0.0)
-        entry.relevance = min(1.0, max(blend, 0.0))
+            fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0)).via.append(retriever)
+    lexical = lexical_shares(rankings.get("lexical", []), bm25)
+    semantic = cosine_shares({c: cosines[c] for c in fused if c in cosines})
+    documents = _document_blends(fused, doc_of, lexical, semantic, set(rankings.get("semantic", [])), weight)
+    symbol_rank = {chunk_id: rank for rank, chunk_id in enumerate(rankings.get("symbol", []), start=1)}
+    for chunk_id, entry in fused.items():
+        blend = weight * lexical.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, 0.0)
+        entry.relevance = min(1.0, blend)
+        entry.score = blend + document_weight * documents[doc_of.get(chunk_id, -chunk_id)]
+        if chunk_id in symbol_rank:
+            entry.score += (RRF_K + 1) / (RRF_K + symbol_rank[chunk_id])
     return sorted(fused.values(), key=lambda e: -e.score)
+
+
+def _document_blends(chunk_ids: Iterable[int], doc_of: dict[int, int], lexical: dict[int, float],
+                     semantic: dict[int, float], found_semantically: set[int], weight: float) -> dict[int, float]:
+    """Each document's blend of its best lexical share and its best share among the chunks the semantic
+    retriever returned (a chunk without a document stands for itself)."""
+    best_lexical: dict[int, float] = {}
+    best_semantic: dict[int, float] = {}
+    for chunk_id in chunk_ids:
+        document = doc_of.get(chunk_id, -chunk_id)
+        best_lexical[document] = max(best_lexical.get(document, 0.0), lexical.get(chunk_id, 0.0))
+        if chunk_id in found_semantically:
+            best_semantic[document] = max(best_semantic.get(document, 0.0), semantic.get(chunk_id, 0.0))
+    return {d: weight * best + (1 - weight) * best_semantic.get(d, 0.0) for d, best in best_lexical.items()}
+
+
+def lexical_shares(ranking: list[int], bm25: dict[int, float]) -> dict[int, float]:
+    """BM25 on 0..1 in the lexical list's order. The list holds the chunks matching every query word
+    (the AND), then those matching some (the OR), each best first, so BM25 rises where the OR starts: the
+    AND's chunks then take 0.5..1 and the OR's 0..0.5, each as BM25 over its part's best. Otherwise
+    BM25 over the best."""
+    ranking = [c for c in ranking if c in bm25]
+    start = next((i for i in range(1, len(ranking)) if bm25[ranking[i]] > bm25[ranking[i - 1]]), len(ranking))
+    if start == len(ranking):
+        return _over_best(ranking, bm25, 0.0, 1.0)
+    return {**_over_best(ranking[:start], bm25, 0.5, 0.5), **_over_best(ranking[start:], bm25, 0.0, 0.5)}
+
+
+def _over_best(chunk_ids: list[int], bm25: dict[int, float], base: float, span: float) -> dict[int, float]:
+    best = max((bm25[c] for c in chunk_ids), default=0.0) or 1.0
+    return {c: base + span * max(bm25[c], 0.0) / best for c in chunk_ids}
+
+
+def cosine_shares(cosines: dict[int, float]) -> dict[int, float]:
+    """Cosines min-max scaled over the query's candidates: MiniLM's cosines for one query sit in a narrow
+    band, so raw they would separate candidates far less than BM25's share does."""
+    if not cosines:
+        return {}
+    low, high = min(cosines.values()), max(cosines.values())
+    span = (high - low) or 1.0
+    return {c: (value - low) / span for c, value in cosines.items()}
 
 
 def authority(inbound_links: int, most_inbound: int) -> float:

@@ -152,7 +152,7 @@ def quality_rows(engine: Engine, queries: dict[str, list[dict]]) -> list[str]:
         ("lexical", {"stages": ["lexical"]}, "rrf"),
         ("semantic", {"stages": ["semantic"]}, "rrf"),
         ("hybrid, RRF k=60", {"stages": ["lexical", "semantic"]}, "rrf"),
-        ("hybrid, linear w=0.4 + consensus", {"stages": ["lexical", "semantic"]}, "linear"),
+        ("hybrid, linear (default)", {"stages": ["lexical", "semantic"]}, "linear"),
     ]
     kinds: dict[str, dict] = {}
     for name, qs in queries.items():

@@ -1,0 +1,615 @@
+"""Fusion benchmark: lexical, semantic and hybrid per query set and per kind of query, and the fusions tried.
+
+Each query runs through the engine three times (lexical only, semantic only, hybrid), so facets and filters
+apply exactly as in production. The hybrid run records what ``pipeline._fused_hits`` is given (each retriever's
+candidate chunks in order, their BM25 scores and cosines, and each candidate's document, tags, links and
+supersession); those records are cached as JSON and every fusion is then replayed offline through the
+product's own boosts, identifier backstop (``keep_leaders``), per-document cap and superseded demotion.
+Ranking is by document (a document's best chunk), as in ``tests/bench/retrieval.py``.
+
+Fusions are ranked on the tuning sets only (techdocs-dev, SciFact tuning half = claims at even 0-based line
+positions of scifact-train.jsonl, keps-dev); the reporting sets (techdocs-validation, SciFact odd half,
+keps-validation) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
+
+    python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
+
+Without ``--db`` it indexes and embeds the three corpora into a temporary database (long).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autodoc_core import pipeline
+from autodoc_core.rank import fuse, hits
+from autodoc_core.service.engine import Engine
+from autodoc_core.store.workspace import CONFIG_DEFAULTS
+from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = ("scifact", "techdocs", "keps")
+PREVIOUS = "previous default: linear w=0.4 + consensus 0.02"
+PRODUCT = "fuse.linear (cosine min-max, BM25 AND/OR, document agreement)"
+
+
+@dataclass
+class QuerySet:
+    name: str
+    workspace: str
+    path: Path
+    positions: str  # "all", "even" or "odd" 0-based line positions
+    tuning: bool
+
+    def load(self) -> list[dict]:
+        queries = load_queries(self.path)
+        if self.positions != "all":
+            queries = queries[0 if self.positions == "even" else 1 :: 2]
+        return [{**q, "kind": q.get("kind") or "claim"} for q in queries]
+
+
+def query_sets(shared: Path) -> list[QuerySet]:
+    evals = shared / "eval"
+    local = ROOT / "tests" / "bench" / "eval"
+    return [
+        QuerySet("techdocs-dev", "techdocs", evals / "techdocs-dev.jsonl", "all", True),
+        QuerySet("scifact-tuning", "scifact", evals / "scifact-train.jsonl", "even", True),
+        QuerySet("keps-dev", "keps", local / "keps-dev.jsonl", "all", True),
+        QuerySet("techdocs-validation", "techdocs", _first(evals / "techdocs-validation.jsonl",
+                                                           local / "techdocs-validation.jsonl"), "all", False),
+        QuerySet("scifact-reporting", "scifact", evals / "scifact-train.jsonl", "odd", False),
+        QuerySet("keps-validation", "keps", local / "keps-validation.jsonl", "all", False),
+    ]
+
+
+def _first(*paths: Path) -> Path:
+    return next((p for p in paths if p.exists()), paths[-1])
+
+
+# -- capture ------------------------------------------------------------------------------------
+
+
+class FuseRecorder:
+    """Wraps ``pipeline._fused_hits`` for the benchmark: records its inputs, then runs the real thing."""
+
+    def __init__(self) -> None:
+        self.original = pipeline._fused_hits
+        self.last: dict[str, Any] | None = None
+
+    def __enter__(self) -> FuseRecorder:
+        pipeline._fused_hits = self._record
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pipeline._fused_hits = self.original
+
+    def _record(self, run, rankings, lexical_scores, cosines):  # noqa: ANN001, ANN202
+        conn, ws, query, options = run.conn, run.ws, run.query, run.options
+        union = sorted({c for ids in rankings.values() for c in ids})
+        rows = hits.load_rows(conn, union)
+        most_inbound = conn.execute("SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?",
+                                    (ws.id,)).fetchone()[0]
+        words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
+        self.last = {
+            "rankings": {name: list(ids) for name, ids in rankings.items()},
+            "bm25": {str(c): lexical_scores[c] for c in union if c in lexical_scores},
+            "cosines": {str(c): cosines[c] for c in union if c in cosines},
+            # doc_id, path, tags (JSON), inbound links, successor id, status, kind
+            "rows": {str(c): [r.doc_id, r.path, json.dumps(r.tags), r.inbound_links, r.successor_id, r.status, r.kind]
+                     for c, r in rows.items()},
+            "most_inbound": most_inbound,
+            "words": sorted(words),
+            "abstract_chunk": options.abstract_chunk,
+            "demote_superseded": options.demote_superseded,
+        }
+        return self.original(run, rankings, lexical_scores, cosines)
+
+
+def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
+    fusion = engine._workspace(workspace).option("fusion")
+    records = []
+    with FuseRecorder() as recorder:
+        for q in queries:
+            runs = {}
+            for label, stages in (("lexical", ["lexical"]), ("semantic", ["semantic"]),
+                                  ("hybrid", ["lexical", "semantic"])):
+                recorder.last = None
+                answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages}))
+                runs[label] = {"docs": documents_in_order(answer["hits"]), "ms": answer["timing"]["total"],
+                               "fuse_ms": answer["timing"].get("fuse", 0.0),
+                               "performed": answer["stages"]["performed"]}
+            records.append({"id": q["id"], "kind": q["kind"], "relevant": q["relevant"], "runs": runs,
+                            "fusion_at_capture": fusion, "code": code_version(), "fuse_inputs": recorder.last})
+    return records
+
+
+def code_version() -> str:
+    """A cache made with other fusion or search code holds stale engine answers: capture again."""
+    source = Path(fuse.__file__).read_bytes() + Path(pipeline.__file__).read_bytes()
+    return hashlib.sha256(source).hexdigest()[:16]
+
+
+def cached_records(engine: Engine, qset: QuerySet, cache_dir: Path, refresh: bool) -> list[dict]:
+    cache = cache_dir / f"fusion-{qset.name}.json"
+    queries = qset.load()
+    if cache.exists() and not refresh:
+        records = json.loads(cache.read_text())
+        if [r["id"] for r in records] == [q["id"] for q in queries] and \
+                all(r.get("code") == code_version() for r in records):
+            return records
+    records = capture(engine, qset.workspace, queries)
+    cache.write_text(json.dumps(records))
+    return records
+
+
+# -- offline replay -----------------------------------------------------------------------------
+
+
+@dataclass
+class Inputs:
+    rankings: dict[str, list[int]]
+    bm25: dict[int, float]
+    cosines: dict[int, float]
+    doc_of: dict[int, int]
+
+
+FusionFn = Callable[[Inputs], list[fuse.Fused]]
+
+
+def inputs_of(record: dict) -> Inputs:
+    raw = record["fuse_inputs"]
+    return Inputs(
+        rankings={name: list(ids) for name, ids in raw["rankings"].items()},
+        bm25={int(c): s for c, s in raw["bm25"].items()},
+        cosines={int(c): s for c, s in raw["cosines"].items()},
+        doc_of={int(c): row[0] for c, row in raw["rows"].items()},
+    )
+
+
+def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
+    """The documents, in order, that the pipeline's fusion and shaping give with ``fusion`` in place of the
+    product's fusion: the same boosts, leaders, cap and demotion."""
+    raw = record["fuse_inputs"]
+    if raw is None:  # no hybrid fusion ran (e.g. a facet-only query): hybrid is what the engine gave
+        return record["runs"]["hybrid"]["docs"]
+    rows = {int(c): row for c, row in raw["rows"].items()}
+    inputs = record.setdefault("_inputs", inputs_of(record))
+    fused = [f for f in fusion(inputs) if f.chunk_id in rows
+             and (raw["abstract_chunk"] or rows[f.chunk_id][6] != "abstract")]
+    fused = fuse.apply_boosts(fused, {f.chunk_id: json.loads(rows[f.chunk_id][2]) for f in fused},
+                              {f.chunk_id: rows[f.chunk_id][3] for f in fused}, raw["most_inbound"],
+                              set(raw["words"]))
+    fused = fuse.keep_leaders(fused, {name: ids for name, ids in inputs.rankings.items() if ids})
+    shown = []
+    for f in fused:
+        doc_id, path, _tags, _inbound, successor_id, status, kind = rows[f.chunk_id]
+        superseded = status == "superseded" or successor_id is not None
+        shown.append(hits.Hit(path=path, title=None, breadcrumb=None, kind=kind, byte_start=0, byte_end=0,
+                              line_start=1, line_end=1, relevance=f.relevance, score=f.score, via=tuple(f.via),
+                              generation=0, superseded=superseded, superseded_by=None, doc_id=doc_id,
+                              successor_id=successor_id, chunk_id=f.chunk_id))
+    shown = hits.cap_per_document(shown)
+    if raw["demote_superseded"]:
+        shown = hits.demote_superseded(shown)
+    return documents_in_order([h.to_dict() for h in shown[:limit]])
+
+
+# -- fusions tried --------------------------------------------------------------------------------
+
+
+def _entries(inputs: Inputs) -> dict[int, fuse.Fused]:
+    entries: dict[int, fuse.Fused] = {}
+    for name, ids in inputs.rankings.items():
+        for chunk_id in ids:
+            entries.setdefault(chunk_id, fuse.Fused(chunk_id, 0.0, 0.0)).via.append(name)
+    return entries
+
+
+def _sorted(entries: dict[int, fuse.Fused]) -> list[fuse.Fused]:
+    return sorted(entries.values(), key=lambda e: -e.score)
+
+
+def previous(weight: float = 0.4, consensus: float = 0.02) -> FusionFn:
+    """The fusion before this benchmark: ``(1 - w) * cosine + w * BM25 / best``, +0.02 for a chunk both
+    retrievers returned; RRF when the symbol retriever ran."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        if "semantic" not in inputs.rankings or "symbol" in inputs.rankings:
+            return fuse.rrf(inputs.rankings)
+        entries = _entries(inputs)
+        best = max(inputs.bm25.values(), default=0.0) or 1.0
+        for chunk_id, entry in entries.items():
+            blend = (1 - weight) * max(inputs.cosines.get(chunk_id, 0.0), 0.0) \
+                + weight * inputs.bm25.get(chunk_id, 0.0) / best
+            entry.score = blend + (consensus if len(entry.via) > 1 else 0.0)
+            entry.relevance = min(1.0, max(blend, 0.0))
+        return _sorted(entries)
+    return run
+
+
+def product(weight: float = CONFIG_DEFAULTS["fusion_weight"], identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
+            document_weight: float = fuse.DOCUMENT_WEIGHT) -> FusionFn:
+    """The product's ``fuse.linear`` (what the pipeline runs by default)."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        if "semantic" not in inputs.rankings:
+            return fuse.rrf(inputs.rankings)
+        return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, inputs.doc_of, weight,
+                           identifier_weight, document_weight)
+    return run
+
+
+def rrf(k: float) -> FusionFn:
+    return lambda inputs: fuse.rrf(inputs.rankings, k)
+
+
+def lexical_scale(inputs: Inputs, how: str) -> dict[int, float]:
+    """BM25 on 0..1 over the lexical candidates ("max": divided by the best; "minmax")."""
+    ranked = [c for c in inputs.rankings.get("lexical", []) if c in inputs.bm25]
+    if how == "ranked":
+        return ranked_lexical(ranked, inputs.bm25)
+    if how == "tiered" or (how == "tiered-identifier" and "symbol" in inputs.rankings):
+        return tiered_lexical(ranked, inputs.bm25)
+    values = [inputs.bm25[c] for c in ranked]
+    if not values:
+        return {}
+    top, low = max(values), (min(values) if how == "minmax" else 0.0)
+    span = (top - low) or 1.0
+    return {c: (inputs.bm25[c] - low) / span for c in inputs.rankings.get("lexical", []) if c in inputs.bm25}
+
+
+def ranked_lexical(ranked: list[int], bm25: dict[int, float]) -> dict[int, float]:
+    """BM25 / best, lifted so the lexical order holds: a chunk the AND of all words found (listed before
+    the OR's) scores at least as much as any chunk listed after it."""
+    lifted: dict[int, float] = {}
+    floor = 0.0
+    for chunk_id in reversed(ranked):
+        floor = max(floor, bm25[chunk_id])
+        lifted[chunk_id] = floor
+    top = floor or 1.0
+    return {c: v / top for c, v in lifted.items()}
+
+
+def tiered_lexical(ranked: list[int], bm25: dict[int, float]) -> dict[int, float]:
+    """When the lexical list is the AND of all words followed by the OR (the scores rise where the OR
+    starts), the AND's chunks score 0.5..1 and the OR's 0..0.5, each by BM25 / its block's best."""
+    start = next((i for i in range(1, len(ranked)) if bm25[ranked[i]] > bm25[ranked[i - 1]]), len(ranked))
+    blocks = [ranked[:start], ranked[start:]] if start < len(ranked) else [ranked]
+    scaled: dict[int, float] = {}
+    for number, block in enumerate(blocks):
+        top = max((bm25[c] for c in block), default=0.0) or 1.0
+        base, share = (0.5, 0.5) if len(blocks) == 2 and number == 0 else (0.0, 0.5 if len(blocks) == 2 else 1.0)
+        scaled.update({c: base + share * bm25[c] / top for c in block})
+    return scaled
+
+
+def semantic_scale(inputs: Inputs, how: str, entries: dict[int, fuse.Fused]) -> dict[int, float]:
+    """Cosines on 0..1 over the query's candidates ("raw": the cosine itself; "minmax"; "z": z-scores)."""
+    known = {c: inputs.cosines[c] for c in entries if c in inputs.cosines}
+    if not known or how == "raw":
+        return {c: max(v, 0.0) for c, v in known.items()}
+    values = list(known.values())
+    if how == "minmax":
+        low, span = min(values), (max(values) - min(values)) or 1.0
+        return {c: (v - low) / span for c, v in known.items()}
+    mean, spread = statistics.fmean(values), statistics.pstdev(values) or 1.0
+    return {c: (v - mean) / spread for c, v in known.items()}
+
+
+def _z(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    mean, spread = statistics.fmean(scores.values()), statistics.pstdev(scores.values()) or 1.0
+    return {c: (v - mean) / spread for c, v in scores.items()}
+
+
+def chunk_blend(inputs: Inputs, entries: dict[int, fuse.Fused], weight: float, lex: str, sem: str,
+                consensus: float) -> dict[int, float]:
+    if lex == "z":
+        raw = _z({c: inputs.bm25[c] for c in inputs.rankings.get("lexical", []) if c in inputs.bm25})
+        floor = min(raw.values(), default=0.0)
+        lexical = {c: raw.get(c, floor) for c in entries}
+    else:
+        lexical = lexical_scale(inputs, lex)
+    semantic = semantic_scale(inputs, sem, entries)
+    sem_floor = min(semantic.values(), default=0.0) if sem == "z" else 0.0
+    blend = {}
+    for chunk_id, entry in entries.items():
+        value = weight * lexical.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, sem_floor)
+        blend[chunk_id] = value + (consensus if len(entry.via) > 1 else 0.0)
+    return blend
+
+
+def linear_variant(weight: float, lex: str = "max", sem: str = "minmax", consensus: float = 0.0,
+                   symbol_k: float | None = 60) -> FusionFn:
+    """A score blend; the symbol retriever (no score) adds 1/(k+rank) scaled to 0..1, or falls back to RRF."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        if "symbol" in inputs.rankings and symbol_k is None:
+            return fuse.rrf(inputs.rankings)
+        entries = _entries(inputs)
+        blend = chunk_blend(inputs, entries, weight, lex, sem, consensus)
+        for chunk_id, entry in entries.items():
+            entry.score = blend[chunk_id] + _symbol_term(inputs, chunk_id, symbol_k)
+        return _sorted(entries)
+    return run
+
+
+def _symbol_term(inputs: Inputs, chunk_id: int, k: float | None) -> float:
+    ids = inputs.rankings.get("symbol")
+    if not ids or k is None or chunk_id not in ids:
+        return 0.0
+    return (k + 1) / (k + 1 + ids.index(chunk_id))
+
+
+def document_agreement(weight: float, beta: float, sem: str = "minmax", lex: str = "max",
+                       consensus: float = 0.0, symbol_k: float | None = 60,
+                       identifier_weight: float | None = None) -> FusionFn:
+    """Chunk blend + beta * the document's blend, where a document's side is its best chunk on that side:
+    lexical finding one section and semantic another still agree on the document. ``identifier_weight``
+    replaces ``weight`` when the query is identifier-shaped (the symbol retriever ran)."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        if "symbol" in inputs.rankings and symbol_k is None:
+            return fuse.rrf(inputs.rankings)
+        weight_here = identifier_weight if identifier_weight is not None and "symbol" in inputs.rankings \
+            else weight
+        return _agreement(inputs, weight_here)
+
+    def _agreement(inputs: Inputs, weight: float) -> list[fuse.Fused]:
+        entries = _entries(inputs)
+        lexical = lexical_scale(inputs, lex) if lex != "z" else _z(
+            {c: inputs.bm25[c] for c in inputs.rankings.get("lexical", []) if c in inputs.bm25})
+        semantic = semantic_scale(inputs, sem, entries)
+        blend = chunk_blend(inputs, entries, weight, lex, sem, consensus)
+        best_lex: dict[int, float] = {}
+        best_sem: dict[int, float] = {}
+        for chunk_id in entries:
+            doc = inputs.doc_of.get(chunk_id, -chunk_id)
+            if chunk_id in lexical:
+                best_lex[doc] = max(best_lex.get(doc, -math.inf), lexical[chunk_id])
+            if chunk_id in semantic and chunk_id in inputs.rankings.get("semantic", []):
+                best_sem[doc] = max(best_sem.get(doc, -math.inf), semantic[chunk_id])
+        for chunk_id, entry in entries.items():
+            doc = inputs.doc_of.get(chunk_id, -chunk_id)
+            doc_score = weight * best_lex.get(doc, 0.0) + (1 - weight) * best_sem.get(doc, 0.0)
+            entry.score = blend[chunk_id] + beta * doc_score + _symbol_term(inputs, chunk_id, symbol_k)
+        return _sorted(entries)
+    return run
+
+
+def document_rrf(k: float, beta: float) -> FusionFn:
+    """Chunk RRF + beta * document RRF (a document's rank in each list is its best chunk's)."""
+    def run(inputs: Inputs) -> list[fuse.Fused]:
+        entries = _entries(inputs)
+        doc_score: dict[int, float] = {}
+        for ids in inputs.rankings.values():
+            seen: set[int] = set()
+            for rank, chunk_id in enumerate(ids, start=1):
+                entries[chunk_id].score += 1.0 / (k + rank)
+                doc = inputs.doc_of.get(chunk_id, -chunk_id)
+                if doc not in seen:
+                    seen.add(doc)
+                    doc_score[doc] = doc_score.get(doc, 0.0) + 1.0 / (k + len(seen))
+        for chunk_id, entry in entries.items():
+            entry.score += beta * doc_score[inputs.doc_of.get(chunk_id, -chunk_id)]
+        return _sorted(entries)
+    return run
+
+
+def candidates() -> dict[str, FusionFn]:
+    tried: dict[str, FusionFn] = {PREVIOUS: previous()}
+    for k in (5, 10, 20, 30, 60, 100):
+        tried[f"RRF k={k}"] = rrf(k)
+    for w in (0.3, 0.4, 0.5, 0.6):
+        tried[f"linear w={w}, cosine min-max"] = linear_variant(w, sem="minmax")
+        tried[f"linear w={w}, both min-max"] = linear_variant(w, lex="minmax", sem="minmax")
+        tried[f"linear w={w}, z-scores"] = linear_variant(w, lex="z", sem="z")
+    for k in (10, 30, 60):
+        for beta in (0.5, 1.0, 2.0):
+            tried[f"document RRF k={k} beta={beta}"] = document_rrf(k, beta)
+    for w in (0.3, 0.4, 0.5, 0.6):
+        tried[f"linear w={w}, cosine min-max, BM25 in lexical order"] = linear_variant(w, lex="ranked")
+        tried[f"linear w={w}, cosine min-max, BM25 tiered AND/OR"] = linear_variant(w, lex="tiered")
+        for beta in (0.25, 0.5, 1.0):
+            for lex in ("tiered", "tiered-identifier"):
+                tried[f"document agreement w={w} beta={beta}, cosine min-max, BM25 {lex}"] = \
+                    document_agreement(w, beta, lex=lex)
+            for wid in (0.6, 0.7, 0.8):
+                tried[f"document agreement w={w} beta={beta}, cosine min-max, identifier w={wid}"] = \
+                    document_agreement(w, beta, identifier_weight=wid)
+                tried[f"{PRODUCT}: w={w} beta={beta} identifier w={wid}"] = product(w, wid, beta)
+        for beta in (0.25, 0.5, 1.0):
+            tried[f"document agreement w={w} beta={beta}, cosine min-max, BM25 in lexical order"] = \
+                document_agreement(w, beta, lex="ranked")
+            tried[f"document agreement w={w} beta={beta}, cosine min-max"] = document_agreement(w, beta)
+            tried[f"document agreement w={w} beta={beta}, raw cosine"] = document_agreement(w, beta, sem="raw")
+    return tried
+
+
+# -- evaluation -----------------------------------------------------------------------------------
+
+
+def scores(ranked: list[list[str]], records: list[dict]) -> dict[str, float]:
+    n = len(records) or 1
+    return {
+        "r3": sum(recall_at(r, set(x["relevant"]), 3) for r, x in zip(ranked, records, strict=True)) / n,
+        "ndcg10": sum(ndcg_at_10(r, set(x["relevant"])) for r, x in zip(ranked, records, strict=True)) / n,
+    }
+
+
+def by_kind(ranked: list[list[str]], records: list[dict]) -> dict[str, dict[str, float]]:
+    groups = {"all": list(range(len(records)))}
+    for i, record in enumerate(records):
+        groups.setdefault(record["kind"], []).append(i)
+    return {kind: {**scores([ranked[i] for i in idx], [records[i] for i in idx]), "n": len(idx)}
+            for kind, idx in groups.items()}
+
+
+def baselines(records: list[dict]) -> dict[str, dict[str, dict[str, float]]]:
+    return {label: by_kind([r["runs"][label]["docs"] for r in records], records)
+            for label in ("lexical", "semantic", "hybrid")}
+
+
+def shortfalls(hybrid: dict[str, dict[str, float]], base: dict[str, dict[str, dict[str, float]]]) -> float:
+    """How far hybrid is below the better retriever, summed over kinds and both measures (0: target met)."""
+    total = 0.0
+    for kind, values in hybrid.items():
+        for measure in ("r3", "ndcg10"):
+            better = max(base["lexical"][kind][measure], base["semantic"][kind][measure])
+            total += max(0.0, better - values[measure] + 1e-9) * (1 if kind != "all" else 2)
+    return total
+
+
+def evaluate(sets: dict[str, list[dict]], tried: dict[str, FusionFn]) -> dict[str, dict[str, dict]]:
+    return {label: {name: by_kind([replay(r, fn) for r in records], records) for name, records in sets.items()}
+            for label, fn in tried.items()}
+
+
+def choose(results: dict[str, dict[str, dict]], bases: dict[str, dict]) -> list[tuple[str, float, float]]:
+    """Fusions by the summed shortfall on the tuning sets, then by mean nDCG@10 + R@3 over the sets."""
+    ranked = []
+    for label, per_set in results.items():
+        short = sum(shortfalls(per_set[name], bases[name]) for name in per_set)
+        mean = statistics.fmean(v["all"]["ndcg10"] + v["all"]["r3"] for v in per_set.values())
+        ranked.append((label, short, mean))
+    return sorted(ranked, key=lambda x: (round(x[1], 6), -x[2]))
+
+
+# -- report ---------------------------------------------------------------------------------------
+
+
+def table(name: str, base: dict[str, dict], hybrid_label: str) -> list[str]:
+    lines = [f"### {name}", "", "| kind | queries | lexical R@3 | semantic R@3 | hybrid R@3 | lexical nDCG@10 | "
+             "semantic nDCG@10 | hybrid nDCG@10 |", "|---|---|---|---|---|---|---|---|"]
+    hybrid = base["hybrid"]
+    for kind in ["all", *sorted(k for k in hybrid if k != "all")]:
+        cells = []
+        for measure in ("r3", "ndcg10"):
+            lex, sem, hyb = base["lexical"][kind][measure], base["semantic"][kind][measure], hybrid[kind][measure]
+            mark = "" if hyb + 1e-9 >= max(lex, sem) else " ▼"
+            cells += [f"{lex:.3f}", f"{sem:.3f}", f"**{hyb:.3f}**{mark}"]
+        lines.append(f"| {kind} | {hybrid[kind]['n']} | " + " | ".join(cells) + " |")
+    return lines + ["", f"hybrid = {hybrid_label}; ▼ = below the better of lexical and semantic.", ""]
+
+
+def others_line(records: list[dict], tried: dict[str, FusionFn], labels: list[str]) -> str:
+    parts = []
+    for label in labels:
+        result = by_kind([replay(r, tried[label]) for r in records], records)["all"]
+        parts.append(f"{label}: R@3 {result['r3']:.3f}, nDCG@10 {result['ndcg10']:.3f}")
+    return "Same candidates, other fusions (all kinds): " + "; ".join(parts) + "."
+
+
+def fusion_microseconds(records: list[dict], fusion: FusionFn) -> float:
+    """Median time of the fusion function alone over the captured queries (the rest of ``_fuse`` is shared)."""
+    timings = []
+    for record in records:
+        if record["fuse_inputs"] is None:
+            continue
+        inputs = record.setdefault("_inputs", inputs_of(record))
+        started = time.perf_counter()
+        fusion(inputs)
+        timings.append((time.perf_counter() - started) * 1e6)
+    return statistics.median(timings) if timings else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", default="../shared")
+    parser.add_argument("--db", help="an indexed and embedded database with workspaces scifact, techdocs, keps")
+    parser.add_argument("--cache", help="folder for the captured candidates (default: next to --db)")
+    parser.add_argument("--refresh", action="store_true", help="capture again even when a cache exists")
+    parser.add_argument("--tuning-only", action="store_true",
+                        help="leave out the reporting sets (while choosing; they never take part in the choice)")
+    parser.add_argument("--sets", help="comma-separated set names (default: every tuning set, with --report all)")
+    parser.add_argument("--out", default="doc/benchmarks/fusion.md")
+    args = parser.parse_args()
+    shared = Path(args.shared).resolve()
+    work = None if args.db else Path(tempfile.mkdtemp(prefix="autodoc-fusion-"))
+    db = Path(args.db) if args.db else work / "bench.db"
+    cache_dir = Path(args.cache) if args.cache else db.parent
+    engine = Engine(db)
+    try:
+        if work is not None:
+            build(engine, shared)
+        sets = [s for s in query_sets(shared) if (s.tuning or not args.tuning_only)
+                and (not args.sets or s.name in args.sets.split(","))]
+        missing = [s.name for s in sets if not s.path.exists()]
+        sets = [s for s in sets if s.path.exists()]
+        records = {s.name: cached_records(engine, s, cache_dir, args.refresh) for s in sets}
+    finally:
+        engine.close()
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+    lines = report(sets, records, missing)
+    out = ROOT / args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def build(engine: Engine, shared: Path) -> None:
+    for name in CORPORA:
+        engine.workspace_add(name, str(shared / "data" / name / "docs"))
+        engine.workspace_index(name, {"wait": "semantic"})
+
+
+def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[str]) -> list[str]:
+    tried = candidates()
+    tuning = {s.name: records[s.name] for s in sets if s.tuning}
+    bases = {name: baselines(recs) for name, recs in records.items()}
+    results = evaluate(tuning, tried)
+    ranking = choose(results, {name: bases[name] for name in tuning})
+    default = f"{PRODUCT}: w={CONFIG_DEFAULTS['fusion_weight']} beta={fuse.DOCUMENT_WEIGHT} " \
+              f"identifier w={fuse.IDENTIFIER_WEIGHT}"
+    lines = ["# Fusion benchmark", "",
+             f"Made by `python -m tests.bench.fusion` on {time.strftime('%Y-%m-%d')}. Document-level Recall@3 and "
+             "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
+             "answers (`search.query` with those stages, facet queries filtered by their facets); the other "
+             "fusions are replayed on the same captured candidates through the same boosts, identifier backstop, "
+             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only.", ""]
+    if missing:
+        lines += [f"Query sets not found (skipped): {', '.join(missing)}.", ""]
+    lines += ["## Per set and kind", ""]
+    for qset in sets:
+        role = "tuning" if qset.tuning else "reporting"
+        lines += table(f"{qset.name} ({role})", bases[qset.name], f"the product's default, {default}")
+        lines += [others_line(records[qset.name], tried, [PREVIOUS, "RRF k=60"]), ""]
+    lines += fusions_tried(ranking, results, tuning, default)
+    everything = [r for recs in records.values() for r in recs]
+    agree = sum(replay(r, product()) == r["runs"]["hybrid"]["docs"] for r in everything)
+    fuse_ms = [r["runs"]["hybrid"]["fuse_ms"] for r in everything]
+    lines += ["", "## Cost", "",
+              f"The fusion function alone, median over {len(everything)} captured queries: previous blend "
+              f"{fusion_microseconds(everything, previous()):.0f} µs, the product's "
+              f"{fusion_microseconds(everything, product()):.0f} µs. The engine's whole fuse stage (rows, boosts, "
+              f"cap) median {statistics.median(fuse_ms):.2f} ms.", "",
+              f"Replay check: the product's fusion replayed gives the engine's own hybrid answer on {agree} of "
+              f"{len(everything)} queries."]
+    return lines
+
+
+def fusions_tried(ranking: list[tuple[str, float, float]], results: dict[str, dict[str, dict]],
+                  tuning: dict[str, list[dict]], default: str) -> list[str]:
+    lines = ["## Fusions tried (tuning sets, all kinds)", "",
+             "shortfall = how far hybrid is below the better of lexical and semantic, summed over kinds and both "
+             "measures (all kinds count twice); 0 = the target is met. Sorted by shortfall, then by mean R@3 + "
+             "nDCG@10. ◀ = the product's default.", "",
+             "| fusion | shortfall | " + " | ".join(f"{n} R@3 | {n} nDCG@10" for n in tuning) + " |",
+             "|---|---|" + "---|---|" * len(tuning)]
+    for label, short, _mean in ranking:
+        cells = " | ".join(f"{results[label][n]['all']['r3']:.3f} | {results[label][n]['all']['ndcg10']:.3f}"
+                           for n in tuning)
+        lines.append(f"| {label}{' ◀' if label == default else ''} | {short:.3f} | {cells} |")
+    return lines
+
+
+if __name__ == "__main__":
+    main()
