@@ -1,4 +1,4 @@
-"""Stage 3: a cross-encoder re-sorts the top fused hits.
+"""Re-ranking providers: a cross-encoder scores query-text pairs for the rerank stage (rank/rerank.py).
 
 Two rankers: ``tei`` (a Text Embeddings Inference server running a re-ranker: POST /rerank) and
 ``cohere`` (the Cohere SDK's rerank, so Cohere itself and any Cohere-compatible endpoint work).

@@ -1,4 +1,4 @@
-"""Stage 1: FTS5 BM25 over a workspace's chunks, with field weights.
+"""The lexical retriever: FTS5 BM25 over a workspace's chunks, with field weights.
 
 Words are ANDed first; when that finds fewer than ``AND_ENOUGH`` chunks, an OR of the same words
 ranks partial matches below the full ones, so long natural-language questions still answer.

@@ -13,6 +13,9 @@ from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter
 from autodoc_core.store.workspace import Workspace
 
+# The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside
+# the lexical stage when a query is identifier-shaped (``retrieval.symbol`` turns it off), and the
+# answer's ``stages.performed`` lists it as "symbol" when it did.
 STAGES = ("lexical", "semantic", "rerank")
 MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES), "auto": list(STAGES)}
 DEFAULT_LIMIT = 10

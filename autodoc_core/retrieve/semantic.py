@@ -1,4 +1,4 @@
-"""Stage 2: semantic recall. A 1-bit Hamming prefilter over packed codes, then exact float32
+"""The semantic retriever's vector index. A 1-bit Hamming prefilter over packed codes, then exact float32
 cosine on the shortlist.
 
 Each workspace's vectors for its active model live in contiguous numpy arrays, loaded once and
