@@ -123,3 +123,12 @@ def test_every_chunk_span_matches_the_file_on_disk(tmp_path: Path) -> None:
     path = write(tmp_path, "x.md", ADR + "\n- item one\n- item two\n\n> quote\n")
     raw = path.read_bytes()
     assert_spans_exact(raw, parse(raw).chunks)
+
+
+def test_line_count_is_what_an_editor_shows() -> None:
+    """A final newline ends the last line (a facet-only hit spans 1..line_count, so one more would point
+    past the end of the file). Found by the fuzz test's well-formed-answer check ('-tag:*')."""
+    assert parse("# A\n\nbody\n").line_count == 3
+    assert parse("# A\n\nbody").line_count == 3
+    assert parse("# A\n\nbody\n\n").line_count == 4
+    assert parse("").line_count == 1

@@ -87,3 +87,17 @@ def test_cosine_shares_span_the_candidates() -> None:
     assert cosine_shares({1: 0.30, 2: 0.50, 3: 0.40}) == approx({1: 0.0, 2: 1.0, 3: 0.5})
     assert cosine_shares({1: 0.42, 2: 0.42}) == {1: 0.0, 2: 0.0}
     assert cosine_shares({}) == {}
+
+
+def test_a_chunk_without_a_vector_yet_is_judged_by_its_words() -> None:
+    """While vectors fill, the one chunk with every query word (1, no vector yet) must not lose to a
+    chunk that has a vector but no query word (2), however min-max stretches the few cosines there are.
+    Worked by hand (w = 0.4): chunk 1 blends on its lexical share alone, 1.0, and so does its document:
+    score 2.0. Chunk 2: cosine share 1.0 (the best of 0.10 and -0.05), blend 0.6, document 0.6: 1.2.
+    Chunk 3: cosine share 0, lexical 0: 0."""
+    doc_of = {1: 10, 2: 20, 3: 30}
+    rankings = {"lexical": [1], "semantic": [2, 3]}
+    fused = linear(rankings, {1: 5.0}, {2: 0.10, 3: -0.05}, doc_of, 0.4)
+    assert ids(fused) == [1, 2, 3]
+    assert scores(fused) == approx({1: 2.0, 2: 1.2, 3: 0.0})
+    assert {e.chunk_id: e.relevance for e in fused} == approx({1: 1.0, 2: 0.6, 3: 0.0})

@@ -34,7 +34,7 @@ from autodoc_core.retrieve.symbols import store_symbols
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
 
-PARSER_VERSION = 2  # 2: symbols collected per chunk
+PARSER_VERSION = 3  # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline
 BATCH_SIZE = 200
 PARALLEL_PARSE_MIN = 200  # below this, starting worker processes costs more than it saves
 MAX_PARSE_WORKERS = 4

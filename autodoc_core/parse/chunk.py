@@ -59,6 +59,13 @@ class LineTable:
     def __len__(self) -> int:
         return len(self.starts)
 
+    @property
+    def line_count(self) -> int:
+        """Lines as an editor counts them: a final newline ends the last line, it does not start another
+        (the table keeps that empty tail so spans can end at the file's end). At least 1."""
+        phantom = len(self.starts) > 1 and self.starts[-1] == self.ends[-1]
+        return max(1, len(self.starts) - phantom)
+
 
 def make_chunk(kind: str, breadcrumb: str, body: str, first: int, last: int, table: LineTable) -> Chunk:
     """``first``/``last``: 0-based inclusive line numbers of the span in the file."""

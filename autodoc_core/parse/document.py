@@ -89,7 +89,7 @@ def parse_document(raw: bytes, relpath: str, schema: fm.FacetSchema, section_tok
         keys=keys,
         link_keys=structure.link_keys,
         chunks=chunks,
-        line_count=len(table),
+        line_count=table.line_count,
         problems=problems,
     )
 

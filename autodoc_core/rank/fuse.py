@@ -58,10 +58,14 @@ def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict
             fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0)).via.append(retriever)
     lexical = lexical_shares(rankings.get("lexical", []), bm25)
     semantic = cosine_shares({c: cosines[c] for c in fused if c in cosines})
-    documents = _document_blends(fused, doc_of, lexical, semantic, set(rankings.get("semantic", [])), weight)
+    documents = _document_blends(fused, doc_of, lexical, semantic, set(rankings.get("semantic", [])), weight,
+                                 set(cosines))
     symbol_rank = {chunk_id: rank for rank, chunk_id in enumerate(rankings.get("symbol", []), start=1)}
     for chunk_id, entry in fused.items():
-        blend = weight * lexical.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, 0.0)
+        if chunk_id in cosines:
+            blend = weight * lexical.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, 0.0)
+        else:  # no vector yet (a fill in progress): its words are all there is to go on
+            blend = lexical.get(chunk_id, 0.0)
         entry.relevance = min(1.0, blend)
         entry.score = blend + document_weight * documents[doc_of.get(chunk_id, -chunk_id)]
         if chunk_id in symbol_rank:
@@ -70,17 +74,23 @@ def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict
 
 
 def _document_blends(chunk_ids: Iterable[int], doc_of: dict[int, int], lexical: dict[int, float],
-                     semantic: dict[int, float], found_semantically: set[int], weight: float) -> dict[int, float]:
+                     semantic: dict[int, float], found_semantically: set[int], weight: float,
+                     with_vectors: set[int]) -> dict[int, float]:
     """Each document's blend of its best lexical share and its best share among the chunks the semantic
-    retriever returned (a chunk without a document stands for itself)."""
+    retriever returned (a chunk without a document stands for itself). A document none of whose
+    candidates has a vector yet is judged by its words alone, as its chunks are."""
     best_lexical: dict[int, float] = {}
     best_semantic: dict[int, float] = {}
+    embedded: set[int] = set()
     for chunk_id in chunk_ids:
         document = doc_of.get(chunk_id, -chunk_id)
         best_lexical[document] = max(best_lexical.get(document, 0.0), lexical.get(chunk_id, 0.0))
         if chunk_id in found_semantically:
             best_semantic[document] = max(best_semantic.get(document, 0.0), semantic.get(chunk_id, 0.0))
-    return {d: weight * best + (1 - weight) * best_semantic.get(d, 0.0) for d, best in best_lexical.items()}
+        if chunk_id in with_vectors:
+            embedded.add(document)
+    return {d: weight * best + (1 - weight) * best_semantic.get(d, 0.0) if d in embedded else best
+            for d, best in best_lexical.items()}
 
 
 def lexical_shares(ranking: list[int], bm25: dict[int, float]) -> dict[int, float]:
