@@ -209,14 +209,15 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
     rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude (the
+    # vector index knows no chunk kinds), before they take part in the blend's scaling.
+    rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
+    rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
     if ws.option("fusion") == "linear" and "semantic" in rankings:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
         fused = fuse.linear(rankings, bm25, cosines, doc_of, ws.option("fusion_weight"))
     else:
         fused = fuse.rrf(rankings)
-    # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude.
-    fused = [f for f in fused if f.chunk_id in rows and (run.options.abstract_chunk
-                                                         or rows[f.chunk_id].kind != "abstract")]
     most_inbound = run.conn.execute(
         "SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?", (ws.id,)
     ).fetchone()[0]

@@ -99,3 +99,36 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
                 assert answer["result"]["semantic"] == "ready"
         finally:
             server.close()
+
+
+def test_an_unreachable_model_is_asked_once_and_searches_answer_by_words_meanwhile(tmp_path: Path, kb: Path) -> None:
+    """A fresh engine whose remote model hangs: the first search waits for the semantic deadline once;
+    the searches after it (within the retry window) skip the semantic stage at once with the reason,
+    and no new probe is started for each. Broken on purpose: without the shared probe each search
+    starts its own and the probe count grows."""
+    import socket
+    import threading
+
+    from autodoc_core.service.engine import Engine
+
+    write(kb, "network.md", "# Network\n\n## Sockets\n\nPackets travel over sockets between hosts.\n")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)  # accepts connections, never answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with Engine(tmp_path / "a.db") as engine:
+            engine.workspace_add("kb", str(kb))
+            engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": url, "timeout": 60,
+                                                           "retries": 0}, "semantic_deadline": 0.2})
+            engine.workspace_index("kb")
+            probes_before = sum(t.name == "autodoc-model-probe" for t in threading.enumerate())
+            answers = [engine.search_query("kb", "sockets", None) for _ in range(5)]
+            probes_after = sum(t.name == "autodoc-model-probe" for t in threading.enumerate())
+    finally:
+        listener.close()
+    assert probes_after - probes_before <= 1
+    for answer in answers:
+        assert answer["stages"]["performed"] == ["lexical"]
+        assert "did not answer within the 0.2 s deadline" in answer["stages"]["skipped"]["semantic"]
+        assert answer["hits"][0]["path"] == "network.md"

@@ -36,10 +36,6 @@ from autodoc_core.store.workspace import Workspace
 
 PARSER_VERSION = 3  # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline
 BATCH_SIZE = 200
-PARALLEL_PARSE_MIN = 200  # below this, starting worker processes costs more than it saves
-MAX_PARSE_WORKERS = 4
-PARSE_WINDOW = 1024
-PARENT_CHECK_SECONDS = 0.5  # how often a parse worker checks that the indexer is alive
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
 CHANGE_LOG_KEEP_ROWS = 100_000

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +22,7 @@ from autodoc_core.index.indexer import Indexer, file_problem_summary, remove_wor
 from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
-from autodoc_core.providers.base import within_deadline
+from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.rankers import Ranker, make_ranker
@@ -37,6 +38,17 @@ INDEX_WAIT_LEVELS = ("lexical", "semantic")
 
 
 P = TypeVar("P")  # a provider: Embedder | None or Ranker | None
+PROBE_RETRY_SECONDS = 30.0
+
+
+@dataclass
+class _Probe:
+    """One question to a remote model about its dimensions, shared by the searches that need it."""
+
+    embedder: Embedder
+    pending: Pending[None]
+    failure: str | None = None
+    retry_at: float = 0.0
 
 
 class Engine:
@@ -50,6 +62,7 @@ class Engine:
         self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
         self._progress: dict[int, Progress] = {}
         self._semantic_lock = threading.RLock()
+        self._probes: dict[int, _Probe] = {}
         self._stop = threading.Event()
         self._filler: BackgroundFiller | None = None
         self._index_locks: dict[int, threading.Lock] = {}
@@ -115,11 +128,9 @@ class Engine:
                 self._states[ws.id] = cached
         return SemanticSource(cached[1], embedder, None, cached[2])
 
-    def _semantic_source(self, conn: apsw.Connection, ws: Workspace, probe: bool = False) -> SemanticSource:
+    def _semantic_source(self, conn: apsw.Connection, ws: Workspace, failure: str | None = None) -> SemanticSource:
         """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search.
-        ``probe``: a remote model this process has not asked yet is asked now (within the semantic
-        deadline), so a fresh process does not take a complete model for a new one."""
-        failure = self._probe_remote_model(ws) if probe else None
+        ``failure``: why the remote model could not be asked for its dimensions (``_probe_remote_model``)."""
         source = self._semantic_state(conn, ws)
         if failure:
             return dataclasses.replace(source, failure=failure)
@@ -132,13 +143,24 @@ class Engine:
         return dataclasses.replace(source, index=index)
 
     def _probe_remote_model(self, ws: Workspace) -> str | None:
-        """Ask an unprobed remote model for its dimensions; why it failed, or None."""
+        """Ask a remote model this process has not asked yet for its dimensions, so a fresh process does
+        not take a complete model for a new one; why that failed, or None. Concurrent searches share one
+        probe, and a failed probe is not repeated for PROBE_RETRY_SECONDS (searches then go on without
+        the semantic stage at once instead of each waiting for the deadline)."""
         embedder, _ = self._usable_embedder(ws)
         if embedder is None or not embedder.remote or embedder.dimensions is not None:
             return None
+        now = time.monotonic()
+        with self._semantic_lock:
+            probe = self._probes.get(ws.id)
+            if probe is None or probe.embedder is not embedder or (probe.failure and now >= probe.retry_at):
+                probe = self._probes[ws.id] = _Probe(embedder, Pending(embedder.probe, name="autodoc-model-probe"))
+        if probe.failure:
+            return probe.failure
         try:
-            within_deadline(embedder.probe, ws.option("semantic_deadline"), "the embedding provider")
+            probe.pending.result(ws.option("semantic_deadline"), "the embedding provider")
         except ProviderError as exc:
+            probe.failure, probe.retry_at = exc.reason, time.monotonic() + PROBE_RETRY_SECONDS
             return exc.reason
         return None
 
@@ -298,8 +320,9 @@ class Engine:
     def search_query(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
+        failure = self._probe_remote_model(ws) if wants_semantic(opts) else None
         with self.store.snapshot() as conn:
-            source = self._semantic_source(conn, ws, probe=wants_semantic(opts))
+            source = self._semantic_source(conn, ws, failure)
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:

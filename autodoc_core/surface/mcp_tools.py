@@ -41,7 +41,7 @@ FIXES = {
     EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
     BUSY: "Another process is writing the index; call again in a few seconds.",
     SCHEMA_TOO_NEW: "Upgrade autodoc, or start the server with --db pointing at another file.",
-    IO_ERROR: "Check the --db path and its folder's permissions, then restart the server.",
+    IO_ERROR: "Check the --db path and its folder's permissions; the next call opens the database again.",
     INTERNAL_ERROR: "This is a bug in AutoDoc; the server's stderr has the traceback.",
 }
 
