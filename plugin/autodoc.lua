@@ -16,6 +16,42 @@ command('AutodocSearch', function(cmd)
   require('autodoc.picker').open({ query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
 
+-- The same search in the pickers people already use (each only when installed; none is a dependency).
+local picker_sources = {
+  telescope = 'autodoc.sources.telescope',
+  ['fzf-lua'] = 'autodoc.sources.fzf_lua',
+  snacks = 'autodoc.sources.snacks',
+  ['mini.pick'] = 'autodoc.sources.mini_pick',
+}
+
+command('AutodocPick', function(cmd)
+  local module = picker_sources[cmd.args]
+  if not module then
+    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(vim.tbl_keys(picker_sources), ', '),
+      vim.log.levels.ERROR)
+    return
+  end
+  if not pcall(require, cmd.args) then
+    vim.notify('autodoc: ' .. cmd.args .. ' is not installed', vim.log.levels.ERROR)
+    return
+  end
+  require(module).search()
+end, {
+  nargs = 1,
+  complete = function() return vim.tbl_keys(picker_sources) end,
+  desc = 'AutoDoc: search in telescope, fzf-lua, snacks or mini.pick',
+})
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  group = vim.api.nvim_create_augroup('autodoc-sources', { clear = true }),
+  once = true,
+  callback = function()
+    if type(_G.MiniPick) == 'table' and type(_G.MiniPick.registry) == 'table' then
+      _G.MiniPick.registry.autodoc = function() require('autodoc.sources.mini_pick').search() end -- :Pick autodoc
+    end
+  end,
+})
+
 command('AutodocOpen', function(cmd)
   require('autodoc.picker').open({ mode = 'documents', query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: open a document by title, alias or path' })
