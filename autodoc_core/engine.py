@@ -49,6 +49,7 @@ class Engine:
         self._semantic_lock = threading.RLock()
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
         self._filler: threading.Thread | None = None
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -152,7 +153,7 @@ class Engine:
         progress.started, progress.done_this_run = time.monotonic(), 0
         if background:
             def stop() -> bool:
-                return self._stop.is_set() or not self.store.lease.held
+                return self._stop.is_set() or self._paused.is_set() or not self.store.lease.held
         else:
             stop = self._stop.is_set
         try:
@@ -178,6 +179,8 @@ class Engine:
             now = time.monotonic()
             self._wake.wait(timeout=min([60.0, *(max(t - now, 0.05) for t in retry_at.values())]))
             self._wake.clear()
+            if self._paused.is_set():
+                continue  # embedding.resume wakes the loop
             with self.store.snapshot() as conn:
                 spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
             # Forget schedules of workspaces that need nothing now (filled by another process,
@@ -201,6 +204,17 @@ class Engine:
                 else:
                     backoff.pop(ws.id, None)
                     retry_at.pop(ws.id, None)
+
+    def embedding_pause(self) -> dict[str, Any]:
+        """Stop the background filler after the batch it is embedding (nothing is lost: the vectors
+        embedded so far are kept). A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
+        self._paused.set()
+        return {"paused": True}
+
+    def embedding_resume(self) -> dict[str, Any]:
+        self._paused.clear()
+        self._wake.set()
+        return {"paused": False}
 
     def _needs_vectors(self, conn, ws: Workspace) -> bool:
         try:
@@ -321,6 +335,7 @@ class Engine:
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
             "writer_lease": self.store.lease.holder(),
+            "embedding_paused": self._paused.is_set(),
         }
 
     def _describe(self, ws: Workspace) -> dict[str, Any]:

@@ -78,6 +78,16 @@ command('AutodocStatus', function(cmd)
   end)
 end, { nargs = '?', desc = 'AutoDoc: show a workspace status' })
 
+command('AutodocEmbed', function(cmd)
+  require('autodoc').when_ready(function()
+    require('autodoc').embedding(cmd.args)
+  end)
+end, {
+  nargs = 1,
+  complete = function() return { 'pause', 'resume' } end,
+  desc = 'AutoDoc: pause or resume the background embedding',
+})
+
 command('AutodocInstall', function()
   require('autodoc.install').run()
 end, { desc = "AutoDoc: build the plugin's Python environment (make install)" })
