@@ -100,6 +100,14 @@ vim.api.nvim_create_autocmd('BufWritePost', {
   end,
 })
 
+vim.api.nvim_create_autocmd('FocusGained', {
+  group = vim.api.nvim_create_augroup('autodoc-focus', { clear = true }),
+  desc = 'AutoDoc: look for files changed while Neovim was in the background',
+  callback = function()
+    require('autodoc').scan()
+  end,
+})
+
 vim.keymap.set('n', '<Plug>(autodoc-search)', function()
   require('autodoc.picker').open({})
 end, { desc = 'AutoDoc: search' })

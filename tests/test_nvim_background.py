@@ -62,3 +62,43 @@ def test_embedding_progress_updates_in_place_and_pauses(tmp_path: Path, kb: Path
         assert embedding[-1]["percent"] == 100
         assert len({event["id"] for event in embedding}) == 1  # one message, updated in place
         assert "embedded" not in nvim.exec_lua("return vim.fn.execute('messages')").replace("7/7 embedded", "")
+
+
+def finds(nvim, word: str) -> bool:
+    """Ask the engine (lexical stage) for `word`; True when it has a hit."""
+    nvim.exec_lua("""
+        _G.found = nil
+        require('autodoc.rpc').request('search.query', { 'kb', ..., { stages = { 'lexical' } } },
+          function(err, answer) _G.found = err and -1 or #answer.hits end)""", word)
+    wait_for(lambda: nvim.exec_lua("return _G.found ~= nil"))
+    return nvim.exec_lua("return _G.found") > 0
+
+
+def started(tmp_path: Path, kb: Path, scan_ms: int) -> str:
+    return rtp(PROJECT) + python_line() + f"require('autodoc').setup({{ scan_ms = {scan_ms}, " + \
+        setup_call(tmp_path / "a.db", kb).removeprefix("require('autodoc').setup({ ") + "\n" + \
+        "_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', " \
+        "callback = function() _G.indexed = _G.indexed + 1 end })\n"
+
+
+def test_focus_gained_notices_a_file_added_outside_neovim(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:  # no periodic scan: only the focus
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert not finds(nvim, "zeppelin")
+        write(kb, "travel/airships.md", "# Airships\n\nThe zeppelin crossed the Atlantic in 1928.\n")  # not via Neovim
+        assert not finds(nvim, "zeppelin")
+        nvim.command("doautocmd FocusGained")
+        wait_for(lambda: finds(nvim, "zeppelin"))
+        messages = nvim.exec_lua("return vim.fn.execute('messages')")
+        assert "kb: 8 files scanned, 1 changed" in messages  # a quiet scan speaks only when files changed
+
+
+def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=200)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert not finds(nvim, "sourdough") and finds(nvim, '"bread number 3"')
+        write(kb, "n3.md", "# Note 3\n\nA sourdough starter replaces the yeast.\n")  # not via Neovim
+        wait_for(lambda: finds(nvim, "sourdough"))
+        assert not finds(nvim, '"bread number 3"')  # the old text is gone from the index

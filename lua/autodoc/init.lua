@@ -148,6 +148,36 @@ function M.index(name, callback, paths, quiet)
   end
 end
 
+--- Look for files changed outside Neovim (a git pull, another editor): a quiet index run of each
+--- workspace, which only stats files that did not change. Skipped before the engine is open (a scan
+--- never starts the Python host) and for a workspace whose index run is under way.
+function M.scan()
+  if M.phase ~= 'ready' then
+    return
+  end
+  for ws in pairs(M.workspaces) do
+    if not M.indexing[ws] then
+      M.index(ws, nil, nil, true)
+    end
+  end
+end
+
+local scan_timer ---@type uv.uv_timer_t|nil
+
+--- (Re)start the periodic scan every config.scan_ms (none when 0).
+function M.schedule_scans()
+  if scan_timer then
+    scan_timer:stop()
+    scan_timer:close()
+    scan_timer = nil
+  end
+  local every = M.config.scan_ms
+  if every > 0 then
+    scan_timer = assert(vim.uv.new_timer())
+    scan_timer:start(every, every, vim.schedule_wrap(M.scan))
+  end
+end
+
 --- For statuslines: what runs now, e.g. "kb: 812/2,000 embedded"; '' when idle.
 ---@return string
 function M.status()
@@ -251,7 +281,10 @@ function M.start()
       for _, ws in ipairs(list_err and {} or list) do
         M.workspaces[ws.name] = ws.root
       end
-      add_configured(function() settle(nil) end)
+      add_configured(function()
+        settle(nil)
+        M.schedule_scans()
+      end)
     end)
   end)
 end
@@ -277,6 +310,7 @@ function M.setup(opts)
   M.config = config.resolve(opts)
   if M.phase == 'ready' then
     add_configured(function() end)
+    M.schedule_scans()
   elseif M.phase ~= 'starting' then
     M.start()
   end
