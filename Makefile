@@ -45,6 +45,7 @@ SCALE ?= 50
 bench: install
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
+	$(BIN)/python -m tests.bench.picker --shared $(SHARED) --out doc/benchmarks/filling.md
 	$(MAKE) soak
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.
