@@ -23,6 +23,11 @@ def with_plugins(*names: str) -> str:
     return "".join(f"vim.opt.runtimepath:append('{PLUGINS / name}')\n" for name in names)
 
 
+def current_file(nvim) -> str:
+    """The current buffer's name, read in one request (a picker's buffers are wiped as it closes)."""
+    return nvim.exec_lua("return vim.api.nvim_buf_get_name(0)")
+
+
 def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
     wide = "vim.o.columns = 200\nvim.o.lines = 50\n"  # wide enough for telescope to show its previewer
     init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + \
@@ -46,7 +51,7 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
             "return b and vim.api.nvim_buf_get_lines(b, 0, -1, false)"))
         assert "We keep every workspace in one embedded relational store." in preview
         nvim.input("<CR>")
-        wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
 
 
@@ -94,7 +99,7 @@ def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
             "return b and vim.api.nvim_buf_is_valid(b) and vim.api.nvim_buf_get_lines(b, 0, -1, false)"))
         assert "We keep every workspace in one embedded relational store." in preview
         nvim.input("<CR>")
-        wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
 
 
@@ -117,7 +122,7 @@ def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -
                    "return w:buf_valid() and vim.api.nvim_buf_get_lines(w.buf, 0, -1, false) or {}")
         wait_for(lambda: "We keep every workspace in one embedded relational store." in nvim.exec_lua(preview))
         nvim.input("<CR>")
-        wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
 
 
@@ -145,7 +150,7 @@ def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None
                    "and vim.api.nvim_buf_get_lines(p.preview_bufnr, 0, -1, false) or {}")
         wait_for(lambda: "We keep every workspace in one embedded relational store." in nvim.exec_lua(preview))
         nvim.input("<CR>")
-        wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
 
 
