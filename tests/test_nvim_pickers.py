@@ -69,6 +69,12 @@ def wait_indexed(nvim) -> None:
     wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
 
 
+def semantic_state(nvim) -> str:
+    nvim.exec_lua("_G.semantic = nil; require('autodoc.rpc').request('workspace.status', { 'kb' }, "
+                  "function(_, r) _G.semantic = r and r.semantic or 'error' end)")
+    return wait_for(lambda: nvim.exec_lua("return _G.semantic"))
+
+
 def session_of(module: str) -> str:
     return f"require('autodoc.sources.{module}').session"
 
@@ -199,3 +205,31 @@ def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
         wait_full_answer(nvim, module, "bread")
         full = wait_for(lambda: [line for line in visible() if "semantic" in line])
         assert "lexical+semantic" in full[0]
+
+
+@pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
+def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+    if module == "fzf_lua" and shutil.which("fzf") is None:
+        pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
+    *plugins, after = OPEN[module]
+    name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
+    session = session_of(module)
+    with neovim(tmp_path, picker_init(tmp_path, notes, *plugins, after=after)) as nvim:
+        wait_indexed(nvim)
+        wait_for(lambda: semantic_state(nvim) == "ready", timeout=60)  # the local model embedded both notes
+        nvim.input(f":AutodocPick {name}<CR>")
+        wait_for(lambda: nvim.exec_lua(f"return {session} ~= nil"))
+        nvim.input("bread")
+        wait_full_answer(nvim, module, "bread")
+        assert nvim.exec_lua(f"return {session}.answer.stages.performed") == ["lexical", "semantic"]
+        nvim.input("<M-s>")
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic == false and s.answer ~= nil "
+                                       "and s.level == 2 and #s.answer.stages.performed == 1"))
+        assert nvim.exec_lua(f"return {session}.answer.stages.performed") == ["lexical"]
+        nvim.input("<M-s>")
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic and s.answer ~= nil "
+                                       "and s.level == 2 and #s.answer.stages.performed == 2"))
+        nvim.input("<M-l>")  # lexical off: the semantic stage alone
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.answer ~= nil and s.level == 2 "
+                                       "and s.answer.stages.performed[1] == 'semantic'"))
+        assert nvim.exec_lua(f"return {session}.stages.lexical") is False
