@@ -233,3 +233,12 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.answer ~= nil and s.level == 2 "
                                        "and s.answer.stages.performed[1] == 'semantic'"))
         assert nvim.exec_lua(f"return {session}.stages.lexical") is False
+
+
+def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    init = picker_init(tmp_path, notes, "mini.pick", "snacks.nvim")
+    with neovim(tmp_path, init) as nvim:
+        nvim.command("checkhealth autodoc")
+        text = "\n".join(nvim.current.buffer[:])
+        assert "mini.pick: :AutodocPick mini.pick" in text and "snacks: :AutodocPick snacks" in text
+        assert "telescope: not installed" in text and "fzf-lua: not installed" in text
