@@ -42,15 +42,17 @@ end
 ---@param session autodoc.SourceSession
 local function open(session)
   local pick = require('mini.pick')
+  local name = 'AutoDoc · ' .. session.workspace
   session.on_update = function()
-    if pick.is_picker_active() then
+    local opts = pick.is_picker_active() and pick.get_picker_opts()
+    if opts and opts.source.name == name then -- never into another picker opened since
       pick.set_picker_items(items_of(session))
     end
   end
   M.session = session
   pick.start({
     source = {
-      name = 'AutoDoc · ' .. session.workspace,
+      name = name,
       items = {},
       match = function(stritems)
         local prompt = table.concat(pick.get_picker_query() or {})
