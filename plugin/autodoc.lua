@@ -16,6 +16,42 @@ command('AutodocSearch', function(cmd)
   require('autodoc.picker').open({ query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
 
+-- The same search in the pickers people already use (each only when installed; none is a dependency).
+local picker_sources = {
+  telescope = 'autodoc.sources.telescope',
+  ['fzf-lua'] = 'autodoc.sources.fzf_lua',
+  snacks = 'autodoc.sources.snacks',
+  ['mini.pick'] = 'autodoc.sources.mini_pick',
+}
+
+command('AutodocPick', function(cmd)
+  local module = picker_sources[cmd.args]
+  if not module then
+    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(vim.tbl_keys(picker_sources), ', '),
+      vim.log.levels.ERROR)
+    return
+  end
+  if not pcall(require, cmd.args) then
+    vim.notify('autodoc: ' .. cmd.args .. ' is not installed', vim.log.levels.ERROR)
+    return
+  end
+  require(module).search()
+end, {
+  nargs = 1,
+  complete = function() return vim.tbl_keys(picker_sources) end,
+  desc = 'AutoDoc: search in telescope, fzf-lua, snacks or mini.pick',
+})
+
+vim.api.nvim_create_autocmd('VimEnter', {
+  group = vim.api.nvim_create_augroup('autodoc-sources', { clear = true }),
+  once = true,
+  callback = function()
+    if type(_G.MiniPick) == 'table' and type(_G.MiniPick.registry) == 'table' then
+      _G.MiniPick.registry.autodoc = function() require('autodoc.sources.mini_pick').search() end -- :Pick autodoc
+    end
+  end,
+})
+
 command('AutodocOpen', function(cmd)
   require('autodoc.picker').open({ mode = 'documents', query = cmd.args })
 end, { nargs = '?', desc = 'AutoDoc: open a document by title, alias or path' })
@@ -42,6 +78,16 @@ command('AutodocStatus', function(cmd)
   end)
 end, { nargs = '?', desc = 'AutoDoc: show a workspace status' })
 
+command('AutodocEmbed', function(cmd)
+  require('autodoc').when_ready(function()
+    require('autodoc').embedding(cmd.args)
+  end)
+end, {
+  nargs = 1,
+  complete = function() return { 'pause', 'resume' } end,
+  desc = 'AutoDoc: pause or resume the background embedding',
+})
+
 command('AutodocInstall', function()
   require('autodoc.install').run()
 end, { desc = "AutoDoc: build the plugin's Python environment (make install)" })
@@ -51,6 +97,14 @@ vim.api.nvim_create_autocmd('BufWritePost', {
   pattern = { '*.md', '*.markdown' },
   callback = function(event)
     require('autodoc').on_save(event.match)
+  end,
+})
+
+vim.api.nvim_create_autocmd('FocusGained', {
+  group = vim.api.nvim_create_augroup('autodoc-focus', { clear = true }),
+  desc = 'AutoDoc: look for files changed while Neovim was in the background',
+  callback = function()
+    require('autodoc').scan()
   end,
 })
 

@@ -4,6 +4,7 @@ section previewed, and the jump to its line span."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,11 @@ def with_plugins(*names: str) -> str:
     if missing:
         pytest.skip(f"{', '.join(missing)} not in {PLUGINS}")
     return "".join(f"vim.opt.runtimepath:append('{PLUGINS / name}')\n" for name in names)
+
+
+def current_file(nvim) -> str:
+    """The current buffer's name, read in one request (a picker's buffers are wiped as it closes)."""
+    return nvim.exec_lua("return vim.api.nvim_buf_get_name(0)")
 
 
 def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
@@ -45,5 +51,194 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
             "return b and vim.api.nvim_buf_get_lines(b, 0, -1, false)"))
         assert "We keep every workspace in one embedded relational store." in preview
         nvim.input("<CR>")
-        wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
+
+
+COUNT_INDEXED = ("_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', "
+                 "callback = function() _G.indexed = _G.indexed + 1 end })\n")
+WIDE = "vim.o.columns = 200\nvim.o.lines = 50\n"
+
+
+def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:  # noqa: F811
+    return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + \
+        setup_call(tmp_path / "a.db", notes) + "\n" + after
+
+
+def wait_indexed(nvim) -> None:
+    wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+
+
+def semantic_state(nvim) -> str:
+    nvim.exec_lua("_G.semantic = nil; require('autodoc.rpc').request('workspace.status', { 'kb' }, "
+                  "function(_, r) _G.semantic = r and r.semantic or 'error' end)")
+    return wait_for(lambda: nvim.exec_lua("return _G.semantic"))
+
+
+def session_of(module: str) -> str:
+    return f"require('autodoc.sources.{module}').session"
+
+
+def wait_full_answer(nvim, module: str, prompt: str) -> list:
+    session = session_of(module)
+    wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s ~= nil and s.prompt == '{prompt}' and s.level == 2"))
+    shown = nvim.exec_lua(f"return {session}.shown")
+    for index, (asked, level) in enumerate(shown):  # never a lexical-only answer after the full one
+        assert not (level == 1 and [asked, 2] in shown[:index])
+    return shown
+
+
+def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1])
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        nvim.input(":AutodocPick mini.pick<CR>")  # mini.pick blocks until it closes: never nvim.command
+        wait_for(lambda: nvim.exec_lua("return MiniPick.is_picker_active()"))
+        nvim.input("relational store")
+        wait_full_answer(nvim, "mini_pick", "relational store")
+        items = "return vim.tbl_map(function(i) return i.text end, MiniPick.get_picker_items() or {})"
+        lines = wait_for(lambda: [line for line in nvim.exec_lua(items) if "adr/0002.md:3-5" in line])
+        assert "Keep the index in SQLite › Decision" in lines[0]
+        nvim.input("<Tab>")  # mini.pick's preview
+        preview = wait_for(lambda: nvim.exec_lua(
+            "local b = MiniPick.get_picker_state().buffers.preview; "
+            "return b and vim.api.nvim_buf_is_valid(b) and vim.api.nvim_buf_get_lines(b, 0, -1, false)"))
+        assert "We keep every workspace in one embedded relational store." in preview
+        nvim.input("<CR>")
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
+        assert nvim.current.window.cursor[0] == 3
+
+
+def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    init = picker_init(tmp_path, notes, "snacks.nvim", after=OPEN["snacks"][1])
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        nvim.command("AutodocPick snacks")
+        picker = "require('autodoc.sources.snacks').picker"
+        wait_for(lambda: nvim.exec_lua(f"return {picker} ~= nil"))
+        nvim.input("relational store")
+        wait_full_answer(nvim, "snacks", "relational store")
+        items = f"return vim.tbl_map(function(i) return i.text end, {picker}:items())"
+        lines = wait_for(lambda: [line for line in nvim.exec_lua(items) if "adr/0002.md:3-5" in line])
+        assert "Keep the index in SQLite › Decision" in lines[0]
+        listed = wait_for(lambda: [line for line in nvim.exec_lua(
+            f"return vim.api.nvim_buf_get_lines({picker}.list.win.buf, 0, -1, false)") if "adr/0002.md:3-5" in line])
+        assert listed
+        preview = (f"local w = {picker}.preview.win; "
+                   "return w:buf_valid() and vim.api.nvim_buf_get_lines(w.buf, 0, -1, false) or {}")
+        wait_for(lambda: "We keep every workspace in one embedded relational store." in nvim.exec_lua(preview))
+        nvim.input("<CR>")
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
+        assert nvim.current.window.cursor[0] == 3
+
+
+def terminal_lines(nvim) -> list[str]:
+    return nvim.exec_lua("local lines = {}; for _, b in ipairs(vim.api.nvim_list_bufs()) do "
+                         "if vim.bo[b].buftype == 'terminal' then "
+                         "vim.list_extend(lines, vim.api.nvim_buf_get_lines(b, 0, -1, false)) end end; return lines")
+
+
+def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    if shutil.which("fzf") is None:
+        pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
+    init = picker_init(tmp_path, notes, "fzf-lua")
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        nvim.command("AutodocPick fzf-lua")
+        wait_for(lambda: nvim.exec_lua(f"return {session_of('fzf_lua')} ~= nil"))
+        wait_for(lambda: nvim.api.get_mode()["mode"] == "t")
+        nvim.input("relational store")
+        wait_full_answer(nvim, "fzf_lua", "relational store")
+        lines = wait_for(lambda: [line for line in terminal_lines(nvim) if "adr/0002.md:3-5" in line])
+        assert "Keep the index in SQLite" in lines[0]  # fzf-lua's float cuts the breadcrumb short
+        preview = ("local p = require('fzf-lua').utils.fzf_winobj()._previewer; "
+                   "return p and p.preview_bufnr and vim.api.nvim_buf_is_valid(p.preview_bufnr) "
+                   "and vim.api.nvim_buf_get_lines(p.preview_bufnr, 0, -1, false) or {}")
+        wait_for(lambda: "We keep every workspace in one embedded relational store." in nvim.exec_lua(preview))
+        nvim.input("<CR>")
+        wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
+        assert nvim.current.window.cursor[0] == 3
+
+
+VISIBLE = {  # the list lines each picker shows
+    "mini_pick": "local b = MiniPick.get_picker_state().buffers.main; "
+                 "return vim.api.nvim_buf_get_lines(b, 0, -1, false)",
+    "snacks": "local w = require('autodoc.sources.snacks').picker.list.win; "
+              "return vim.api.nvim_buf_get_lines(w.buf, 0, -1, false)",
+    "fzf_lua": None,  # the terminal fzf draws in
+    "telescope": "local p = require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf()); "
+                 "return p and vim.api.nvim_buf_get_lines(p.results_bufnr, 0, -1, false) or {}",
+}
+OPEN = {"telescope": ("plenary.nvim", "telescope.nvim", "require('telescope').setup({})\n"),
+        "mini_pick": ("mini.pick", "require('mini.pick').setup()\n"),
+        "snacks": ("snacks.nvim", "require('snacks').setup({ picker = { enabled = true } })\n"),
+        "fzf_lua": ("fzf-lua", "require('fzf-lua').setup({ winopts = { width = 1, preview = { hidden = true } } })\n")}
+
+
+@pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
+def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
+        tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+    from tests.model_servers import Behaviour, model_server
+    from tests.test_nvim_plugin import embed_with_held_server
+
+    if module == "fzf_lua" and shutil.which("fzf") is None:
+        pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
+    *plugins, after = OPEN[module]
+    name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
+
+    def visible() -> list[str]:
+        lines = terminal_lines(nvim) if VISIBLE[module] is None else nvim.exec_lua(VISIBLE[module])
+        return [line for line in lines if "notes/cooking.md:3-5" in line]
+
+    with neovim(tmp_path, picker_init(tmp_path, notes, *plugins, after=after)) as nvim, \
+            model_server("tei", Behaviour(hold_texts={"bread"})) as server:
+        wait_indexed(nvim)
+        embed_with_held_server(nvim, server)
+        nvim.input(f":AutodocPick {name}<CR>")
+        wait_for(lambda: nvim.exec_lua(f"return {session_of(module)} ~= nil"))
+        nvim.input("bread")
+        assert server.behaviour.holding.wait(timeout=60)  # the full search for "bread" waits on its embedding
+        lexical = wait_for(visible)
+        assert "[lexical]" in lexical[0]
+        assert nvim.exec_lua(f"return {session_of(module)}.level") == 1
+        server.behaviour.release.set()
+        wait_full_answer(nvim, module, "bread")
+        full = wait_for(lambda: [line for line in visible() if "semantic" in line])
+        assert "lexical+semantic" in full[0]
+
+
+@pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
+def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+    if module == "fzf_lua" and shutil.which("fzf") is None:
+        pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
+    *plugins, after = OPEN[module]
+    name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
+    session = session_of(module)
+    with neovim(tmp_path, picker_init(tmp_path, notes, *plugins, after=after)) as nvim:
+        wait_indexed(nvim)
+        wait_for(lambda: semantic_state(nvim) == "ready", timeout=60)  # the local model embedded both notes
+        nvim.input(f":AutodocPick {name}<CR>")
+        wait_for(lambda: nvim.exec_lua(f"return {session} ~= nil"))
+        nvim.input("bread")
+        wait_full_answer(nvim, module, "bread")
+        assert nvim.exec_lua(f"return {session}.answer.stages.performed") == ["lexical", "semantic"]
+        nvim.input("<M-s>")
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic == false and s.answer ~= nil "
+                                       "and s.level == 2 and #s.answer.stages.performed == 1"))
+        assert nvim.exec_lua(f"return {session}.answer.stages.performed") == ["lexical"]
+        nvim.input("<M-s>")
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic and s.answer ~= nil "
+                                       "and s.level == 2 and #s.answer.stages.performed == 2"))
+        nvim.input("<M-l>")  # lexical off: the semantic stage alone
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.answer ~= nil and s.level == 2 "
+                                       "and s.answer.stages.performed[1] == 'semantic'"))
+        assert nvim.exec_lua(f"return {session}.stages.lexical") is False
+
+
+def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    init = picker_init(tmp_path, notes, "mini.pick", "snacks.nvim")
+    with neovim(tmp_path, init) as nvim:
+        nvim.command("checkhealth autodoc")
+        text = "\n".join(nvim.current.buffer[:])
+        assert "mini.pick: :AutodocPick mini.pick" in text and "snacks: :AutodocPick snacks" in text
+        assert "telescope: not installed" in text and "fzf-lua: not installed" in text

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -173,6 +174,54 @@ def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Pat
             assert status["embedded"] == status["total"] == 7 and status["progress"]["rate"] > 0
             answer = ask("search.query", ["kb", "embedded relational store", {"stages": ["semantic"]}])["result"]
             assert answer["hits"][0]["path"] == "a.md" and answer["semantic"] == "ready"
+        finally:
+            process.stdin.close()
+            process.wait(timeout=60)
+
+
+def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_path: Path, kb: Path) -> None:
+    """Paused while its second batch is held at the model server, the filler stores that batch and
+    takes no other; searches keep using the vectors it has. Resumed, it fills the rest."""
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
+        )
+        assert process.stdin and process.stdout
+        lines = LineReader(process.stdout)
+        counter = iter(range(1, 10_000))
+
+        def ask(method: str, params: list) -> dict:
+            message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
+            process.stdin.write(json.dumps(message).encode() + b"\n")
+            process.stdin.flush()
+            return json.loads(lines.next(timeout=60))
+
+        def embedded() -> int:
+            return ask("workspace.status", ["kb"])["result"]["embedder"]["embedded"]
+
+        try:
+            ask("workspace.add", ["kb", str(kb)])
+            embedder = {"provider": "tei", "url": server.url, "batch_size": 2, "timeout": 120}
+            ask("workspace.configure", ["kb", {"embedder": embedder}])
+            ask("workspace.index", ["kb"])
+            assert server.behaviour.holding.wait(timeout=60)  # the second batch is held
+            assert ask("embedding.pause", [])["result"] == {"paused": True}
+            assert ask("workspace.status", ["kb"])["result"]["embedding_paused"] is True
+            server.behaviour.release.set()
+            wait_until(lambda: embedded() == 4, timeout=60, what="the held batch to be stored")
+            batches = server.behaviour.batches
+            ask("workspace.index", ["kb"])  # wakes the filler: paused, it still takes nothing
+            time.sleep(1.0)  # room for a batch it must not take (a slow machine only makes this weaker)
+            assert server.behaviour.batches == batches and embedded() == 4
+            assert ask("search.query", ["kb", "relational database"])["result"]["semantic"] == "partial"
+            assert ask("embedding.resume", [])["result"] == {"paused": False}
+            wait_until(lambda: ask("workspace.status", ["kb"])["result"]["semantic"] == "ready", timeout=90,
+                       what="the resumed filler to finish")
+            assert embedded() == 7
         finally:
             process.stdin.close()
             process.wait(timeout=60)

@@ -64,6 +64,7 @@ class Engine:
         self._semantic_lock = threading.RLock()
         self._probes: dict[int, _Probe] = {}
         self._stop = threading.Event()
+        self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
         self._filler: BackgroundFiller | None = None
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -176,7 +177,7 @@ class Engine:
         progress.started, progress.done_this_run = time.monotonic(), 0
         if background:
             def stop() -> bool:
-                return self._stop.is_set() or not self.store.lease.held
+                return self._stop.is_set() or self._paused.is_set() or not self.store.lease.held
         else:
             stop = self._stop.is_set
         try:
@@ -188,8 +189,21 @@ class Engine:
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
         if self._filler is None:
-            self._filler = BackgroundFiller(self.store, self._needs_vectors, self.fill_vectors, self._stop)
+            self._filler = BackgroundFiller(self.store, self._needs_vectors, self.fill_vectors, self._stop,
+                                            self._paused)
         self._filler.wake()
+
+    def embedding_pause(self) -> dict[str, Any]:
+        """Stop the background filler after the batch it is embedding (nothing is lost: the vectors
+        embedded so far are kept). A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
+        self._paused.set()
+        return {"paused": True}
+
+    def embedding_resume(self) -> dict[str, Any]:
+        self._paused.clear()
+        if self._filler is not None:
+            self._filler.wake()
+        return {"paused": False}
 
     def _needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
         try:
@@ -310,6 +324,7 @@ class Engine:
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
             "writer_lease": self.store.lease.holder(),
+            "embedding_paused": self._paused.is_set(),
         }
 
     def _describe(self, ws: Workspace) -> dict[str, Any]:

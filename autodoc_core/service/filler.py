@@ -25,11 +25,12 @@ IDLE_WAKE_SECONDS = 60.0
 
 class BackgroundFiller:
     def __init__(self, store: Store, needs_vectors: Callable[[apsw.Connection, Workspace], bool],
-                 fill: Callable[..., Any], stop: threading.Event) -> None:
+                 fill: Callable[..., Any], stop: threading.Event, paused: threading.Event) -> None:
         self.store = store
         self._needs_vectors = needs_vectors
         self._fill = fill
         self._stop = stop
+        self._paused = paused  # embedding.pause: no new batch until embedding.resume wakes the loop
         self._wake = threading.Event()
         self._retry_at: dict[int, float] = {}
         self._backoff: dict[int, float] = {}
@@ -49,6 +50,8 @@ class BackgroundFiller:
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
             self._wake.clear()
+            if self._paused.is_set():
+                continue
             for ws in self._workspaces_needing_vectors():
                 if self._stop.is_set():
                     return

@@ -37,6 +37,8 @@ METHODS: dict[str, str] = {
     "doc.read": "doc_read",
     "doc.list": "doc_list",
     "changes.since": "changes_since",
+    "embedding.pause": "embedding_pause",
+    "embedding.resume": "embedding_resume",
 }
 
 

@@ -25,6 +25,7 @@
 ---@field index_on_save boolean re-index a Markdown buffer under a workspace root when written
 ---@field debounce_ms integer typing pause before a search
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
+---@field scan_ms integer how often to look for files changed outside Neovim (0: never; FocusGained still does)
 ---@field limit integer hits in the picker
 ---@field keys autodoc.Keys picker keys
 
@@ -37,6 +38,7 @@ M.defaults = {
   index_on_save = true,
   debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
   poll_ms = 1000,
+  scan_ms = 30000, -- a scan only stats files: see :help autodoc-outside-changes for its cost
   limit = 30,
   keys = {
     toggle_lexical = '<M-l>',
@@ -101,6 +103,7 @@ local CHECKS = {
   index_on_save = { function(v) return type(v) == 'boolean' end, 'a boolean' },
   debounce_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
   poll_ms = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
+  scan_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer (0: no periodic scan)' },
   limit = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
 }
 

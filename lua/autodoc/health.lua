@@ -36,7 +36,25 @@ local function run(cmd)
   return result
 end
 
+--- Which of the other pickers :AutodocPick can use (none is needed).
+function M.report_pickers()
+  health.start('autodoc: pickers (:AutodocPick; optional, the built-in picker needs none)')
+  for _, picker in ipairs({ 'telescope', 'fzf-lua', 'snacks', 'mini.pick' }) do
+    local module = 'lua/' .. picker:gsub('%.', '/')
+    local found = #vim.api.nvim_get_runtime_file(module .. '.lua', false) > 0
+      or #vim.api.nvim_get_runtime_file(module .. '/init.lua', false) > 0
+    if not found then
+      health.info(picker .. ': not installed')
+    elseif picker == 'fzf-lua' and vim.fn.executable('fzf') == 0 then
+      health.warn('fzf-lua: installed, but the fzf binary is not on PATH', { 'install fzf (e.g. apt-get install fzf)' })
+    else
+      health.ok(picker .. ': :AutodocPick ' .. picker)
+    end
+  end
+end
+
 function M.check()
+  M.report_pickers()
   health.start('autodoc: Python host')
   if vim.fn.has('nvim-0.10') == 0 then
     health.error('Neovim 0.10 or newer is needed (float footers, vim.system)')

@@ -1,6 +1,7 @@
 --- AutoDoc for Neovim: setup, workspaces and indexing on save.
 local rpc = require('autodoc.rpc')
 local config = require('autodoc.config')
+local progress = require('autodoc.progress')
 
 local M = {}
 
@@ -69,22 +70,31 @@ function M.add_workspace(name, path, callback)
   end)
 end
 
-local watching = {}
+local watching = {} ---@type table<string, table> ws -> the token of its one poll chain
 
---- Poll a workspace while its vectors fill; fire User AutodocSemanticReady once they are complete,
---- so an open picker refreshes by itself.
+--- Poll a workspace while its vectors fill (updating the progress message); fire User
+--- AutodocSemanticReady once they are complete, so an open picker refreshes by itself.
 ---@param ws string
-function M.watch_semantic(ws)
-  if watching[ws] then
+---@param restart boolean|nil poll at once, replacing the poll chain under way
+function M.watch_semantic(ws, restart)
+  if watching[ws] and not restart then
     return
   end
-  watching[ws] = true
+  local token = {}
+  watching[ws] = token
   local function poll()
+    if watching[ws] ~= token then
+      return -- replaced by a newer chain
+    end
     rpc.request('workspace.status', { ws }, function(err, result)
+      if watching[ws] ~= token then
+        return
+      end
       if err or not result then
         watching[ws] = nil
         return
       end
+      progress.embedding(ws, result)
       if result.semantic == 'partial' or result.semantic == 'switching' then
         vim.defer_fn(poll, M.config.poll_ms)
       else
@@ -96,27 +106,101 @@ function M.watch_semantic(ws)
   poll()
 end
 
+M.indexing = {} ---@type table<string, boolean> workspaces whose index run is under way
+
+---@param report table workspace.index's answer
+---@return boolean
+local function changed_files(report)
+  return (report.added or 0) + (report.changed or 0) + (report.renamed or 0) + (report.deleted or 0) > 0
+end
+
 --- Index one workspace (all when `name` is nil); lexical first, vectors fill in the background.
+--- A quiet run (a save, a scan for outside changes) shows progress only when files changed.
 ---@param name string|nil
 ---@param callback fun(workspace: string, report: table)|nil
 ---@param paths string[]|nil only these files, relative to the root
-function M.index(name, callback, paths)
+---@param quiet boolean|nil
+function M.index(name, callback, paths, quiet)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
   for _, ws in ipairs(names) do
+    M.indexing[ws] = true
+    if not quiet then
+      progress.indexing(ws)
+    end
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
+      M.indexing[ws] = nil
       if err then
+        progress.indexed(ws, nil)
         notify(rpc.describe(err), vim.log.levels.ERROR)
         return
+      end
+      if not quiet or changed_files(result) then
+        progress.indexed(ws, result)
       end
       if callback then
         callback(ws, result)
       end
-      vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws } })
+      vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws, report = result } })
       if result.semantic == 'partial' or result.semantic == 'switching' then
         M.watch_semantic(ws)
       end
     end)
   end
+end
+
+--- Look for files changed outside Neovim (a git pull, another editor): a quiet index run of each
+--- workspace, which only stats files that did not change. Skipped before the engine is open (a scan
+--- never starts the Python host) and for a workspace whose index run is under way.
+function M.scan()
+  if M.phase ~= 'ready' then
+    return
+  end
+  for ws in pairs(M.workspaces) do
+    if not M.indexing[ws] then
+      M.index(ws, nil, nil, true)
+    end
+  end
+end
+
+local scan_timer ---@type uv.uv_timer_t|nil
+
+--- (Re)start the periodic scan every config.scan_ms (none when 0).
+function M.schedule_scans()
+  if scan_timer then
+    scan_timer:stop()
+    scan_timer:close()
+    scan_timer = nil
+  end
+  local every = M.config.scan_ms
+  if every > 0 then
+    scan_timer = assert(vim.uv.new_timer())
+    scan_timer:start(every, every, vim.schedule_wrap(M.scan))
+  end
+end
+
+--- For statuslines: what runs now, e.g. "kb: 812/2,000 embedded"; '' when idle.
+---@return string
+function M.status()
+  return progress.line()
+end
+
+--- :AutodocEmbed pause|resume: stop or restart the background embedding (in this editor's host).
+---@param action 'pause'|'resume'
+function M.embedding(action)
+  if action ~= 'pause' and action ~= 'resume' then
+    notify(':AutodocEmbed takes pause or resume', vim.log.levels.ERROR)
+    return
+  end
+  rpc.request('embedding.' .. action, {}, function(err)
+    if err then
+      notify(rpc.describe(err), vim.log.levels.ERROR)
+      return
+    end
+    notify(action == 'pause' and 'background embedding paused' or 'background embedding resumed')
+    for ws in pairs(M.workspaces) do
+      M.watch_semantic(ws, true) -- at once, so the progress message says paused or resumed
+    end
+  end)
 end
 
 --- Notify a workspace's documents, chunks and semantic state.
@@ -132,8 +216,12 @@ function M.show_status(name)
       notify(rpc.describe(err), vim.log.levels.ERROR)
       return
     end
-    notify(string.format('%s: %d documents, %d chunks, semantic %s', ws, result.documents, result.chunks,
-      result.semantic))
+    local text = string.format('%s: %d documents, %d chunks, semantic %s', ws, result.documents, result.chunks,
+      result.semantic)
+    if result.embedder ~= vim.NIL and result.embedder and result.semantic ~= 'ready' then
+      text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
+    end
+    notify(text)
   end)
 end
 
@@ -193,7 +281,10 @@ function M.start()
       for _, ws in ipairs(list_err and {} or list) do
         M.workspaces[ws.name] = ws.root
       end
-      add_configured(function() settle(nil) end)
+      add_configured(function()
+        settle(nil)
+        M.schedule_scans()
+      end)
     end)
   end)
 end
@@ -207,7 +298,7 @@ function M.on_save(file)
   end
   local ws, relpath = M.workspace_of(file)
   if ws then
-    M.index(ws, nil, { relpath })
+    M.index(ws, nil, { relpath }, true)
   end
 end
 
@@ -219,6 +310,7 @@ function M.setup(opts)
   M.config = config.resolve(opts)
   if M.phase == 'ready' then
     add_configured(function() end)
+    M.schedule_scans()
   elseif M.phase ~= 'starting' then
     M.start()
   end

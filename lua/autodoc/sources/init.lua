@@ -97,27 +97,44 @@ function M.display(hit)
   return require('autodoc.picker.render').hit_line(hit)
 end
 
+--- The hit's file as preview lines.
+---@param session autodoc.SourceSession
+---@param hit autodoc.Hit
+---@return string[]
+function M.preview_lines(session, hit)
+  return require('autodoc.picker.render').preview_lines(hit, session.root)
+end
+
+--- Highlight the hit's section and the query words in `buf` (which holds the preview lines), and put
+--- `win` (if given) on the section.
+---@param session autodoc.SourceSession
+---@param hit autodoc.Hit
+---@param buf integer
+---@param win integer|nil
+function M.mark_section(session, hit, buf, win)
+  local render = require('autodoc.picker.render')
+  local count = vim.api.nvim_buf_line_count(buf)
+  vim.api.nvim_buf_clear_namespace(buf, render.ns, 0, -1)
+  for line = hit.line_start, math.min(hit.line_end, count) do
+    vim.api.nvim_buf_set_extmark(buf, render.ns, line - 1, 0, { line_hl_group = 'Visual' })
+  end
+  render.mark_words(buf, session.answer and session.answer.query and session.answer.query.terms or {})
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, count)), 0 })
+    vim.api.nvim_win_call(win, function() vim.cmd('normal! zz') end)
+  end
+end
+
 --- Fill `buf` with the hit's file, its section highlighted, and put `win` (if given) on it.
 ---@param session autodoc.SourceSession
 ---@param hit autodoc.Hit
 ---@param buf integer
 ---@param win integer|nil
 function M.preview(session, hit, buf, win)
-  local render = require('autodoc.picker.render')
-  local lines = render.preview_lines(hit, session.root)
   vim.bo[buf].modifiable = true
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.preview_lines(session, hit))
   vim.bo[buf].filetype = 'markdown'
-  vim.api.nvim_buf_clear_namespace(buf, render.ns, 0, -1)
-  local last = math.min(hit.line_end, #lines)
-  for line = hit.line_start, last do
-    vim.api.nvim_buf_set_extmark(buf, render.ns, line - 1, 0, { line_hl_group = 'Visual' })
-  end
-  render.mark_words(buf, session.answer and session.answer.query and session.answer.query.terms or {})
-  if win and vim.api.nvim_win_is_valid(win) then
-    vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, #lines)), 0 })
-    vim.api.nvim_win_call(win, function() vim.cmd('normal! zz') end)
-  end
+  M.mark_section(session, hit, buf, win)
 end
 
 --- Open the hit's file on its first line, its whole span in view.

@@ -1,0 +1,156 @@
+--- Long work made visible: a progress message updated in place while a workspace indexes or its vectors
+--- fill (count, rate, time left), and a short line for statuslines. Neovim 0.12 has progress messages
+--- (nvim_echo with kind='progress' and an id); older versions get one echo per update, not kept in
+--- :messages.
+local M = {}
+
+---@class autodoc.WorkProgress
+---@field index_id integer|string|nil the index run's progress message
+---@field embed_id integer|string|nil the vector fill's progress message
+---@field indexing boolean an index run is under way
+---@field embedding string the fill's part of status() ('' when not filling)
+
+---@type table<string, autodoc.WorkProgress>
+M.workspaces = {}
+
+local has_progress_messages = vim.fn.has('nvim-0.12') == 1
+
+local function redraw_statuslines()
+  pcall(vim.cmd.redrawstatus) -- so a statusline showing status() follows; refused in a few states only
+end
+
+--- 1234567 -> "1,234,567"
+---@param number integer
+---@return string
+function M.thousands(number)
+  local text = tostring(math.floor(number))
+  local grouped = text:reverse():gsub('(%d%d%d)', '%1,'):reverse()
+  return (grouped:gsub('^,', ''))
+end
+
+--- 75 -> "1:15", 4000 -> "1:06:40"
+---@param seconds number
+---@return string
+function M.duration(seconds)
+  seconds = math.floor(seconds + 0.5)
+  local hours, minutes = math.floor(seconds / 3600), math.floor(seconds % 3600 / 60)
+  if hours > 0 then
+    return string.format('%d:%02d:%02d', hours, minutes, seconds % 60)
+  end
+  return string.format('%d:%02d', minutes, seconds % 60)
+end
+
+---@param ws string
+---@return autodoc.WorkProgress
+local function entry(ws)
+  M.workspaces[ws] = M.workspaces[ws] or { indexing = false, embedding = '' }
+  return M.workspaces[ws]
+end
+
+--- Show or update the message `work[field]` names; a finished one is kept in :messages, and forgotten here.
+---@param work autodoc.WorkProgress
+---@param field 'index_id'|'embed_id'
+---@param text string
+---@param status 'running'|'success'|'failed'
+---@param percent integer|nil
+local function echo(work, field, text, status, percent)
+  local running = status == 'running'
+  if not has_progress_messages then
+    vim.api.nvim_echo({ { 'autodoc: ' .. text } }, not running, {})
+    work[field] = running and 0 or nil -- so the end is said too
+    return
+  end
+  local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
+  local id = vim.api.nvim_echo({ { text } }, not running, opts)
+  work[field] = running and id or nil
+end
+
+--- A workspace's index run started.
+---@param ws string
+function M.indexing(ws)
+  local work = entry(ws)
+  work.indexing = true
+  redraw_statuslines()
+  echo(work, 'index_id', ws .. ': indexing files', 'running', nil)
+end
+
+--- A workspace's index run ended with `report` (workspace.index's answer).
+---@param ws string
+---@param report table|nil nil when it failed
+function M.indexed(ws, report)
+  local work = entry(ws)
+  work.indexing = false
+  redraw_statuslines()
+  if not report then
+    echo(work, 'index_id', ws .. ': indexing failed', 'failed', nil)
+  else
+    local changed = (report.added or 0) + (report.changed or 0) + (report.renamed or 0) + (report.deleted or 0)
+    echo(work, 'index_id', string.format('%s: %s files scanned, %s changed (%.1f s)', ws, M.thousands(report.scanned or 0),
+      M.thousands(changed), report.seconds or 0), 'success', 100)
+  end
+end
+
+--- The text of an embedding update: "kb: 812/2,000 embedded · 35.2/s · 0:34 left".
+---@param ws string
+---@param embedder table workspace.status's `embedder`
+---@param paused boolean
+---@return string
+function M.embedding_text(ws, embedder, paused)
+  local text = string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded), M.thousands(embedder.total))
+  if paused then
+    return text .. ' · paused'
+  end
+  local progress = embedder.progress or {}
+  if (progress.rate or 0) > 0 then
+    text = text .. string.format(' · %.1f/s', progress.rate)
+  end
+  if progress.eta_seconds and progress.eta_seconds ~= vim.NIL then
+    text = text .. ' · ' .. M.duration(progress.eta_seconds) .. ' left'
+  end
+  return text
+end
+
+--- A workspace.status answer while (or once) vectors fill: update the message and the status line.
+---@param ws string
+---@param status table workspace.status's answer
+function M.embedding(ws, status)
+  local embedder = status.embedder
+  if not embedder or embedder == vim.NIL then
+    return
+  end
+  local work = entry(ws)
+  local filling = status.semantic == 'partial' or status.semantic == 'switching'
+  if filling and embedder.total == 0 then
+    return -- the model is being probed: nothing counted yet
+  elseif filling then
+    local percent = embedder.total > 0 and math.floor(100 * embedder.embedded / embedder.total) or 0
+    work.embedding = string.format('%s/%s embedded%s', M.thousands(embedder.embedded),
+      M.thousands(embedder.total), status.embedding_paused and ' (paused)' or '')
+    echo(work, 'embed_id', M.embedding_text(ws, embedder, status.embedding_paused), 'running', percent)
+    redraw_statuslines()
+  elseif work.embed_id then -- it was filling: say it is done, once
+    echo(work, 'embed_id', string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded),
+      M.thousands(embedder.total)), 'success', 100)
+  end
+  if not filling and work.embedding ~= '' then
+    work.embedding = ''
+    redraw_statuslines()
+  end
+end
+
+--- For statuslines: what is running, e.g. "kb: 812/2,000 embedded"; '' when idle.
+---@return string
+function M.line()
+  local parts = {}
+  for ws, work in pairs(M.workspaces) do
+    local doing = vim.tbl_filter(function(part) return part ~= '' end,
+      { work.indexing and 'indexing' or '', work.embedding })
+    if #doing > 0 then
+      table.insert(parts, ws .. ': ' .. table.concat(doing, ', '))
+    end
+  end
+  table.sort(parts)
+  return table.concat(parts, ', ')
+end
+
+return M

@@ -1,0 +1,104 @@
+"""Long work in Neovim is visible and controllable: a progress message updated in place while vectors
+fill, require('autodoc').status() for statuslines, :AutodocEmbed pause|resume; and files changed
+outside Neovim are noticed without :AutodocIndex. Real headless Neovim, the toy TEI server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import PROJECT, write
+from tests.model_servers import Behaviour, model_server
+from tests.test_nvim_install import neovim, python_line, rtp, setup_call
+from tests.test_nvim_plugin import wait_for
+
+RECORD_PROGRESS = ("_G.progress = {}\nvim.api.nvim_create_autocmd('Progress', { pattern = 'autodoc', callback = "
+                   "function(ev) table.insert(_G.progress, { id = ev.data.id, text = ev.data.text, "
+                   "status = ev.data.status, percent = ev.data.percent }) end })\n")
+
+
+def seven_notes(kb: Path) -> Path:
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
+    return kb
+
+
+def status(nvim) -> str:
+    return nvim.exec_lua("return require('autodoc').status()")
+
+
+def text_of(event: dict) -> str:
+    return "".join(event["text"]) if isinstance(event["text"], list) else event["text"]  # chunks' texts
+
+
+def progress_texts(nvim) -> list[str]:
+    return [text_of(event) for event in nvim.exec_lua("return _G.progress")]
+
+
+def test_embedding_progress_updates_in_place_and_pauses(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    init = rtp(PROJECT) + python_line() + RECORD_PROGRESS + "require('autodoc').setup({ poll_ms = 100, " + \
+        setup_call(tmp_path / "a.db", kb).removeprefix("require('autodoc').setup({ ")
+    with model_server("tei", Behaviour(hold_after=1)) as server, neovim(tmp_path, init) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "ready")
+        nvim.exec_lua("""
+            local embedder = { provider = 'tei', url = ..., batch_size = 2, timeout = 120 }
+            require('autodoc.rpc').request('workspace.configure', { 'kb', { embedder = embedder } },
+              function() require('autodoc').index('kb') end)""", server.url)
+        assert server.behaviour.holding.wait(timeout=60)  # 2 of 7 embedded, the second batch held
+        wait_for(lambda: status(nvim) == "kb: 2/7 embedded")
+        wait_for(lambda: any(text.startswith("kb: 2/7 embedded · ") and text.endswith(" left")
+                             for text in progress_texts(nvim)))
+        nvim.command("AutodocEmbed pause")
+        wait_for(lambda: status(nvim) == "kb: 2/7 embedded (paused)")
+        server.behaviour.release.set()
+        wait_for(lambda: status(nvim) == "kb: 4/7 embedded (paused)")  # the held batch is kept, no other taken
+        assert "kb: 4/7 embedded · paused" in progress_texts(nvim)
+        nvim.command("AutodocEmbed resume")
+        wait_for(lambda: status(nvim) == "", timeout=60)
+        events = nvim.exec_lua("return _G.progress")
+        embedding = [event for event in events if "embedded" in text_of(event)]
+        assert text_of(embedding[-1]) == "kb: 7/7 embedded" and embedding[-1]["status"] == "success"
+        assert embedding[-1]["percent"] == 100
+        assert len({event["id"] for event in embedding}) == 1  # one message, updated in place
+        assert "embedded" not in nvim.exec_lua("return vim.fn.execute('messages')").replace("7/7 embedded", "")
+
+
+def finds(nvim, word: str) -> bool:
+    """Ask the engine (lexical stage) for `word`; True when it has a hit."""
+    nvim.exec_lua("""
+        _G.found = nil
+        require('autodoc.rpc').request('search.query', { 'kb', ..., { stages = { 'lexical' } } },
+          function(err, answer) _G.found = err and -1 or #answer.hits end)""", word)
+    wait_for(lambda: nvim.exec_lua("return _G.found ~= nil"))
+    return nvim.exec_lua("return _G.found") > 0
+
+
+def started(tmp_path: Path, kb: Path, scan_ms: int) -> str:
+    return rtp(PROJECT) + python_line() + f"require('autodoc').setup({{ scan_ms = {scan_ms}, " + \
+        setup_call(tmp_path / "a.db", kb).removeprefix("require('autodoc').setup({ ") + "\n" + \
+        "_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', " \
+        "callback = function() _G.indexed = _G.indexed + 1 end })\n"
+
+
+def test_focus_gained_notices_a_file_added_outside_neovim(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:  # no periodic scan: only the focus
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert not finds(nvim, "zeppelin")
+        write(kb, "travel/airships.md", "# Airships\n\nThe zeppelin crossed the Atlantic in 1928.\n")  # not via Neovim
+        assert not finds(nvim, "zeppelin")
+        nvim.command("doautocmd FocusGained")
+        wait_for(lambda: finds(nvim, "zeppelin"))
+        messages = nvim.exec_lua("return vim.fn.execute('messages')")
+        assert "kb: 8 files scanned, 1 changed" in messages  # a quiet scan speaks only when files changed
+
+
+def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=200)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert not finds(nvim, "sourdough") and finds(nvim, '"bread number 3"')
+        write(kb, "n3.md", "# Note 3\n\nA sourdough starter replaces the yeast.\n")  # not via Neovim
+        wait_for(lambda: finds(nvim, "sourdough"))
+        assert not finds(nvim, '"bread number 3"')  # the old text is gone from the index
