@@ -187,7 +187,7 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
     write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
     with model_server("tei", Behaviour(hold_after=1)) as server:
         process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core.cli", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
+            [sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
         )
         assert process.stdin and process.stdout

@@ -116,8 +116,8 @@ STAGES = {"lexical": ["lexical"], "hybrid": ["lexical", "semantic"]}
 
 def half_filled_database(db: Path, kb: Path, fraction: float) -> dict:
     """techdocs indexed and `fraction` of its chunk texts embedded with the default local model."""
-    from autodoc_core.embedding import Progress, fill
-    from autodoc_core.engine import Engine
+    from autodoc_core.index.vectors import Progress, fill
+    from autodoc_core.service.engine import Engine
 
     with Engine(db) as engine:
         engine.workspace_add("techdocs", str(kb))
@@ -133,7 +133,7 @@ class Server:
     """``autodoc serve --stdio`` on a database, one request at a time."""
 
     def __init__(self, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core.cli", "--db", str(db), "serve", "--stdio"],
+        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
         self.next_id = 0
 
