@@ -209,3 +209,26 @@ def test_large_runs_parse_in_worker_processes(engine, kb: Path, indexed) -> None
     assert report["added"] == PARALLEL_PARSE_MIN + 10
     assert len(paths(search(engine, "heron", limit=200))) == 200
     assert paths(search(engine, "sym_123"))[0] == "bulk/n123.md"  # symbols made in the workers arrive too
+
+
+def test_status_shows_an_index_run_under_way(engine, kb: Path) -> None:
+    """Held at its 120th document (a checkpoint hold, not a race), a run of 300 new files shows in
+    workspace.status as writing 120 of 300; when it ends, the status says no run is under way."""
+    import threading
+
+    from autodoc_core.index import checkpoints
+
+    for i in range(300):
+        write(kb, f"n{i:03}.md", f"# Note {i}\n\nbody {i}\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    assert engine.workspace_status("kb")["indexing"] is None
+    with checkpoints.Hold("index.document", 120) as hold:
+        run = threading.Thread(target=engine.workspace_index, args=("kb",))
+        run.start()
+        assert hold.arrived.wait(timeout=120)
+        during = engine.workspace_status("kb")["indexing"]
+        hold.release.set()
+        run.join(timeout=120)
+    assert (during["phase"], during["scanned"], during["to_write"], during["written"]) == ("writing", 300, 300, 120)
+    assert engine.workspace_status("kb")["indexing"] is None

@@ -102,3 +102,24 @@ def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, k
         write(kb, "n3.md", "# Note 3\n\nA sourdough starter replaces the yeast.\n")  # not via Neovim
         wait_for(lambda: finds(nvim, "sourdough"))
         assert not finds(nvim, '"bread number 3"')  # the old text is gone from the index
+
+
+def test_indexing_progress_updates_in_place(tmp_path: Path, kb: Path) -> None:
+    """The host's start-up index of 300 files is held at its 120th document (a checkpoint hold, released
+    by a file): the progress message says "indexing 120/300 files" with a rate, then ends as the run's
+    report, one message updated in place. Broken on purpose: without M.watch_indexing no
+    "indexing 120/300" update is ever shown and this times out."""
+    for i in range(300):
+        write(kb, f"n{i:03}.md", f"# Note {i}\n\nbody {i}\n")
+    release = tmp_path / "release"
+    env = {"AUTODOC_TEST_HOLD_AT": "index.document:120", "AUTODOC_TEST_RELEASE_FILE": str(release)}
+    init = rtp(PROJECT) + python_line() + RECORD_PROGRESS + "require('autodoc').setup({ poll_ms = 100, " + \
+        setup_call(tmp_path / "a.db", kb).removeprefix("require('autodoc').setup({ ")
+    with neovim(tmp_path, init, env) as nvim:
+        wait_for(lambda: any(text.startswith("kb: indexing 120/300 files") for text in progress_texts(nvim)),
+                 timeout=120)
+        release.touch()
+        wait_for(lambda: any("300 files scanned, 300 changed" in text for text in progress_texts(nvim)), timeout=120)
+        events = [e for e in nvim.exec_lua("return _G.progress") if "files" in text_of(e)]
+        assert len({event["id"] for event in events}) == 1  # one message, updated in place
+        assert events[-1]["status"] == "success"

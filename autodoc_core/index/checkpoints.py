@@ -3,14 +3,19 @@
 ``AUTODOC_TEST_KILL_AT=name:n`` SIGKILLs the process the n-th time it reaches checkpoint ``name``;
 ``AUTODOC_TEST_PAUSE_AT=name:n`` SIGSTOPs it there instead (the test then looks around and kills
 it). Tests use them to interrupt a run at a known place in the work, whatever the machine's speed.
-Unset (always, outside tests), a checkpoint costs one comparison.
+``AUTODOC_TEST_HOLD_AT=name:n`` holds the arriving thread until the file named by
+``AUTODOC_TEST_RELEASE_FILE`` exists (the rest of the process keeps answering), and in-process
+tests can do the same with ``Hold``. Unset (always, outside tests), a checkpoint costs one comparison.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
 
+HOLD_LIMIT_SECONDS = 120.0
 KILL_VARIABLE = "AUTODOC_TEST_KILL_AT"
 PAUSE_VARIABLE = "AUTODOC_TEST_PAUSE_AT"
 
@@ -33,11 +38,57 @@ def pause_after(name: str, arrivals: int) -> None:
     _NAMES.add(name)
 
 
+class Hold:
+    """For in-process tests: the thread that makes the ``count``-th arrival at ``name`` waits there
+    until ``release`` is set (``arrived`` tells the test it is there)."""
+
+    def __init__(self, name: str, count: int) -> None:
+        self.name, self.count = name, _reached.get(name, 0) + count
+        self.arrived, self.release = threading.Event(), threading.Event()
+
+    def __enter__(self) -> Hold:
+        _holds[self.name] = self
+        _NAMES.add(self.name)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release.set()
+        _holds.pop(self.name, None)
+
+
+_holds: dict[str, Hold] = {}
+HOLD_VARIABLE, RELEASE_VARIABLE = "AUTODOC_TEST_HOLD_AT", "AUTODOC_TEST_RELEASE_FILE"
+
+
+def _hold_from_environment() -> None:
+    """``AUTODOC_TEST_HOLD_AT=name:n``: hold the n-th arrival until the file ``AUTODOC_TEST_RELEASE_FILE``
+    exists (for tests that drive another process, e.g. the editor's host, and look at it mid-run)."""
+    target = _target(HOLD_VARIABLE)
+    release_file = os.environ.get(RELEASE_VARIABLE)
+    if target is None or not release_file:
+        return
+    hold = Hold(*target).__enter__()
+
+    def watch() -> None:
+        while not os.path.exists(release_file) and not hold.release.is_set():
+            time.sleep(0.05)
+        hold.release.set()
+
+    threading.Thread(target=watch, name="autodoc-test-release", daemon=True).start()
+
+
 def reached(name: str) -> None:
-    """Count one arrival at ``name``; stop or kill the process if a test asked for this one."""
+    """Count one arrival at ``name``; stop or kill the process, or hold the thread, if a test asked."""
     if name not in _NAMES:
         return
     _reached[name] = _reached.get(name, 0) + 1
+    hold = _holds.get(name)
+    if hold is not None and hold.count == _reached[name]:
+        hold.arrived.set()
+        hold.release.wait(timeout=HOLD_LIMIT_SECONDS)
     for sig, target in _TARGETS.items():
         if target == (name, _reached[name]):
             os.kill(os.getpid(), sig)
+
+
+_hold_from_environment()

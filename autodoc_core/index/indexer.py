@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -39,6 +40,26 @@ BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
 CHANGE_LOG_KEEP_ROWS = 100_000
+
+
+@dataclass
+class IndexProgress:
+    """A run under way, for workspace.status: files scanned, then documents written of those to write."""
+
+    phase: str = "scanning"  # "scanning", "writing", then "finishing" (deletions, links)
+    scanned: int = 0
+    to_write: int = 0
+    written: int = 0
+    started: float = field(default_factory=time.monotonic)
+    writing_since: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        elapsed = time.monotonic() - (self.writing_since or self.started)
+        rate = self.written / elapsed if self.phase == "writing" and elapsed > 0 else 0.0
+        eta = (self.to_write - self.written) / rate if rate > 0 else None
+        return {"phase": self.phase, "scanned": self.scanned, "to_write": self.to_write, "written": self.written,
+                "rate": round(rate, 1), "eta_seconds": round(eta, 1) if eta is not None else None,
+                "seconds": round(time.monotonic() - self.started, 1)}
 
 
 @dataclass
@@ -78,10 +99,12 @@ def _fts_fields(parsed: ParsedDocument) -> tuple[str, list[str], list[str]]:
 
 
 class Indexer:
-    def __init__(self, store: Store, ws: Workspace, on_file: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: Store, ws: Workspace, progress: IndexProgress | None = None,
+                 on_file: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.ws = ws
-        self.on_file = on_file
+        self.progress = progress or IndexProgress()
+        self.on_file = on_file  # called with each file's path as the scan reaches it
         self.schema = fm.load_schema(Path(ws.root))
         schema_file = Path(ws.root) / fm.SCHEMA_RELPATH
         schema_digest = content_hash(schema_file.read_bytes())[:8] if schema_file.is_file() else "none"
@@ -102,6 +125,7 @@ class Indexer:
         touched: list[tuple[FoundFile, _Existing]] = []
         skipped: dict[str, str] = {}
         for item in found.values():
+            self.progress.scanned += 1
             if self.on_file:
                 self.on_file(item.relpath)
             old = existing.get(item.relpath)
@@ -125,6 +149,8 @@ class Indexer:
         renames = self._pair_renames(gone, pending)
         # Problems of files that are gone (deleted, or skipped before and deleted since) go with them.
         self.stale_problems = set() if only is not None else self.paths_with_problems - set(found)
+        self.progress.phase, self.progress.to_write = "writing", len(pending)
+        self.progress.writing_since = time.monotonic()
         self._write(pending, touched, renames, gone, skipped, existing)
         self.report.seconds = time.perf_counter() - started
         return self.report
@@ -200,11 +226,13 @@ class Indexer:
                 for item, _raw, digest in pending[start : start + BATCH_SIZE]:
                     parsed = next(parsed_documents)
                     self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
+                    self.progress.written += 1
                     checkpoints.reached("index.document")  # inside the batch's transaction
                 bump_epoch(conn, self.ws.id)
                 if self.links_changed:
                     conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
             checkpoints.reached("index.batch")  # after the batch's commit
+        self.progress.phase = "finishing"
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import apsw
 
 from autodoc_core.errors import EMBED_FAILED, AutodocError, invalid_params
-from autodoc_core.index.indexer import Indexer, file_problem_summary, remove_workspace_rows
+from autodoc_core.index.indexer import Indexer, IndexProgress, file_problem_summary, remove_workspace_rows
 from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
@@ -63,6 +63,7 @@ class Engine:
         self._progress: dict[int, Progress] = {}
         self._semantic_lock = threading.RLock()
         self._probes: dict[int, _Probe] = {}
+        self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
         self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
         self._filler: BackgroundFiller | None = None
@@ -284,7 +285,11 @@ class Engine:
             raise invalid_params("'paths' must be a list of paths relative to the root")
         ws = self._workspace(name)
         with self._index_lock(ws.id), self.store.exclusive():
-            report = Indexer(self.store, ws).run(only=paths)
+            progress = self._indexing[ws.id] = IndexProgress()
+            try:
+                report = Indexer(self.store, ws, progress).run(only=paths)
+            finally:
+                self._indexing.pop(ws.id, None)
         result = report.as_dict()
         if wait == "semantic":
             result["embedding"] = self.fill_vectors(self._workspace(name))
@@ -325,6 +330,7 @@ class Engine:
             "problems": problems,
             "writer_lease": self.store.lease.holder(),
             "embedding_paused": self._paused.is_set(),
+            "indexing": running.as_dict() if (running := self._indexing.get(ws.id)) else None,
         }
 
     def _describe(self, ws: Workspace) -> dict[str, Any]:

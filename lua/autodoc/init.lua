@@ -126,6 +126,7 @@ function M.index(name, callback, paths, quiet)
     M.indexing[ws] = true
     if not quiet then
       progress.indexing(ws)
+      M.watch_indexing(ws)
     end
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
       M.indexing[ws] = nil
@@ -146,6 +147,26 @@ function M.index(name, callback, paths, quiet)
       end
     end)
   end
+end
+
+--- While `ws` indexes, ask for its progress every `poll_ms` and update the message (count, rate,
+--- time left). The host answers from its second worker while the first one indexes.
+---@param ws string
+function M.watch_indexing(ws)
+  local function poll()
+    if not M.indexing[ws] then
+      return
+    end
+    rpc.request('workspace.status', { ws }, function(err, status)
+      if not err and status and status.indexing and M.indexing[ws] then
+        progress.indexing_update(ws, status.indexing)
+      end
+      if M.indexing[ws] then
+        vim.defer_fn(poll, M.config.poll_ms)
+      end
+    end)
+  end
+  vim.defer_fn(poll, M.config.poll_ms)
 end
 
 --- Look for files changed outside Neovim (a git pull, another editor): a quiet index run of each

@@ -74,6 +74,39 @@ function M.indexing(ws)
   echo(work, 'index_id', ws .. ': indexing files', 'running', nil)
 end
 
+--- The text of an index run's update: "kb: indexing 812/2,000 files · 35/s · 0:34 left".
+---@param ws string
+---@param run table workspace.status's `indexing`
+---@return string
+function M.indexing_text(ws, run)
+  if run.phase == 'scanning' then
+    return string.format('%s: scanning · %s files', ws, M.thousands(run.scanned))
+  end
+  if run.phase ~= 'writing' then
+    return ws .. ': indexing · links and deletions'
+  end
+  local text = string.format('%s: indexing %s/%s files', ws, M.thousands(run.written), M.thousands(run.to_write))
+  if type(run.rate) == 'number' and run.rate > 0 then
+    text = text .. string.format(' · %.0f/s', run.rate)
+  end
+  if type(run.eta_seconds) == 'number' then -- null (vim.NIL) until the rate is known
+    text = text .. ' · ' .. M.duration(run.eta_seconds) .. ' left'
+  end
+  return text
+end
+
+--- A workspace.status answer while an index run is under way: update its message in place.
+---@param ws string
+---@param run table workspace.status's `indexing`
+function M.indexing_update(ws, run)
+  local work = entry(ws)
+  if not work.indexing then
+    return
+  end
+  local percent = run.phase == 'writing' and run.to_write > 0 and math.floor(100 * run.written / run.to_write) or nil
+  echo(work, 'index_id', M.indexing_text(ws, run), 'running', percent)
+end
+
 --- A workspace's index run ended with `report` (workspace.index's answer).
 ---@param ws string
 ---@param report table|nil nil when it failed
