@@ -67,3 +67,18 @@ def test_a_dead_provider_backs_off_and_does_not_hold_up_other_workspaces(tmp_pat
     assert status["semantic"] == "partial"
     assert "HTTP 500" in status["embedder"]["progress"]["error"]
     assert broken_calls <= 8  # 1, 2, 4 s apart: a handful in ~3 s, not thousands
+
+
+def test_the_background_fill_runs_below_searches(tmp_path: Path) -> None:
+    """The filler thread (and the encoder threads it starts) run at nice 10, so searches in the same
+    process (the editor's host, serve --stdio) get the cores first. Linux gives each thread its own
+    nice value; what that buys in latency is measured by make bench (filling vs idle)."""
+    import os
+    import threading
+
+    with Engine(tmp_path / "autodoc.db") as engine:
+        engine.start_background()
+        filler = wait_until(lambda: next((t for t in threading.enumerate() if t.name == "autodoc-embedder"), None))
+        wait_until(lambda: os.getpriority(os.PRIO_PROCESS, filler.native_id) == 10, timeout=30,
+                   what="the filler to lower its priority")
+        assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0  # this (search) thread is not

@@ -7,6 +7,8 @@ editors on one database never embed the same text twice.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
 
 LEASE_RETRY_SECONDS = 5.0
+FILLER_NICENESS = 10  # the fill yields the cores to searches in the same process (and to the editor)
 MAX_BACKOFF_SECONDS = 300.0
 IDLE_WAKE_SECONDS = 60.0
 
@@ -46,6 +49,7 @@ class BackgroundFiller:
         self._thread.join(timeout=timeout)
 
     def _loop(self) -> None:
+        _lower_this_threads_priority()
         while not self._stop.is_set():
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
@@ -81,3 +85,11 @@ class BackgroundFiller:
         else:
             self._backoff.pop(ws.id, None)
             self._retry_at.pop(ws.id, None)
+
+
+def _lower_this_threads_priority() -> None:
+    """On Linux a thread has its own nice value, and threads it starts (the encoder's workers) inherit
+    it: a search in this process then gets the cores before the fill. Elsewhere, or when refused,
+    nothing changes."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), FILLER_NICENESS)
