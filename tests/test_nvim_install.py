@@ -186,3 +186,28 @@ def test_word_under_cursor_and_visual_selection_search(tmp_path: Path, notes: Pa
         nvim.input("v$\\/")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:3-5"))
         assert nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store"
+
+
+def test_autodoc_install_builds_the_venv_and_the_next_search_uses_it(tmp_path: Path, notes: Path) -> None:
+    """The first hour without Python set up: the host cannot start, :AutodocInstall runs `make install`
+    in the plugin's folder (here a Makefile whose install links the test's environment as .venv, so no
+    network), shows its progress, and the next search starts the host from that .venv and answers."""
+    root = plugin_copy(tmp_path)
+    (root / "Makefile").write_text(f"install:\n\t@echo building .venv\n\tln -sfn {sys.prefix} .venv\n")
+    tools = tmp_path / "bin"  # make and a shell, but no python3
+    tools.mkdir()
+    for tool in ("make", "ln", "sh", "echo"):
+        found = shutil.which(tool)
+        assert found, tool
+        (tools / tool).symlink_to(found)
+    init = rtp(root) + "_G.install_events = {}\nvim.api.nvim_create_autocmd('Progress', { pattern = " + \
+        "'autodoc install', callback = function(ev) table.insert(_G.install_events, ev.data.status) end })\n" + \
+        setup_call(tmp_path / "a.db", notes) + "\n"
+    with neovim(tmp_path, init, {"PATH": str(tools)}) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "failed")
+        nvim.command("AutodocInstall")
+        wait_for(lambda: (root / ".venv").is_symlink(), timeout=60)
+        wait_for(lambda: "success" in (nvim.exec_lua("return _G.install_events") or []), timeout=60)
+        nvim.command("AutodocSearch")
+        nvim.input("relational store")
+        wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md"), timeout=120)
