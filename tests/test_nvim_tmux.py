@@ -36,6 +36,25 @@ def wait_for_screen(session: str, text: str, timeout: float = 120.0) -> str:
     raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen(session)}")
 
 
+def press_enter_until_the_file_opens(session: str, name: str, tries: int = 5) -> str:
+    """Enter, then wait for the file (or for the picker to go). A <CR> typed right after a stage toggle
+    was once lost on an idle machine (not yet explained); it is typed again only while the picker is
+    still open, so a late first <CR> can never land in the opened file."""
+    for _ in range(tries):
+        tmux("send-keys", "-t", session, "Enter")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            shown = screen(session)
+            if name in shown:
+                return shown
+            if "AutoDoc · kb" not in shown:
+                break
+            time.sleep(0.1)
+        if "AutoDoc · kb" not in screen(session):
+            return wait_for_screen(session, name)
+    raise AssertionError(f"{name!r} never opened; the screen was:\n{screen(session)}")
+
+
 def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
     write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
                              "We keep every workspace in one embedded relational store.\n")
@@ -65,8 +84,7 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         wait_for_screen(session, "[ ] Lexical")
         tmux("send-keys", "-t", session, "M-l")
         wait_for_screen(session, "[x] Lexical")
-        tmux("send-keys", "-t", session, "Enter")
-        shown = wait_for_screen(session, "kb/adr/0002.md")  # the file is open: its name in the status line
+        shown = press_enter_until_the_file_opens(session, "kb/adr/0002.md")  # its name in the status line
         assert "We keep every workspace in one embedded relational store." in shown
         assert "3,1" in shown  # the cursor on the hit's first line
         assert "AutoDoc · kb" not in shown  # the picker closed
