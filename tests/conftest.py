@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import queue
+import subprocess
+import sys
 import textwrap
 import threading
 import time
@@ -98,3 +101,26 @@ def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "t
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
+
+
+class StdioServer:
+    """``autodoc serve --stdio`` with replies read under a deadline."""
+
+    def __init__(self, db: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT)
+        self.lines = LineReader(self.proc.stdout)
+        self.next_id = 0
+
+    def ask(self, method: str, params: list) -> dict:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+        answer = json.loads(self.lines.next(timeout=120))
+        assert answer["id"] == self.next_id
+        return answer
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import PROJECT, LineReader, write
+from tests.conftest import PROJECT, StdioServer, write
 from tests.model_servers import model_server
 
 
@@ -17,29 +17,6 @@ def cli(db: Path, method: str, params: list) -> tuple[int, dict]:
                            json.dumps(params)], capture_output=True, cwd=PROJECT, timeout=120)
     assert b"Traceback" not in done.stderr
     return done.returncode, json.loads(done.stdout)
-
-
-class Server:
-    """``autodoc serve --stdio`` with replies read under a deadline."""
-
-    def __init__(self, db: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT)
-        self.lines = LineReader(self.proc.stdout)
-        self.next_id = 0
-
-    def ask(self, method: str, params: list) -> dict:
-        self.next_id += 1
-        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-        answer = json.loads(self.lines.next(timeout=120))
-        assert answer["id"] == self.next_id
-        return answer
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
 
 
 def error_code(answer: dict) -> int:
@@ -61,7 +38,7 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
     # -32065: a semantic-only search in a workspace without an embedding model
     code, answer = cli(db, "search.query", ["kb", "sockets", SEMANTIC_ONLY])
     assert code == 1 and error_code(answer) == -32065
-    server = Server(db)
+    server = StdioServer(db)
     try:
         assert error_code(server.ask("search.query", ["kb", "sockets", SEMANTIC_ONLY])) == -32065
         assert server.ask("search.query", ["kb", "sockets"])["result"]["hits"]  # and it keeps serving
@@ -78,7 +55,7 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
         assert code == 0 and answer["semantic"] == "ready" and answer["hits"][0]["path"] == "network.md"
     code, answer = cli(db, "search.query", ["kb", "sockets", SEMANTIC_ONLY])
     assert code == 1 and error_code(answer) == -32067 and "cannot reach" in answer["error"]["data"]["reason"]
-    server = Server(db)
+    server = StdioServer(db)
     try:
         assert error_code(server.ask("search.query", ["kb", "sockets", SEMANTIC_ONLY])) == -32067
     finally:
@@ -90,7 +67,7 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
         assert cli(db, "workspace.configure", ["kb", {"embedder": embedder}])[0] == 0
         code, answer = cli(db, "search.query", ["kb", "sockets", SEMANTIC_ONLY])
         assert code == 1 and error_code(answer) == -32069
-        server = Server(db)
+        server = StdioServer(db)
         try:
             answer = server.ask("search.query", ["kb", "sockets", SEMANTIC_ONLY])
             if "error" in answer:  # the server's own filler may already have finished the new model

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
-from tests.conftest import PROJECT, LineReader, wait_until, write
+from tests.conftest import PROJECT, StdioServer, wait_until, write
 from tests.model_servers import Behaviour, model_server
 
 
@@ -143,19 +143,8 @@ def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Pat
         write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
     write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
     with model_server("tei", Behaviour(hold_after=1)) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
-        )
-        assert process.stdin and process.stdout
-        lines = LineReader(process.stdout)
-        counter = iter(range(1, 10_000))
-
-        def ask(method: str, params: list) -> dict:
-            message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
-            process.stdin.write(json.dumps(message).encode() + b"\n")
-            process.stdin.flush()
-            return json.loads(lines.next(timeout=60))
+        stdio = StdioServer(tmp_path / "a.db")
+        ask = stdio.ask
 
         try:
             ask("workspace.add", ["kb", str(kb)])
@@ -175,8 +164,7 @@ def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Pat
             answer = ask("search.query", ["kb", "embedded relational store", {"stages": ["semantic"]}])["result"]
             assert answer["hits"][0]["path"] == "a.md" and answer["semantic"] == "ready"
         finally:
-            process.stdin.close()
-            process.wait(timeout=60)
+            stdio.close()
 
 
 def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_path: Path, kb: Path) -> None:
@@ -186,19 +174,8 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
         write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
     write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
     with model_server("tei", Behaviour(hold_after=1)) as server:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "serve", "--stdio"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=PROJECT,
-        )
-        assert process.stdin and process.stdout
-        lines = LineReader(process.stdout)
-        counter = iter(range(1, 10_000))
-
-        def ask(method: str, params: list) -> dict:
-            message = {"jsonrpc": "2.0", "id": next(counter), "method": method, "params": params}
-            process.stdin.write(json.dumps(message).encode() + b"\n")
-            process.stdin.flush()
-            return json.loads(lines.next(timeout=60))
+        stdio = StdioServer(tmp_path / "a.db")
+        ask = stdio.ask
 
         def embedded() -> int:
             return ask("workspace.status", ["kb"])["result"]["embedder"]["embedded"]
@@ -223,8 +200,7 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
                        what="the resumed filler to finish")
             assert embedded() == 7
         finally:
-            process.stdin.close()
-            process.wait(timeout=60)
+            stdio.close()
 
 
 def test_doc_list_finds_documents_by_title_alias_or_path(engine, kb: Path) -> None:
