@@ -90,6 +90,26 @@ function M.file(session, hit)
   return session.root .. '/' .. hit.path
 end
 
+--- The session's answer as picker items `{ text, hit }` (the error alone when it failed); `extend(item, hit)`
+--- adds a picker's own fields.
+---@param session autodoc.SourceSession
+---@param extend fun(item: table, hit: autodoc.Hit)|nil
+---@return table[]
+function M.items(session, extend)
+  local answer = session.answer
+  if answer and answer.error then
+    return { { text = answer.error } }
+  end
+  local items = {}
+  for index, hit in ipairs(answer and answer.hits or {}) do
+    items[index] = { text = M.display(hit), hit = hit }
+    if extend then
+      extend(items[index], hit)
+    end
+  end
+  return items
+end
+
 --- One hit as a picker line.
 ---@param hit autodoc.Hit
 ---@return string

@@ -8,15 +8,7 @@ local M = {}
 ---@param session autodoc.SourceSession
 ---@return { text: string, hit: autodoc.Hit|nil }[]
 local function items_of(session)
-  local answer = session.answer
-  if answer and answer.error then
-    return { { text = answer.error } }
-  end
-  local items = {}
-  for index, hit in ipairs(answer and answer.hits or {}) do
-    items[index] = { text = sources.display(hit), hit = hit }
-  end
-  return items
+  return sources.items(session)
 end
 
 ---@param key string|string[]

@@ -8,16 +8,9 @@ local M = {}
 ---@param session autodoc.SourceSession
 ---@return table[] snacks picker items
 local function items_of(session)
-  local answer = session.answer
-  if answer and answer.error then
-    return { { text = answer.error } }
-  end
-  local items = {}
-  for index, hit in ipairs(answer and answer.hits or {}) do
-    items[index] = { text = sources.display(hit), hit = hit, file = sources.file(session, hit),
-      pos = { hit.line_start, 0 }, end_pos = { hit.line_end, 0 } }
-  end
-  return items
+  return sources.items(session, function(item, hit)
+    item.file, item.pos, item.end_pos = sources.file(session, hit), { hit.line_start, 0 }, { hit.line_end, 0 }
+  end)
 end
 
 ---@param session autodoc.SourceSession
