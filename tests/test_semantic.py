@@ -298,3 +298,23 @@ def test_a_fill_of_a_model_that_was_replaced_never_activates_it(engine, kb: Path
         assert status["semantic"] == "ready"
         assert status["embedder"]["active_model_fp"].startswith("openai:")
         assert search(engine, "sockets", stages=["semantic"])["semantic"] == "ready"
+
+
+def test_a_vector_that_cannot_be_read_is_left_out_and_read_again_next_time(engine, kb: Path) -> None:
+    """Seen once in a host whose fill was writing: a vector the index listed was gone when it read the
+    blobs. The search must go on without that chunk (not fail), and the next refresh tries again."""
+    notes(kb)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb", {"wait": "semantic"})
+    engine.search_query("kb", "relational database", {"stages": ["semantic"]})
+    index = next(iter(engine._indexes.values()))
+    size, epoch = len(index.chunk_ids), index.epoch
+    assert size == 3 and epoch >= 0
+    with engine.store.snapshot() as conn:
+        assert index._append(conn, [(10**9, 10**9, 10**9)]) is False  # an embedding id no row has
+    assert len(index.chunk_ids) == size
+    with engine.store.snapshot() as conn:
+        chunk, doc, emb = conn.execute("SELECT c.id, c.doc_id, e.id FROM chunks c JOIN embeddings e "
+                                       "ON e.text_hash = c.text_hash LIMIT 1").fetchone()
+        assert index._append(conn, [(chunk, doc, emb), (10**9, 10**9, 10**9)]) is False
+    assert len(index.chunk_ids) == size + 1  # the readable one is in, the other left out

@@ -8,6 +8,7 @@ refreshed incrementally (only new rows are read from SQLite) when the workspace'
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,8 @@ from dataclasses import dataclass
 
 import apsw
 import numpy as np
+
+LOG = logging.getLogger("autodoc.semantic")
 
 CANDIDATES = 50
 # Shortlist for the exact rescore. Measured on SciFact train (make bench): 400 keeps the exact
@@ -134,8 +137,7 @@ class VectorIndex:
             known = set(self.chunk_ids[keep].tolist())
             new = [(chunk, doc, emb) for chunk, (doc, emb) in current.items() if chunk not in known]
             self._compact(keep)
-            if new:
-                self._append(conn, new)
+            complete = self._append(conn, new) if new else True
             incomplete = {r[0] for r in conn.execute(
                 "SELECT c.doc_id FROM chunks c LEFT JOIN embeddings e "
                 "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash "
@@ -143,7 +145,7 @@ class VectorIndex:
                 (self.model_fp, self.ws_id),
             )}
             self.eligible = ~np.isin(self.doc_ids, np.fromiter(incomplete, dtype=np.int64, count=len(incomplete)))
-            self.epoch = epoch
+            self.epoch = epoch if complete else -1  # -1: the next search reads what is missing again
 
     def _compact(self, keep: np.ndarray) -> None:
         if keep.all():
@@ -153,7 +155,9 @@ class VectorIndex:
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.vectors = self.vectors[keep]
 
-    def _append(self, conn: apsw.Connection, new: list[tuple[int, int, int]]) -> None:
+    def _append(self, conn: apsw.Connection, new: list[tuple[int, int, int]]) -> bool:
+        """Add the rows' vectors; False when some vector listed a moment ago could not be read (seen once
+        in a host whose fill was writing, cause not found): those chunks are left out, not fatal."""
         blobs: dict[int, tuple[bytes, bytes]] = {}
         embedding_ids = sorted({emb for _, _, emb in new})
         for start in range(0, len(embedding_ids), 500):
@@ -163,6 +167,13 @@ class VectorIndex:
                 f"SELECT id, bits_bytes, f32_bytes FROM embeddings WHERE id IN ({marks})", part
             ):
                 blobs[emb] = (bits, f32)
+        readable = [row for row in new if row[2] in blobs]
+        if len(readable) < len(new):
+            LOG.warning("%d of %d new vectors could not be read (autocommit %s); left out until the next search",
+                        len(new) - len(readable), len(new), conn.getautocommit())
+        if not readable:
+            return False
+        complete, new = len(readable) == len(new), readable
         vectors = np.vstack([np.frombuffer(blobs[emb][1], dtype=np.float32) for _, _, emb in new])
         bits = np.vstack([np.frombuffer(blobs[emb][0], dtype=np.uint8) for _, _, emb in new])
         words = to_words(bits).T
@@ -174,6 +185,7 @@ class VectorIndex:
             self.codes = np.ascontiguousarray(np.hstack([self.codes, words]))
         self.chunk_ids = np.concatenate([self.chunk_ids, np.array([c for c, _, _ in new], dtype=np.int64)])
         self.doc_ids = np.concatenate([self.doc_ids, np.array([d for _, d, _ in new], dtype=np.int64)])
+        return complete
 
     def search(self, query: np.ndarray, allowed_docs: np.ndarray | None, k: int = CANDIDATES,
                shortlist: int = SHORTLIST) -> Recall:
