@@ -82,3 +82,26 @@ def test_the_background_fill_runs_below_searches(tmp_path: Path) -> None:
         wait_until(lambda: os.getpriority(os.PRIO_PROCESS, filler.native_id) == 10, timeout=30,
                    what="the filler to lower its priority")
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0  # this (search) thread is not
+
+
+def test_the_background_fill_leaves_a_core_to_searches() -> None:
+    """A local model run from the background fill's thread starts one encoder thread fewer than a
+    foreground index run (at least one): searches and the editor keep a core. What it buys is measured by
+    make bench (filling vs idle)."""
+    import os
+    import threading
+
+    from autodoc_core.providers import embedders
+    from autodoc_core.providers.base import mark_background_thread
+
+    seen: list[int] = []
+
+    def background() -> None:
+        mark_background_thread()
+        seen.append(embedders.bulk_workers())
+
+    thread = threading.Thread(target=background)
+    thread.start()
+    thread.join()
+    assert embedders.bulk_workers() == embedders.BULK_WORKERS  # this thread is not marked
+    assert seen == [max(1, min(embedders.BULK_WORKERS, (os.cpu_count() or 1) - 1))]

@@ -15,6 +15,17 @@ from autodoc_core.errors import invalid_params
 from autodoc_core.providers.http import ProviderError, request_json, with_retries
 
 T = TypeVar("T")
+_thread_role = threading.local()
+
+
+def mark_background_thread() -> None:
+    """This thread embeds behind interactive work (the background fill): a local model run from it
+    leaves one core to the searches and the editor (``embedders.bulk_workers``)."""
+    _thread_role.background = True
+
+
+def in_background_thread() -> bool:
+    return getattr(_thread_role, "background", False)
 
 
 @dataclass

@@ -24,6 +24,7 @@ from autodoc_core.providers.base import (
     check_seconds,
     check_url,
     cohere_client,
+    in_background_thread,
     tei_model_id,
 )
 from autodoc_core.providers.http import ProviderError, post_json, with_retries
@@ -35,6 +36,9 @@ PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
+# The background fill leaves one core to searches and the editor: with both cores busy encoding (even at
+# nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
+BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
@@ -151,12 +155,17 @@ class LocalEmbedder(Embedder):
             return self._encoder
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
-        workers = 1 if kind == "query" else BULK_WORKERS
+        workers = 1 if kind == "query" else bulk_workers()
         try:
             encoder = self.encoder
         except (OSError, ValueError, KeyError) as exc:
             raise ProviderError(f"cannot load the model in {self.model_dir}: {exc}") from None
         return encoder.embed(texts, workers=workers)
+
+
+def bulk_workers() -> int:
+    """Encoder threads for a batch of documents: fewer in the background fill's thread."""
+    return BACKGROUND_WORKERS if in_background_thread() else BULK_WORKERS
 
 
 class TeiEmbedder(Embedder):

@@ -16,6 +16,7 @@ from typing import Any
 
 import apsw
 
+from autodoc_core.providers.base import mark_background_thread
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
@@ -50,6 +51,7 @@ class BackgroundFiller:
 
     def _loop(self) -> None:
         _lower_this_threads_priority()
+        mark_background_thread()
         while not self._stop.is_set():
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
