@@ -302,7 +302,10 @@ def test_a_fill_of_a_model_that_was_replaced_never_activates_it(engine, kb: Path
 
 def test_a_vector_that_cannot_be_read_is_left_out_and_read_again_next_time(engine, kb: Path) -> None:
     """Seen once in a host whose fill was writing: a vector the index listed was gone when it read the
-    blobs. The search must go on without that chunk (not fail), and the next refresh tries again."""
+    blobs. Reading it must not fail: the readable rows go in, the others are left out, and ``_append`` says
+    so (``refresh`` then leaves the epoch at -1, so the next search reads the missing rows again). The
+    readable row here is one the index already holds: it is appended a second time, which only shows
+    that it went in."""
     notes(kb)
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb", {"wait": "semantic"})

@@ -170,7 +170,7 @@ class Inputs:
     bm25: dict[int, float]
     cosines: dict[int, float]
     doc_of: dict[int, int]
-    words: int = 0
+    terms: int = 0  # the query's terms (lexical.MAX_AND_TERMS decides whether an AND ran)
 
 
 FusionFn = Callable[[Inputs], list[fuse.Fused]]
@@ -183,7 +183,7 @@ def inputs_of(record: dict) -> Inputs:
         bm25={int(c): s for c, s in raw["bm25"].items()},
         cosines={int(c): s for c, s in raw["cosines"].items()},
         doc_of={int(c): row[0] for c, row in raw["rows"].items()},
-        words=raw.get("terms", len(raw["words"])),
+        terms=raw.get("terms", len(raw["words"])),
     )
 
 
@@ -432,7 +432,7 @@ def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = 
             return fuse.rrf(inputs.rankings)
         entries = _entries(inputs)
         w = identifier_weight if "symbol" in inputs.rankings else weight
-        if long_weight is not None and "symbol" not in inputs.rankings and inputs.words > lexical.MAX_AND_TERMS:
+        if long_weight is not None and "symbol" not in inputs.rankings and inputs.terms > lexical.MAX_AND_TERMS:
             w = long_weight
         lexical_share = fuse.lexical_shares(inputs.rankings.get("lexical", []), inputs.bm25)
         pool = entries if semantic_scale_over == "union" else inputs.rankings["semantic"]
