@@ -9,9 +9,10 @@ Ranking is by document (a document's best chunk), as in ``tests/bench/retrieval.
 
 Fusions are ranked on the tuning sets only: techdocs-dev, SciFact tuning half (claims at even 0-based line
 positions of scifact-train.jsonl), keps-dev, and, since the second round, techdocs-validation and
-keps-validation (the first round's reporting sets, seen since). The reporting sets (SciFact odd half, and the
-held-out techdocs-heldout and keps-heldout, written before any run) show the engine's answers and take no part
-in the ranking; ``--tuning-only`` leaves them out.
+keps-validation (the first round's reporting sets, seen since), since the third techdocs-heldout and
+keps-heldout (the second round's), and after the third techdocs-heldout2 and keps-heldout2 (the third round's).
+The reporting sets (SciFact odd half, and the held-out techdocs-heldout3 and keps-heldout3, written before any
+run) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
 
     python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
 
@@ -24,6 +25,7 @@ import argparse
 import hashlib
 import json
 import math
+import random
 import shutil
 import statistics
 import tempfile
@@ -46,6 +48,8 @@ PREVIOUS = "previous default: linear w=0.4 + consensus 0.02"
 PRODUCT = "fuse.linear (cosine min-max, BM25 AND/OR, document agreement)"
 SECOND_ROUND = ("second round's choice, not adopted: w=0.4 beta=3.0, confidence gap4, cosines over the semantic "
                 "list, identifier w=0.7")
+THIRD_ROUND = "third round's candidate, not adopted: the product's blend with every candidate's BM25 share"
+ROUNDS = {"second": SECOND_ROUND, "third": THIRD_ROUND}
 
 
 @dataclass
@@ -75,8 +79,14 @@ def query_sets(shared: Path) -> list[QuerySet]:
                                                            local / "techdocs-validation.jsonl"), "all", True),
         QuerySet("keps-validation", "keps", local / "keps-validation.jsonl", "all", True),
         QuerySet("scifact-reporting", "scifact", evals / "scifact-train.jsonl", "odd", False),
-        QuerySet("techdocs-heldout", "techdocs", local / "techdocs-heldout.jsonl", "all", False),
-        QuerySet("keps-heldout", "keps", local / "keps-heldout.jsonl", "all", False),
+        # Reporting sets of the second round; they gated its candidate, so they are tuning sets since.
+        QuerySet("techdocs-heldout", "techdocs", local / "techdocs-heldout.jsonl", "all", True),
+        QuerySet("keps-heldout", "keps", local / "keps-heldout.jsonl", "all", True),
+        # Reporting sets of the third round; they gated its candidate, so they are tuning sets since.
+        QuerySet("techdocs-heldout2", "techdocs", local / "techdocs-heldout2.jsonl", "all", True),
+        QuerySet("keps-heldout2", "keps", local / "keps-heldout2.jsonl", "all", True),
+        QuerySet("techdocs-heldout3", "techdocs", local / "techdocs-heldout3.jsonl", "all", False),
+        QuerySet("keps-heldout3", "keps", local / "keps-heldout3.jsonl", "all", False),
     ]
 
 
@@ -102,6 +112,7 @@ class FuseRecorder:
         pipeline._fused_hits = self.original
 
     def _record(self, run, rankings, lexical_scores, cosines):  # noqa: ANN001, ANN202
+        started = time.perf_counter()
         conn, ws, query, options = run.conn, run.ws, run.query, run.options
         union = sorted({c for ids in rankings.values() for c in ids})
         rows = hits.load_rows(conn, union)
@@ -120,8 +131,24 @@ class FuseRecorder:
             "terms": len(query.terms),
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
+            "deep_shares": _deep_shares(run, rankings, union),
         }
+        # The engine times this call as part of its fuse stage: what recording took is taken out again.
+        self.last["capture_ms"] = (time.perf_counter() - started) * 1000
         return self.original(run, rankings, lexical_scores, cosines)
+
+
+DEEP_LEXICAL = 3000
+
+
+def _deep_shares(run, rankings: dict[str, list[int]], union: list[int]) -> dict[str, float] | None:  # noqa: ANN001
+    """The lexical shares every candidate would have if the lexical list were ``DEEP_LEXICAL`` long (the third
+    round's question: a semantic candidate outside the lexical top 50 gets share 0 today)."""
+    if "lexical" not in rankings or "semantic" not in rankings:
+        return None
+    deep = lexical.search(run.conn, run.ws.id, run.query, run.filters, lexical.DocumentFrequencies(), DEEP_LEXICAL)
+    shares = fuse.lexical_shares(deep.chunk_ids, deep.scores)
+    return {str(c): shares[c] for c in union if c in shares}
 
 
 def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
@@ -134,8 +161,9 @@ def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
                                   ("hybrid", ["lexical", "semantic"])):
                 recorder.last = None
                 answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages}))
-                runs[label] = {"docs": documents_in_order(answer["hits"]), "ms": answer["timing"]["total"],
-                               "fuse_ms": answer["timing"].get("fuse", 0.0),
+                recording = (recorder.last or {}).get("capture_ms", 0.0)
+                runs[label] = {"docs": documents_in_order(answer["hits"]), "ms": answer["timing"]["total"] - recording,
+                               "fuse_ms": answer["timing"].get("fuse", 0.0) - recording,
                                "performed": answer["stages"]["performed"]}
             records.append({"id": q["id"], "kind": q["kind"], "relevant": q["relevant"], "runs": runs,
                             "fusion_at_capture": fusion, "code": code_version(), "fuse_inputs": recorder.last})
@@ -171,6 +199,7 @@ class Inputs:
     cosines: dict[int, float]
     doc_of: dict[int, int]
     terms: int = 0  # the query's terms (lexical.MAX_AND_TERMS decides whether an AND ran)
+    deep: dict[int, float] | None = None  # lexical shares from a DEEP_LEXICAL-long list, for every candidate
 
 
 FusionFn = Callable[[Inputs], list[fuse.Fused]]
@@ -184,6 +213,7 @@ def inputs_of(record: dict) -> Inputs:
         cosines={int(c): s for c, s in raw["cosines"].items()},
         doc_of={int(c): row[0] for c, row in raw["rows"].items()},
         terms=raw.get("terms", len(raw["words"])),
+        deep={int(c): v for c, v in raw["deep_shares"].items()} if raw.get("deep_shares") is not None else None,
     )
 
 
@@ -416,7 +446,7 @@ def document_rrf(k: float, beta: float) -> FusionFn:
 
 def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
              long_weight: float | None = None, confidence: str | None = None, semantic_scale_over: str = "union",
-             second: float = 0.0) -> FusionFn:
+             second: float = 0.0, deep: bool = False) -> FusionFn:
     """Variants of the product's blend, each a change of one thing:
 
     - ``long_weight``: the lexical weight for queries of more than ``lexical.MAX_AND_TERMS`` words (no AND
@@ -425,7 +455,9 @@ def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = 
       from its 4th ("gap4") or its 2nd ("gap2"), on each side's document shares;
     - ``semantic_scale_over``: cosines min-max over every candidate ("union", the product) or over the
       semantic list only ("semantic", chunks below its lowest cosine get 0);
-    - ``second``: a document's side is its best share plus ``second`` times its second best.
+    - ``second``: a document's side is its best share plus ``second`` times its second best;
+    - ``deep``: every candidate gets its BM25 share, as if the lexical list were ``DEEP_LEXICAL`` long (a
+      semantic candidate outside the lexical top 50 otherwise gets 0, while a lexical hit's cosine is known).
     """
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings:
@@ -435,6 +467,8 @@ def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = 
         if long_weight is not None and "symbol" not in inputs.rankings and inputs.terms > lexical.MAX_AND_TERMS:
             w = long_weight
         lexical_share = fuse.lexical_shares(inputs.rankings.get("lexical", []), inputs.bm25)
+        if deep and inputs.deep is not None:
+            lexical_share = inputs.deep
         pool = entries if semantic_scale_over == "union" else inputs.rankings["semantic"]
         low_high = [inputs.cosines[c] for c in pool if c in inputs.cosines]
         low, high = (min(low_high), max(low_high)) if low_high else (0.0, 1.0)
@@ -512,9 +546,20 @@ def explored() -> dict[str, FusionFn]:
     return tried
 
 
+def third_round() -> dict[str, FusionFn]:
+    """The third round's question: does judging every candidate by both retrievers help? (Tuning: every set
+    but the third held-out ones.) Also tried offline, not kept: tail passages and vector pseudo-relevance
+    feedback (doc/experiments/passage-vectors/)."""
+    tried = {THIRD_ROUND: adaptive(0.4, 1.0, deep=True)}
+    for w in (0.3, 0.5):
+        tried[f"blend w={w} beta=1.0, every candidate's BM25 share"] = adaptive(w, 1.0, deep=True)
+    return tried
+
+
 def candidates() -> dict[str, FusionFn]:
     tried: dict[str, FusionFn] = {PREVIOUS: previous(), SECOND_ROUND: adaptive(
         0.4, 3.0, identifier_weight=0.7, confidence="gap4", semantic_scale_over="semantic")}
+    tried.update(third_round())
     for k in (5, 10, 20, 30, 60, 100):
         tried[f"RRF k={k}"] = rrf(k)
     for w in (0.3, 0.4, 0.5, 0.6):
@@ -685,17 +730,18 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
              "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
              "answers (`search.query` with those stages, facet queries filtered by their facets); the other "
              "fusions are replayed on the same captured candidates through the same boosts, identifier backstop, "
-             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only (two "
-             "rounds: the second added the first round's reporting sets to the tuning sets and new held-out "
-             "sets, written before any run, to the reporting ones).", ""]
+             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only (three "
+             "rounds: each added the last round's reporting sets to the tuning sets and new held-out sets, "
+             "written before any run, to the reporting ones).", ""]
     if missing:
         lines += [f"Query sets not found (skipped): {', '.join(missing)}.", ""]
     lines += ["## Per set and kind", ""]
     for qset in sets:
         role = "tuning" if qset.tuning else "reporting"
         lines += table(f"{qset.name} ({role})", bases[qset.name], f"the product's default, {default}")
-        lines += [others_line(records[qset.name], tried, [SECOND_ROUND, PREVIOUS, "RRF k=60"]), ""]
-    lines += second_round(sets, records, tried)
+        lines += [others_line(records[qset.name], tried, [THIRD_ROUND, SECOND_ROUND, PREVIOUS, "RRF k=60"]), ""]
+    lines += pooled(sets, records)
+    lines += rounds(sets, records, tried)
     lines += fusions_tried(ranking, results, tuning, default)
     everything = [r for recs in records.values() for r in recs]
     agree = sum(replay(r, product()) == r["runs"]["hybrid"]["docs"] for r in everything)
@@ -710,23 +756,75 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
     return lines
 
 
-def second_round(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str, FusionFn]) -> list[str]:
-    """The second round's choice against the product on every set: it led the ranking on the tuning sets
-    (then including the first round's reporting sets) but was not adopted, since the held-out sets written
-    for that round did not confirm it."""
-    lines = ["## Second round: chosen on the tuning sets, not confirmed on the held-out sets", "",
-             f"Candidate: {SECOND_ROUND}. It led the ranking below; before adopting it, it was checked once on the "
-             "reporting sets. Where it does not beat the product there, the product stays (a held-out check gates "
-             "a change; it does not pick among candidates).", "",
-             "| set | role | product R@3 | product nDCG@10 | candidate R@3 | candidate nDCG@10 |",
-             "|---|---|---|---|---|---|"]
+BOOTSTRAP_SAMPLES = 2000
+
+
+def per_query(records: list[dict], label: str, measure: str) -> list[float]:
+    docs = [r["runs"][label]["docs"] for r in records]
+    if measure == "r3":
+        return [recall_at(d, set(r["relevant"]), 3) for d, r in zip(docs, records, strict=True)]
+    return [ndcg_at_10(d, set(r["relevant"])) for d, r in zip(docs, records, strict=True)]
+
+
+def paired_interval(mine: list[float], other: list[float], seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``mine - other`` and its 95% paired bootstrap interval (queries resampled with replacement)."""
+    diffs = [a - b for a, b in zip(mine, other, strict=True)]
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(BOOTSTRAP_SAMPLES))
+    return sum(diffs) / n, means[int(0.025 * BOOTSTRAP_SAMPLES)], means[int(0.975 * BOOTSTRAP_SAMPLES) - 1]
+
+
+def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
+    """Hybrid against each retriever with every query of a corpus's tuning sets pooled (and each reporting set
+    on its own): one kind of 3-6 queries in one set moves by a single query, so differences come with their
+    95% paired bootstrap intervals."""
+    groups: dict[str, list[dict]] = {}
+    for qset in sets:
+        key = f"{qset.workspace}, tuning sets pooled" if qset.tuning else f"{qset.name} (reporting)"
+        groups.setdefault(key, []).extend(records[qset.name])
+    lines = ["## Pooled, with 95% paired bootstrap intervals", "",
+             "Hybrid minus lexical and hybrid minus semantic, per kind; an interval that excludes 0 is a difference "
+             "the queries support; one that straddles 0 is not distinguishable from none.", "",
+             "| queries | kind | n | hybrid R@3 | − lexical | − semantic | hybrid nDCG@10 | − lexical | − semantic |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for key, recs in groups.items():
+        kinds = ["all", *sorted({r["kind"] for r in recs})] if len({r["kind"] for r in recs}) > 1 else ["all"]
+        for kind in kinds:
+            chosen = [r for r in recs if kind in ("all", r["kind"])]
+            cells = []
+            for measure in ("r3", "ndcg10"):
+                hybrid = per_query(chosen, "hybrid", measure)
+                cells.append(f"{sum(hybrid) / len(hybrid):.3f}")
+                for other in ("lexical", "semantic"):
+                    mean, low, high = paired_interval(hybrid, per_query(chosen, other, measure))
+                    cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+            lines.append(f"| {key} | {kind} | {len(chosen)} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def rounds(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str, FusionFn]) -> list[str]:
+    """Each round's candidate against the product on every set. A candidate chosen on that round's tuning
+    sets was checked once on that round's held-out sets (the second round's on techdocs-heldout and
+    keps-heldout, the third's on techdocs-heldout2 and keps-heldout2, both on the SciFact odd half) and was
+    not adopted where it did not beat the product there; those held-out sets are tuning sets since."""
+    lines = ["## Rounds: candidates chosen on the tuning sets, not confirmed on held-out sets", "",
+             f"Second round: {SECOND_ROUND} (gated on techdocs-heldout, keps-heldout and the SciFact odd half). "
+             f"Third round: {THIRD_ROUND} (w=0.4 as in the product, chosen before its gate on techdocs-heldout2, "
+             "keps-heldout2 and the SciFact odd half). A held-out check gates a change; it does not pick among "
+             "candidates. Roles below are today's.", "",
+             "| set | role | product R@3 | product nDCG@10 | " +
+             " | ".join(f"{name} round R@3 | {name} round nDCG@10" for name in ROUNDS) + " |",
+             "|---|---|---|---|" + "---|---|" * len(ROUNDS)]
     for qset in sets:
         recs = records[qset.name]
-        mine = by_kind([replay(r, tried[SECOND_ROUND]) for r in recs], recs)["all"]
         base = baselines(recs)["hybrid"]["all"]
+        cells = []
+        for label in ROUNDS.values():
+            mine = by_kind([replay(r, tried[label]) for r in recs], recs)["all"]
+            cells += [f"{mine['r3']:.3f}", f"{mine['ndcg10']:.3f}"]
         role = "tuning" if qset.tuning else "reporting"
-        lines.append(f"| {qset.name} | {role} | {base['r3']:.3f} | {base['ndcg10']:.3f} | {mine['r3']:.3f} | "
-                     f"{mine['ndcg10']:.3f} |")
+        lines.append(f"| {qset.name} | {role} | {base['r3']:.3f} | {base['ndcg10']:.3f} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
