@@ -741,6 +741,7 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
         lines += table(f"{qset.name} ({role})", bases[qset.name], f"the product's default, {default}")
         lines += [others_line(records[qset.name], tried, [THIRD_ROUND, SECOND_ROUND, PREVIOUS, "RRF k=60"]), ""]
     lines += pooled(sets, records)
+    lines += weight_by_corpus(sets, records)
     lines += rounds(sets, records, tried)
     lines += fusions_tried(ranking, results, tuning, default)
     everything = [r for recs in records.values() for r in recs]
@@ -800,6 +801,29 @@ def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
                     mean, low, high = paired_interval(hybrid, per_query(chosen, other, measure))
                     cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
             lines.append(f"| {key} | {kind} | {len(chosen)} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
+    """The product's blend at each lexical weight, each corpus's tuning queries pooled: the best weight
+    depends on the corpus, which ``fusion_weight`` lets a workspace set."""
+    pools: dict[str, list[dict]] = {}
+    for qset in sets:
+        if qset.tuning:
+            pools.setdefault(qset.workspace, []).extend(records[qset.name])
+    lines = ["## Lexical weight by corpus (tuning sets pooled)", "",
+             "The product's blend with `fusion_weight` = w; each cell Recall@3 / nDCG@10.", "",
+             "| corpus | queries | " + " | ".join(f"w={w}" for w in WEIGHTS) + " |",
+             "|---|---|" + "---|" * len(WEIGHTS)]
+    for corpus, recs in pools.items():
+        cells = []
+        for w in WEIGHTS:
+            result = by_kind([replay(r, product(w)) for r in recs], recs)["all"]
+            cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
+        lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + " |")
     return lines + [""]
 
 
