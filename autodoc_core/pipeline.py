@@ -29,7 +29,7 @@ from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.options import SearchOptions, parse_options, wants_semantic
 from autodoc_core.retrieve.query import FacetFilter, ParsedQuery, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.store.workspace import Workspace
+from autodoc_core.store.workspace import Workspace, median_sections_per_document
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
@@ -215,7 +215,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
     if ws.option("fusion") == "linear" and "semantic" in rankings:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, ws.option("fusion_weight"))
+        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run))
     else:
         fused = fuse.rrf(rankings)
     most_inbound = run.conn.execute(
@@ -227,6 +227,26 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
     fused = fuse.keep_leaders(fused, {name: ids for name, ids in rankings.items() if ids})
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+
+
+_SECTIONS_PER_DOCUMENT: dict[tuple[str, int], tuple[int, int]] = {}  # (db, ws) -> (generation, median)
+
+
+def _fusion_weight(run: SearchRun) -> float:
+    """The workspace's ``fusion_weight``, or for "auto" the weight its document shape calls for (the median
+    is recounted when the workspace's generation moves); the answer's query info says which."""
+    setting = run.ws.option("fusion_weight")
+    if setting != "auto":
+        run.report.query_info["fusion_weight"] = {"value": setting, "auto": False}
+        return float(setting)
+    key = (run.conn.filename, run.ws.id)
+    generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
+    if generation != run.ws.next_generation:
+        median = median_sections_per_document(run.conn, run.ws.id)
+        _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
+    weight = round(fuse.auto_weight(median), 3)
+    run.report.query_info["fusion_weight"] = {"value": weight, "auto": True, "sections_per_document": median}
+    return weight
 
 
 def _rerank(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> list[Hit]:

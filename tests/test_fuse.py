@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest import approx
 
-from autodoc_core.rank.fuse import Fused, cosine_shares, keep_leaders, lexical_shares, linear
+from autodoc_core.rank.fuse import Fused, auto_weight, cosine_shares, keep_leaders, lexical_shares, linear
 
 
 def ids(fused: list[Fused]) -> list[int]:
@@ -101,3 +101,10 @@ def test_a_chunk_without_a_vector_yet_is_judged_by_its_words() -> None:
     assert ids(fused) == [1, 2, 3]
     assert scores(fused) == approx({1: 2.0, 2: 1.2, 3: 0.0})
     assert {e.chunk_id: e.relevance for e in fused} == approx({1: 1.0, 2: 0.6, 3: 0.0})
+
+
+def test_auto_weight_falls_by_a_tenth_per_tenfold_sections_to_a_floor() -> None:
+    assert auto_weight(0) == auto_weight(1) == approx(0.4)  # one section per document (or nothing indexed)
+    assert auto_weight(10) == approx(0.3)
+    assert auto_weight(55) == approx(0.4 - 0.1 * 1.7404, abs=1e-4)
+    assert auto_weight(100) == auto_weight(10_000) == approx(0.2)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
+from autodoc_core.rank.fuse import auto_weight
 from tests.conftest import database_bytes, paths, search, write
 from tests.model_servers import Behaviour, model_server
 
@@ -191,6 +192,32 @@ def test_linear_fusion_relevance_is_the_blend(engine, kb: Path) -> None:
     assert (top["path"], top["relevance"], top["score"]) == ("network.md", 1.0, 2.0)
     assert top["via"] == ["lexical", "semantic"]
     assert all(hit["relevance"] < 0.5 for hit in answer["hits"][1:])
+
+
+def long_document(sections: int, topic: str) -> str:
+    return f"# {topic}\n\n" + "".join(f"## Part {i}\n\nThe {topic} notes, part {i}, on packets.\n\n"
+                                      for i in range(sections))
+
+
+def test_auto_fusion_weight_follows_the_document_shape(engine, kb: Path) -> None:
+    """ "auto" (the default) lowers the lexical weight as documents get more sections, recounts when the
+    workspace changes, and says what it used; a number fixes it; anything else is refused."""
+    for name in ("a", "b", "c"):
+        write(kb, f"{name}.md", long_document(30, f"topic {name}"))
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        used = search(engine, "packets notes")["query"]["fusion_weight"]
+        assert used["auto"] is True and used["sections_per_document"] >= 20
+        assert used["value"] == round(auto_weight(used["sections_per_document"]), 3) < 0.3
+        for i in range(4):  # now most documents have one section: the median falls to 1, the weight to 0.4
+            write(kb, f"short{i}.md", f"# Short {i}\n\nA short note on packets.\n")
+        engine.workspace_index("kb", {"wait": "semantic"})
+        assert search(engine, "packets notes")["query"]["fusion_weight"] == \
+            {"value": 0.4, "auto": True, "sections_per_document": 1}
+        engine.workspace_configure("kb", {"fusion_weight": 0.5})
+        assert search(engine, "packets notes")["query"]["fusion_weight"] == {"value": 0.5, "auto": False}
+    with pytest.raises(AutodocError, match='fusion_weight.*a number \\(or "auto"\\)'):
+        engine.workspace_configure("kb", {"fusion_weight": "heavy"})
 
 
 def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None:

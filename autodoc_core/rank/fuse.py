@@ -18,6 +18,13 @@ AUTHORITY_BOOST = 0.1
 # tests/bench/fusion.py (doc/benchmarks/fusion.md).
 DOCUMENT_WEIGHT = 1.0
 IDENTIFIER_WEIGHT = 0.6
+# fusion_weight "auto": the lexical weight falls from 0.4 for one-section documents by 0.1 per tenfold more
+# sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (best weight:
+# SciFact, 1 section per document, 0.4; techdocs, 5, flat from 0.2 to 0.4; KEPs, 55, 0.2) and checked on the
+# third held-out sets (doc/benchmarks/fusion.md).
+AUTO_WEIGHT_MAX = 0.4
+AUTO_WEIGHT_MIN = 0.2
+AUTO_WEIGHT_PER_DECADE = 0.1
 
 
 @dataclass
@@ -39,6 +46,14 @@ def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[Fused]:
     for entry in fused.values():
         entry.relevance = min(1.0, entry.score / best)
     return sorted(fused.values(), key=lambda e: -e.score)
+
+
+def auto_weight(sections_per_document: float) -> float:
+    """The lexical weight for a corpus whose middle document has this many sections: the more sections a
+    document has, the less its words single out the one that answers (each query word finds some section of
+    every long document), while the embedding still tells the sections apart."""
+    decades = math.log10(max(sections_per_document, 1.0))
+    return max(AUTO_WEIGHT_MIN, AUTO_WEIGHT_MAX - AUTO_WEIGHT_PER_DECADE * decades)
 
 
 def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict[int, float],

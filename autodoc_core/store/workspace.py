@@ -53,6 +53,15 @@ def _number(low: float, high: float, what: str = "a number") -> Check:
     return check
 
 
+def _number_or_auto(low: float, high: float) -> Check:
+    number = _number(low, high, 'a number (or "auto")')
+
+    def check(key: str, value: Any) -> float | str:
+        return "auto" if value == "auto" else number(key, value)
+
+    return check
+
+
 def _embedder(key: str, value: Any) -> dict[str, Any]:
     return validate_embedder(value)
 
@@ -69,7 +78,8 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     # Measured with make bench (doc/benchmarks/kb-retrieval.md): on SciFact train the blend scores
     # nDCG@10 0.748 against RRF's 0.739; on techdocs dev they tie (Recall@3 0.938).
     "fusion": "linear",
-    "fusion_weight": 0.4,
+    # "auto": from the workspace's document shape (fuse.auto_weight); a number fixes it.
+    "fusion_weight": "auto",
     "embedder": DEFAULT_EMBEDDER,
     "ranker": {"provider": "none"},
     # Seconds a search waits for a remote provider per stage before answering without that stage.
@@ -82,12 +92,20 @@ CONFIG_CHECKS = {
     "demote_superseded": _boolean,
     "max_file_bytes": _int_range(1024, 1_000_000_000),
     "fusion": _choice("rrf", "linear"),
-    "fusion_weight": _number(0.0, 1.0),
+    "fusion_weight": _number_or_auto(0.0, 1.0),
     "embedder": _embedder,
     "ranker": _ranker,
     "semantic_deadline": _number(0.05, 60.0, "a number of seconds"),
     "rerank_deadline": _number(0.05, 120.0, "a number of seconds"),
 }
+
+
+def median_sections_per_document(conn: apsw.Connection, ws_id: int) -> int:
+    """How many sections (chunks) the workspace's middle document has; 0 when nothing is indexed."""
+    counts = sorted(n for (n,) in conn.execute(
+        "SELECT COUNT(*) FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE ws_id = ?) GROUP BY doc_id",
+        (ws_id,)))
+    return counts[len(counts) // 2] if counts else 0
 
 
 @dataclass

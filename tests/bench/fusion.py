@@ -10,9 +10,10 @@ Ranking is by document (a document's best chunk), as in ``tests/bench/retrieval.
 Fusions are ranked on the tuning sets only: techdocs-dev, SciFact tuning half (claims at even 0-based line
 positions of scifact-train.jsonl), keps-dev, and, since the second round, techdocs-validation and
 keps-validation (the first round's reporting sets, seen since), since the third techdocs-heldout and
-keps-heldout (the second round's), and after the third techdocs-heldout2 and keps-heldout2 (the third round's).
-The reporting sets (SciFact odd half, and the held-out techdocs-heldout3 and keps-heldout3, written before any
-run) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
+keps-heldout (the second round's), and after the third techdocs-heldout2, keps-heldout2, techdocs-heldout3 and
+keps-heldout3 (the third round's gates). The reporting sets (SciFact odd half, and the held-out techdocs-heldout4
+and keps-heldout4, written before any run) show the engine's answers and take no part in the ranking or in any
+gate; ``--tuning-only`` leaves them out.
 
     python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
 
@@ -50,6 +51,7 @@ SECOND_ROUND = ("second round's choice, not adopted: w=0.4 beta=3.0, confidence 
                 "list, identifier w=0.7")
 THIRD_ROUND = "third round's candidate, not adopted: the product's blend with every candidate's BM25 share"
 ROUNDS = {"second": SECOND_ROUND, "third": THIRD_ROUND}
+BEFORE_AUTO = 'fuse.linear with w=0.4 in every workspace (the default before fusion_weight "auto")'
 
 
 @dataclass
@@ -85,8 +87,11 @@ def query_sets(shared: Path) -> list[QuerySet]:
         # Reporting sets of the third round; they gated its candidate, so they are tuning sets since.
         QuerySet("techdocs-heldout2", "techdocs", local / "techdocs-heldout2.jsonl", "all", True),
         QuerySet("keps-heldout2", "keps", local / "keps-heldout2.jsonl", "all", True),
-        QuerySet("techdocs-heldout3", "techdocs", local / "techdocs-heldout3.jsonl", "all", False),
-        QuerySet("keps-heldout3", "keps", local / "keps-heldout3.jsonl", "all", False),
+        # They gated fusion_weight "auto" (adopted), so they are tuning sets since.
+        QuerySet("techdocs-heldout3", "techdocs", local / "techdocs-heldout3.jsonl", "all", True),
+        QuerySet("keps-heldout3", "keps", local / "keps-heldout3.jsonl", "all", True),
+        QuerySet("techdocs-heldout4", "techdocs", local / "techdocs-heldout4.jsonl", "all", False),
+        QuerySet("keps-heldout4", "keps", local / "keps-heldout4.jsonl", "all", False),
     ]
 
 
@@ -132,6 +137,7 @@ class FuseRecorder:
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
+            "weight": pipeline._fusion_weight(run) if "semantic" in rankings else None,
         }
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
@@ -200,6 +206,7 @@ class Inputs:
     doc_of: dict[int, int]
     terms: int = 0  # the query's terms (lexical.MAX_AND_TERMS decides whether an AND ran)
     deep: dict[int, float] | None = None  # lexical shares from a DEEP_LEXICAL-long list, for every candidate
+    weight: float = 0.4  # the lexical weight the pipeline used (fusion_weight, "auto" resolved)
 
 
 FusionFn = Callable[[Inputs], list[fuse.Fused]]
@@ -214,6 +221,7 @@ def inputs_of(record: dict) -> Inputs:
         doc_of={int(c): row[0] for c, row in raw["rows"].items()},
         terms=raw.get("terms", len(raw["words"])),
         deep={int(c): v for c, v in raw["deep_shares"].items()} if raw.get("deep_shares") is not None else None,
+        weight=raw.get("weight") or 0.4,
     )
 
 
@@ -277,14 +285,15 @@ def previous(weight: float = 0.4, consensus: float = 0.02) -> FusionFn:
     return run
 
 
-def product(weight: float = CONFIG_DEFAULTS["fusion_weight"], identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
+def product(weight: float | None = None, identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
             document_weight: float = fuse.DOCUMENT_WEIGHT) -> FusionFn:
-    """The product's ``fuse.linear`` (what the pipeline runs by default)."""
+    """The product's ``fuse.linear`` (what the pipeline runs by default); without ``weight``, the weight the
+    pipeline used for the query (``fusion_weight`` "auto": from the workspace's document shape)."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings:
             return fuse.rrf(inputs.rankings)
-        return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, inputs.doc_of, weight,
-                           identifier_weight, document_weight)
+        return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, inputs.doc_of,
+                           inputs.weight if weight is None else weight, identifier_weight, document_weight)
     return run
 
 
@@ -546,6 +555,11 @@ def explored() -> dict[str, FusionFn]:
     return tried
 
 
+def product_label() -> str:
+    return (f"{PRODUCT}: w={CONFIG_DEFAULTS['fusion_weight']} beta={fuse.DOCUMENT_WEIGHT} "
+            f"identifier w={fuse.IDENTIFIER_WEIGHT}")
+
+
 def third_round() -> dict[str, FusionFn]:
     """The third round's question: does judging every candidate by both retrievers help? (Tuning: every set
     but the third held-out ones.) Also tried offline, not kept: tail passages and vector pseudo-relevance
@@ -560,6 +574,8 @@ def candidates() -> dict[str, FusionFn]:
     tried: dict[str, FusionFn] = {PREVIOUS: previous(), SECOND_ROUND: adaptive(
         0.4, 3.0, identifier_weight=0.7, confidence="gap4", semantic_scale_over="semantic")}
     tried.update(third_round())
+    tried[product_label()] = product()
+    tried[BEFORE_AUTO] = product(0.4)
     for k in (5, 10, 20, 30, 60, 100):
         tried[f"RRF k={k}"] = rrf(k)
     for w in (0.3, 0.4, 0.5, 0.6):
@@ -723,8 +739,7 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
     bases = {name: baselines(recs) for name, recs in records.items()}
     results = evaluate(tuning, tried)
     ranking = choose(results, {name: bases[name] for name in tuning})
-    default = f"{PRODUCT}: w={CONFIG_DEFAULTS['fusion_weight']} beta={fuse.DOCUMENT_WEIGHT} " \
-              f"identifier w={fuse.IDENTIFIER_WEIGHT}"
+    default = product_label()
     lines = ["# Fusion benchmark", "",
              f"Made by `python -m tests.bench.fusion` on {time.strftime('%Y-%m-%d')}. Document-level Recall@3 and "
              "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
@@ -739,7 +754,8 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
     for qset in sets:
         role = "tuning" if qset.tuning else "reporting"
         lines += table(f"{qset.name} ({role})", bases[qset.name], f"the product's default, {default}")
-        lines += [others_line(records[qset.name], tried, [THIRD_ROUND, SECOND_ROUND, PREVIOUS, "RRF k=60"]), ""]
+        lines += [others_line(records[qset.name], tried, [BEFORE_AUTO, THIRD_ROUND, SECOND_ROUND, PREVIOUS,
+                                                          "RRF k=60"]), ""]
     lines += pooled(sets, records)
     lines += weight_by_corpus(sets, records)
     lines += rounds(sets, records, tried)
@@ -815,15 +831,18 @@ def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> li
         if qset.tuning:
             pools.setdefault(qset.workspace, []).extend(records[qset.name])
     lines = ["## Lexical weight by corpus (tuning sets pooled)", "",
-             "The product's blend with `fusion_weight` = w; each cell Recall@3 / nDCG@10.", "",
-             "| corpus | queries | " + " | ".join(f"w={w}" for w in WEIGHTS) + " |",
-             "|---|---|" + "---|" * len(WEIGHTS)]
+             "The product's blend with `fusion_weight` = w, and with \"auto\" (the default: "
+             f"{fuse.AUTO_WEIGHT_MAX} - {fuse.AUTO_WEIGHT_PER_DECADE} x log10(median sections per document), at "
+             f"least {fuse.AUTO_WEIGHT_MIN}); each cell Recall@3 / nDCG@10.", "",
+             "| corpus | queries | " + " | ".join(f"w={w}" for w in WEIGHTS) + " | auto | auto w |",
+             "|---|---|" + "---|" * (len(WEIGHTS) + 2)]
     for corpus, recs in pools.items():
         cells = []
-        for w in WEIGHTS:
+        for w in [*WEIGHTS, None]:
             result = by_kind([replay(r, product(w)) for r in recs], recs)["all"]
             cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
-        lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + " |")
+        used = sorted({r["fuse_inputs"]["weight"] for r in recs if (r["fuse_inputs"] or {}).get("weight")})
+        lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + f" | {', '.join(map(str, used))} |")
     return lines + [""]
 
 
@@ -831,20 +850,25 @@ def rounds(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str
     """Each round's candidate against the product on every set. A candidate chosen on that round's tuning
     sets was checked once on that round's held-out sets (the second round's on techdocs-heldout and
     keps-heldout, the third's on techdocs-heldout2 and keps-heldout2, both on the SciFact odd half) and was
-    not adopted where it did not beat the product there; those held-out sets are tuning sets since."""
+    not adopted where it did not beat the product there; those held-out sets are tuning sets since. The
+    third round's second candidate, fusion_weight "auto", was level or better on techdocs-heldout3,
+    keps-heldout3 and the SciFact odd half and was adopted."""
     lines = ["## Rounds: candidates chosen on the tuning sets, not confirmed on held-out sets", "",
              f"Second round: {SECOND_ROUND} (gated on techdocs-heldout, keps-heldout and the SciFact odd half). "
-             f"Third round: {THIRD_ROUND} (w=0.4 as in the product, chosen before its gate on techdocs-heldout2, "
-             "keps-heldout2 and the SciFact odd half). A held-out check gates a change; it does not pick among "
-             "candidates. Roles below are today's.", "",
-             "| set | role | product R@3 | product nDCG@10 | " +
+             f"Third round: {THIRD_ROUND} (w=0.4 as the product had then, chosen before its gate on "
+             "techdocs-heldout2, keps-heldout2 and the SciFact odd half), not adopted; then fusion_weight "
+             "\"auto\" (the lexical weight from the workspace's median sections per document, fitted on the "
+             "pooled tuning sets below), level or better on techdocs-heldout3, keps-heldout3 and the SciFact odd "
+             "half against w=0.4, adopted. A held-out check gates a change; it does not pick among candidates. "
+             "Roles below are today's.", "",
+             "| set | role | product R@3 | product nDCG@10 | w=0.4 R@3 | w=0.4 nDCG@10 | " +
              " | ".join(f"{name} round R@3 | {name} round nDCG@10" for name in ROUNDS) + " |",
-             "|---|---|---|---|" + "---|---|" * len(ROUNDS)]
+             "|---|---|---|---|---|---|" + "---|---|" * len(ROUNDS)]
     for qset in sets:
         recs = records[qset.name]
         base = baselines(recs)["hybrid"]["all"]
         cells = []
-        for label in ROUNDS.values():
+        for label in [BEFORE_AUTO, *ROUNDS.values()]:
             mine = by_kind([replay(r, tried[label]) for r in recs], recs)["all"]
             cells += [f"{mine['r3']:.3f}", f"{mine['ndcg10']:.3f}"]
         role = "tuning" if qset.tuning else "reporting"
