@@ -215,7 +215,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
     if ws.option("fusion") == "linear" and "semantic" in rankings:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run))
+        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, "symbol" in rankings))
     else:
         fused = fuse.rrf(rankings)
     most_inbound = run.conn.execute(
@@ -229,24 +229,27 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 
-_SECTIONS_PER_DOCUMENT: dict[tuple[str, int], tuple[int, int]] = {}  # (db, ws) -> (generation, median)
+# (database, workspace id, root) -> (the workspace's generation when counted, its median chunks per document)
+_SECTIONS_PER_DOCUMENT: dict[tuple[str, int, str], tuple[int, int]] = {}
 
 
-def _fusion_weight(run: SearchRun) -> float:
+def _fusion_weight(run: SearchRun, identifier_query: bool) -> float:
     """The workspace's ``fusion_weight``, or for "auto" the weight its document shape calls for (the median
-    is recounted when the workspace's generation moves); the answer's query info says which."""
+    is recounted when the workspace's generation moves). The answer's query info says which, and that an
+    identifier-shaped query blends with ``fuse.IDENTIFIER_WEIGHT`` instead."""
     setting = run.ws.option("fusion_weight")
-    if setting != "auto":
-        run.report.query_info["fusion_weight"] = {"value": setting, "auto": False}
-        return float(setting)
-    key = (run.conn.filename, run.ws.id)
-    generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
-    if generation != run.ws.next_generation:
-        median = median_sections_per_document(run.conn, run.ws.id)
-        _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
-    weight = round(fuse.auto_weight(median), 3)
-    run.report.query_info["fusion_weight"] = {"value": weight, "auto": True, "sections_per_document": median}
-    return weight
+    info: dict[str, Any] = {"value": setting, "auto": setting == "auto"}
+    if setting == "auto":
+        key = (run.conn.filename, run.ws.id, run.ws.root)
+        generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
+        if generation != run.ws.next_generation:
+            median = median_sections_per_document(run.conn, run.ws.id)
+            _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
+        info.update(value=round(fuse.auto_weight(median), 3), sections_per_document=median)
+    if identifier_query:
+        info.update(value=fuse.IDENTIFIER_WEIGHT, identifier_query=True)
+    run.report.query_info["fusion_weight"] = info
+    return float(info["value"])
 
 
 def _rerank(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> list[Hit]:

@@ -214,6 +214,8 @@ def test_auto_fusion_weight_follows_the_document_shape(engine, kb: Path) -> None
         engine.workspace_index("kb", {"wait": "semantic"})
         assert search(engine, "packets notes")["query"]["fusion_weight"] == \
             {"value": 0.4, "auto": True, "sections_per_document": 1}
+        identifier = search(engine, "packets_notes")["query"]["fusion_weight"]  # snake_case: identifier-shaped
+        assert identifier == {"value": 0.6, "auto": True, "sections_per_document": 1, "identifier_query": True}
         engine.workspace_configure("kb", {"fusion_weight": 0.5})
         assert search(engine, "packets notes")["query"]["fusion_weight"] == {"value": 0.5, "auto": False}
     with pytest.raises(AutodocError, match='fusion_weight.*a number \\(or "auto"\\)'):

@@ -19,9 +19,10 @@ AUTHORITY_BOOST = 0.1
 DOCUMENT_WEIGHT = 1.0
 IDENTIFIER_WEIGHT = 0.6
 # fusion_weight "auto": the lexical weight falls from 0.4 for one-section documents by 0.1 per tenfold more
-# sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (best weight:
-# SciFact, 1 section per document, 0.4; techdocs, 5, flat from 0.2 to 0.4; KEPs, 55, 0.2) and checked on the
-# third held-out sets (doc/benchmarks/fusion.md).
+# sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (SciFact, 1 section
+# per document: Recall@3 best at 0.4; techdocs, 5: flat from 0.2 to 0.4; KEPs, 55: nDCG@10 best at 0.2), so
+# in effect on two ends of one trend; held-out queries on those corpora confirmed it, no other corpus has
+# (doc/benchmarks/fusion.md).
 AUTO_WEIGHT_MAX = 0.4
 AUTO_WEIGHT_MIN = 0.2
 AUTO_WEIGHT_PER_DECADE = 0.1

@@ -101,7 +101,8 @@ CONFIG_CHECKS = {
 
 
 def median_sections_per_document(conn: apsw.Connection, ws_id: int) -> int:
-    """How many sections (chunks) the workspace's middle document has; 0 when nothing is indexed."""
+    """How many chunks (its sections, long ones split) the workspace's middle document has; 0 when nothing is
+    indexed."""
     counts = sorted(n for (n,) in conn.execute(
         "SELECT COUNT(*) FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE ws_id = ?) GROUP BY doc_id",
         (ws_id,)))

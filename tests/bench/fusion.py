@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import math
 import random
@@ -40,6 +41,7 @@ from autodoc_core import pipeline
 from autodoc_core.rank import fuse, hits
 from autodoc_core.retrieve import lexical
 from autodoc_core.service.engine import Engine
+from autodoc_core.store import workspace as workspace_settings
 from autodoc_core.store.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options
 
@@ -137,7 +139,7 @@ class FuseRecorder:
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
-            "weight": pipeline._fusion_weight(run) if "semantic" in rankings else None,
+            "weight": pipeline._fusion_weight(run, False) if "semantic" in rankings else None,
         }
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
@@ -177,8 +179,10 @@ def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
 
 
 def code_version() -> str:
-    """A cache made with other fusion or search code holds stale engine answers: capture again."""
-    source = Path(fuse.__file__).read_bytes() + Path(pipeline.__file__).read_bytes()
+    """A cache made with other fusion, search or settings code, or another recorder, holds stale engine
+    answers: capture again."""
+    source = b"".join(Path(module.__file__).read_bytes() for module in (fuse, pipeline, workspace_settings))
+    source += "".join(inspect.getsource(part) for part in (FuseRecorder, _deep_shares, capture)).encode()
     return hashlib.sha256(source).hexdigest()[:16]
 
 
@@ -221,7 +225,7 @@ def inputs_of(record: dict) -> Inputs:
         doc_of={int(c): row[0] for c, row in raw["rows"].items()},
         terms=raw.get("terms", len(raw["words"])),
         deep={int(c): v for c, v in raw["deep_shares"].items()} if raw.get("deep_shares") is not None else None,
-        weight=raw.get("weight") or 0.4,
+        weight=raw["weight"] if raw.get("weight") is not None else 0.4,
     )
 
 
