@@ -215,7 +215,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
     if ws.option("fusion") == "linear" and "semantic" in rankings:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, "symbol" in rankings))
+        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, rankings))
     else:
         fused = fuse.rrf(rankings)
     most_inbound = run.conn.execute(
@@ -233,23 +233,30 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
 _SECTIONS_PER_DOCUMENT: dict[tuple[str, int, str], tuple[int, int]] = {}
 
 
-def _fusion_weight(run: SearchRun, identifier_query: bool) -> float:
-    """The workspace's ``fusion_weight``, or for "auto" the weight its document shape calls for (the median
-    is recounted when the workspace's generation moves). The answer's query info says which, and that an
-    identifier-shaped query blends with ``fuse.IDENTIFIER_WEIGHT`` instead."""
-    setting = run.ws.option("fusion_weight")
-    info: dict[str, Any] = {"value": setting, "auto": setting == "auto"}
-    if setting == "auto":
-        key = (run.conn.filename, run.ws.id, run.ws.root)
-        generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
-        if generation != run.ws.next_generation:
-            median = median_sections_per_document(run.conn, run.ws.id)
-            _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
-        info.update(value=round(fuse.auto_weight(median), 3), sections_per_document=median)
-    if identifier_query:
-        info.update(value=fuse.IDENTIFIER_WEIGHT, identifier_query=True)
+def _fusion_weight(run: SearchRun, rankings: dict[str, list[int]]) -> float:
+    """The workspace's lexical weight, for ``fuse.linear``; the answer's query info says what the blend used
+    (an identifier-shaped query's own weight, see ``fuse.blend_weight``) and where it came from."""
+    weight, info = workspace_weight(run)
+    info["value"] = fuse.blend_weight(rankings, weight)
+    if "symbol" in rankings:
+        info["identifier_query"] = True
     run.report.query_info["fusion_weight"] = info
-    return float(info["value"])
+    return weight
+
+
+def workspace_weight(run: SearchRun) -> tuple[float, dict[str, Any]]:
+    """The workspace's ``fusion_weight``, or for "auto" the weight its document shape calls for (the median
+    is recounted when the workspace's generation moves), and how it was found."""
+    setting = run.ws.option("fusion_weight")
+    if setting != "auto":
+        return float(setting), {"value": setting, "auto": False}
+    key = (run.conn.filename, run.ws.id, run.ws.root)
+    generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
+    if generation != run.ws.next_generation:
+        median = median_sections_per_document(run.conn, run.ws.id)
+        _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
+    weight = round(fuse.auto_weight(median), 3)
+    return weight, {"value": weight, "auto": True, "sections_per_document": median}
 
 
 def _rerank(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> list[Hit]:

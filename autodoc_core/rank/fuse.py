@@ -57,6 +57,12 @@ def auto_weight(sections_per_document: float) -> float:
     return max(AUTO_WEIGHT_MIN, AUTO_WEIGHT_MAX - AUTO_WEIGHT_PER_DECADE * decades)
 
 
+def blend_weight(rankings: dict[str, list[int]], weight: float, identifier_weight: float = IDENTIFIER_WEIGHT) -> float:
+    """The lexical weight a blend uses: ``identifier_weight`` when the symbol retriever ran (the query is
+    identifier-shaped), else ``weight``."""
+    return identifier_weight if "symbol" in rankings else weight
+
+
 def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict[int, float],
            doc_of: dict[int, int], weight: float, identifier_weight: float = IDENTIFIER_WEIGHT,
            document_weight: float = DOCUMENT_WEIGHT) -> list[Fused]:
@@ -66,8 +72,7 @@ def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict
     document is its best chunk on that side: lexical finding one section and semantic another still agree
     about the document. ``identifier_weight`` replaces ``w`` when the symbol retriever ran, and a symbol
     match adds ``(k + 1) / (k + rank)``. The chunk's own blend is its relevance."""
-    if "symbol" in rankings:
-        weight = identifier_weight
+    weight = blend_weight(rankings, weight, identifier_weight)
     fused: dict[int, Fused] = {}
     for retriever, chunk_ids in rankings.items():
         for chunk_id in chunk_ids:

@@ -139,7 +139,7 @@ class FuseRecorder:
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
-            "weight": pipeline._fusion_weight(run, False) if "semantic" in rankings else None,
+            "weight": pipeline.workspace_weight(run)[0] if "semantic" in rankings else None,
         }
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
@@ -612,12 +612,16 @@ def candidates() -> dict[str, FusionFn]:
 # -- evaluation -----------------------------------------------------------------------------------
 
 
+def per_query(ranked: list[list[str]], records: list[dict], measure: str) -> list[float]:
+    """Each query's Recall@3 ("r3") or nDCG@10 ("ndcg10") for these document rankings."""
+    if measure == "r3":
+        return [recall_at(r, set(x["relevant"]), 3) for r, x in zip(ranked, records, strict=True)]
+    return [ndcg_at_10(r, set(x["relevant"])) for r, x in zip(ranked, records, strict=True)]
+
+
 def scores(ranked: list[list[str]], records: list[dict]) -> dict[str, float]:
     n = len(records) or 1
-    return {
-        "r3": sum(recall_at(r, set(x["relevant"]), 3) for r, x in zip(ranked, records, strict=True)) / n,
-        "ndcg10": sum(ndcg_at_10(r, set(x["relevant"])) for r, x in zip(ranked, records, strict=True)) / n,
-    }
+    return {measure: sum(per_query(ranked, records, measure)) / n for measure in ("r3", "ndcg10")}
 
 
 def by_kind(ranked: list[list[str]], records: list[dict]) -> dict[str, dict[str, float]]:
@@ -780,11 +784,18 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
 BOOTSTRAP_SAMPLES = 2000
 
 
-def per_query(records: list[dict], label: str, measure: str) -> list[float]:
-    docs = [r["runs"][label]["docs"] for r in records]
-    if measure == "r3":
-        return [recall_at(d, set(r["relevant"]), 3) for d, r in zip(docs, records, strict=True)]
-    return [ndcg_at_10(d, set(r["relevant"])) for d, r in zip(docs, records, strict=True)]
+def engine_per_query(records: list[dict], label: str, measure: str) -> list[float]:
+    """``per_query`` for the engine's own lexical, semantic or hybrid answers."""
+    return per_query([r["runs"][label]["docs"] for r in records], records, measure)
+
+
+def tuning_pools(sets: list[QuerySet], records: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """Every tuning query of each corpus, in one list per corpus."""
+    pools: dict[str, list[dict]] = {}
+    for qset in sets:
+        if qset.tuning:
+            pools.setdefault(qset.workspace, []).extend(records[qset.name])
+    return pools
 
 
 def paired_interval(mine: list[float], other: list[float], seed: int = 0) -> tuple[float, float, float]:
@@ -800,10 +811,8 @@ def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
     """Hybrid against each retriever with every query of a corpus's tuning sets pooled (and each reporting set
     on its own): one kind of 3-6 queries in one set moves by a single query, so differences come with their
     95% paired bootstrap intervals."""
-    groups: dict[str, list[dict]] = {}
-    for qset in sets:
-        key = f"{qset.workspace}, tuning sets pooled" if qset.tuning else f"{qset.name} (reporting)"
-        groups.setdefault(key, []).extend(records[qset.name])
+    groups = {f"{corpus}, tuning sets pooled": recs for corpus, recs in tuning_pools(sets, records).items()}
+    groups.update({f"{qset.name} (reporting)": records[qset.name] for qset in sets if not qset.tuning})
     lines = ["## Pooled, with 95% paired bootstrap intervals", "",
              "Hybrid minus lexical and hybrid minus semantic, per kind; an interval that excludes 0 is a difference "
              "the queries support; one that straddles 0 is not distinguishable from none.", "",
@@ -815,10 +824,10 @@ def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
             chosen = [r for r in recs if kind in ("all", r["kind"])]
             cells = []
             for measure in ("r3", "ndcg10"):
-                hybrid = per_query(chosen, "hybrid", measure)
+                hybrid = engine_per_query(chosen, "hybrid", measure)
                 cells.append(f"{sum(hybrid) / len(hybrid):.3f}")
                 for other in ("lexical", "semantic"):
-                    mean, low, high = paired_interval(hybrid, per_query(chosen, other, measure))
+                    mean, low, high = paired_interval(hybrid, engine_per_query(chosen, other, measure))
                     cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
             lines.append(f"| {key} | {kind} | {len(chosen)} | " + " | ".join(cells) + " |")
     return lines + [""]
@@ -830,10 +839,7 @@ WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5)
 def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
     """The product's blend at each lexical weight, each corpus's tuning queries pooled: the best weight
     depends on the corpus, which ``fusion_weight`` lets a workspace set."""
-    pools: dict[str, list[dict]] = {}
-    for qset in sets:
-        if qset.tuning:
-            pools.setdefault(qset.workspace, []).extend(records[qset.name])
+    pools = tuning_pools(sets, records)
     lines = ["## Lexical weight by corpus (tuning sets pooled)", "",
              "The product's blend with `fusion_weight` = w, and with \"auto\" (the default: "
              f"{fuse.AUTO_WEIGHT_MAX} - {fuse.AUTO_WEIGHT_PER_DECADE} x log10(median sections per document), at "
