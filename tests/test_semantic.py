@@ -222,6 +222,21 @@ def test_auto_fusion_weight_follows_the_document_shape(engine, kb: Path) -> None
         engine.workspace_configure("kb", {"fusion_weight": "heavy"})
 
 
+def test_a_reader_with_the_configuration_before_a_change_does_not_reset_the_new_model(engine, kb: Path) -> None:
+    """The background filler can hold the workspace as it was read before ``workspace.configure`` (seen under
+    load: ``index --wait semantic`` then answered "switching" for a model it had just filled). Asking for that
+    old configuration's embedder must not throw away the new one, which alone knows its dimensions."""
+    notes(kb)
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        before = engine._workspace("kb")  # the local model, as a thread that read it earlier still holds it
+        engine.workspace_configure("kb", tei_config(server.url))
+        assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+        engine._embedder(before)
+        assert engine.workspace_status("kb")["semantic"] == "ready"
+        assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+
+
 def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None:
     """Searches while the fill is held half-way (the server holds its 6th batch): each answer is
     'partial', finds every note once with one generation each, and gives semantic hits only for

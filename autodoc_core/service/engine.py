@@ -51,13 +51,17 @@ class _Probe:
     retry_at: float = 0.0
 
 
+# Configurations of one workspace's embedder (or ranker) kept built: the current one and the one before it.
+PROVIDERS_KEPT = 2
+
+
 class Engine:
     def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
-        self._embedders: dict[int, tuple[str, Embedder | None]] = {}
-        self._rankers: dict[int, tuple[str, Ranker | None]] = {}
+        self._embedders: dict[tuple[int, str], Embedder | None] = {}
+        self._rankers: dict[tuple[int, str], Ranker | None] = {}
         self._indexes: dict[tuple[int, str], VectorIndex] = {}
         self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
         self._progress: dict[int, Progress] = {}
@@ -84,18 +88,23 @@ class Engine:
 
     # -- the semantic stage's moving parts ---------------------------------------------------
 
-    def _provider(self, cache: dict[int, tuple[str, P]], ws: Workspace, option: str,
+    def _provider(self, cache: dict[tuple[int, str], P], ws: Workspace, option: str,
                   factory: Callable[[dict[str, Any]], P]) -> P:
-        """The workspace's embedder or ranker, rebuilt only when its configuration changes (so a
-        change takes effect at the next query, with no restart)."""
+        """The workspace's embedder or ranker for its configuration, built once per configuration (so a
+        change takes effect at the next query, with no restart). The last few configurations stay: a
+        thread still holding the workspace as read before a change (the background filler) gets the old
+        one without throwing away the new one, whose state (a remote model's dimensions) would be lost."""
         config = ws.option(option)
-        key = json.dumps(config, sort_keys=True)
+        key = (ws.id, json.dumps(config, sort_keys=True))
         with self._semantic_lock:
-            cached = cache.get(ws.id)
-            if cached is None or cached[0] != key:
-                cached = (key, factory(config))
-                cache[ws.id] = cached
-            return cached[1]
+            if key in cache:
+                cache[key] = cache.pop(key)  # most recently used last
+            else:
+                cache[key] = factory(config)
+                mine = [k for k in cache if k[0] == ws.id]
+                for old in mine[: max(0, len(mine) - PROVIDERS_KEPT)]:
+                    del cache[old]
+            return cache[key]
 
     def _embedder(self, ws: Workspace) -> Embedder | None:
         return self._provider(self._embedders, ws, "embedder", make_embedder)
