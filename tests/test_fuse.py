@@ -34,6 +34,21 @@ def test_three_retrievers_fill_the_first_three_places() -> None:
     assert ids(keep_leaders(fused, rankings)) == [2, 6, 7, 1, 3, 4, 5]
 
 
+def test_a_lexical_leader_the_embedding_disagrees_with_is_not_kept_on_top() -> None:
+    # Chunk 5 is lexical's best but its cosine is the lowest of the candidates (share 0); chunk 7 is
+    # semantic's best. Fused order: 1, 2, 3, 7, 5.
+    fused = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(7, 0.6, 0.6), Fused(5, 0.5, 0.5)]
+    rankings = {"lexical": [5, 1, 2], "semantic": [7, 1, 3]}
+    cosines = {1: 0.5, 2: 0.45, 3: 0.48, 7: 0.6, 5: 0.3}
+    assert ids(keep_leaders(fused, rankings, cosines)) == [7, 1, 2, 3, 5]
+    # The embedding agrees (share (0.55 - 0.45) / 0.15 >= 0.4): both leaders take the first two places.
+    agreeing = {**cosines, 5: 0.55}
+    assert ids(keep_leaders(fused, rankings, agreeing)) == [7, 5, 1, 2, 3]
+    # An identifier-shaped query (the symbol retriever ran) and a leader without a cosine keep it.
+    assert ids(keep_leaders(fused, {**rankings, "symbol": [2]}, cosines)) == [2, 7, 5, 1, 3]
+    assert ids(keep_leaders(fused, rankings, {c: v for c, v in cosines.items() if c != 5})) == [7, 5, 1, 2, 3]
+
+
 def test_a_document_both_retrievers_found_by_different_sections_comes_first() -> None:
     # Document A: lexical finds its section 1, semantic its section 2. B is lexical's best chunk,
     # C semantic's best; neither retriever returns the other's document.

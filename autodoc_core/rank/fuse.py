@@ -18,6 +18,8 @@ AUTHORITY_BOOST = 0.1
 # tests/bench/fusion.py (doc/benchmarks/fusion.md).
 DOCUMENT_WEIGHT = 1.0
 IDENTIFIER_WEIGHT = 0.6
+# keep_leaders: the lexical leader's least cosine share (chosen on the tuning sets, doc/benchmarks/fusion.md).
+LEADER_AGREEMENT = 0.4
 # fusion_weight "auto": the lexical weight falls from 0.4 for one-section documents by 0.1 per tenfold more
 # sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (SciFact, 1 section
 # per document: Recall@3 best at 0.4; techdocs, 5: flat from 0.2 to 0.4; KEPs, 55: nDCG@10 best at 0.2), so
@@ -158,12 +160,20 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: di
     return sorted(fused, key=lambda e: -e.score)
 
 
-def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]]) -> list[Fused]:
+def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float] | None = None,
+                 agreement: float | None = LEADER_AGREEMENT) -> list[Fused]:
     """When several retrievers ran, each one's best chunk is among the first N hits (N = the number
     of distinct such chunks); the rest keep the fused order. A confident semantic match that no query
-    word reaches (or an exact identifier the embedding misses) is not buried by the other list."""
+    word reaches (or an exact identifier the embedding misses) is not buried by the other list.
+
+    The lexical leader of a query that is not identifier-shaped (no symbol retriever) is kept only where
+    the embedding does not disagree: its cosine, min-max scaled over the candidates, is at least
+    ``agreement`` (None: always kept). In long documents the best BM25 chunk is often a section sharing the question's
+    common words; then the semantic leader alone takes the first place. A lexical leader without a known
+    cosine (RRF fusion, or no vector yet) is kept."""
     present = {entry.chunk_id for entry in fused}
-    leaders = {ranking[0] for ranking in rankings.values() if ranking and ranking[0] in present}
+    leaders = {ranking[0] for name, ranking in rankings.items() if ranking and ranking[0] in present
+               and (name != "lexical" or _lexical_leader_agrees(fused, rankings, cosines or {}, agreement))}
     if len(rankings) < 2 or not leaders:
         return fused
     head: list[Fused] = []
@@ -178,3 +188,12 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]]) -> list[Fus
         else:
             tail.append(entry)
     return head + tail
+
+
+def _lexical_leader_agrees(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float],
+                           agreement: float | None) -> bool:
+    leader = (rankings.get("lexical") or [None])[0]
+    if agreement is None or "symbol" in rankings or "semantic" not in rankings or leader not in cosines:
+        return True
+    shares = cosine_shares({entry.chunk_id: cosines[entry.chunk_id] for entry in fused if entry.chunk_id in cosines})
+    return shares.get(leader, 0.0) >= agreement
