@@ -213,7 +213,8 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     # vector index knows no chunk kinds), before they take part in the blend's scaling.
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
-    if ws.option("fusion") == "linear" and "semantic" in rankings:
+    linear = ws.option("fusion") == "linear" and "semantic" in rankings
+    if linear:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
         fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, rankings))
     else:
@@ -225,7 +226,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
-    fused = fuse.keep_leaders(fused, {name: ids for name, ids in rankings.items() if ids}, cosines)
+    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 

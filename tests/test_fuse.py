@@ -19,34 +19,59 @@ def test_a_semantic_only_leader_is_not_buried() -> None:
     # Chunk 9 is the semantic leader but (no query word) last in the fused order.
     fused = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(4, 0.6, 0.6), Fused(9, 0.1, 0.1)]
     rankings = {"lexical": [1, 2, 3, 4], "semantic": [9, 1, 2]}
-    assert ids(keep_leaders(fused, rankings)) == [1, 9, 2, 3, 4]
+    assert ids(keep_leaders(fused, rankings, None)) == [1, 9, 2, 3, 4]
 
 
 def test_leaders_already_on_top_change_nothing_and_one_retriever_is_left_alone() -> None:
     fused = [Fused(i, 1.0 / i, 0.5) for i in (1, 2, 3, 4)]
-    assert ids(keep_leaders(fused, {"lexical": [1, 3], "semantic": [2, 4]})) == [1, 2, 3, 4]
-    assert ids(keep_leaders(fused, {"lexical": [4, 1]})) == [1, 2, 3, 4]  # tag boosts may outrank it
+    assert ids(keep_leaders(fused, {"lexical": [1, 3], "semantic": [2, 4]}, None)) == [1, 2, 3, 4]
+    assert ids(keep_leaders(fused, {"lexical": [4, 1]}, None)) == [1, 2, 3, 4]  # tag boosts may outrank it
 
 
 def test_three_retrievers_fill_the_first_three_places() -> None:
     fused = [Fused(i, 1.0 / i, 0.5) for i in range(1, 8)]
     rankings = {"lexical": [2, 1], "symbol": [6], "semantic": [7, 1]}
-    assert ids(keep_leaders(fused, rankings)) == [2, 6, 7, 1, 3, 4, 5]
+    assert ids(keep_leaders(fused, rankings, None)) == [2, 6, 7, 1, 3, 4, 5]
+
+
+# Lexical leader 5, semantic leader 7; fused order 1, 2, 3, 7, 5; cosines from 0.45 (chunk 2) to 0.6 (chunk 7).
+LEADER_FUSED = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(7, 0.6, 0.6), Fused(5, 0.5, 0.5)]
+LEADER_RANKINGS = {"lexical": [5, 1, 2], "semantic": [7, 1, 3]}
+LEADER_COSINES = {1: 0.5, 2: 0.45, 3: 0.48, 7: 0.6}
+
+
+def leaders_order(lexical_leader_cosine: float | None, rankings: dict[str, list[int]] = LEADER_RANKINGS,
+                  agreement: float | None = 0.4, cosines: dict[int, float] | None = LEADER_COSINES) -> list[int]:
+    known = dict(cosines or {})
+    if lexical_leader_cosine is not None:
+        known[5] = lexical_leader_cosine
+    return ids(keep_leaders(LEADER_FUSED, rankings, known if cosines is not None else None, agreement))
 
 
 def test_a_lexical_leader_the_embedding_disagrees_with_is_not_kept_on_top() -> None:
-    # Chunk 5 is lexical's best but its cosine is the lowest of the candidates (share 0); chunk 7 is
-    # semantic's best. Fused order: 1, 2, 3, 7, 5.
-    fused = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(7, 0.6, 0.6), Fused(5, 0.5, 0.5)]
-    rankings = {"lexical": [5, 1, 2], "semantic": [7, 1, 3]}
-    cosines = {1: 0.5, 2: 0.45, 3: 0.48, 7: 0.6, 5: 0.3}
-    assert ids(keep_leaders(fused, rankings, cosines)) == [7, 1, 2, 3, 5]
-    # The embedding agrees (share (0.55 - 0.45) / 0.15 >= 0.4): both leaders take the first two places.
-    agreeing = {**cosines, 5: 0.55}
-    assert ids(keep_leaders(fused, rankings, agreeing)) == [7, 5, 1, 2, 3]
-    # An identifier-shaped query (the symbol retriever ran) and a leader without a cosine keep it.
-    assert ids(keep_leaders(fused, {**rankings, "symbol": [2]}, cosines)) == [2, 7, 5, 1, 3]
-    assert ids(keep_leaders(fused, rankings, {c: v for c, v in cosines.items() if c != 5})) == [7, 5, 1, 2, 3]
+    # share (0.46 - 0.45) / 0.15 = 0.07: the semantic leader alone takes the first place.
+    assert leaders_order(0.46) == [7, 1, 2, 3, 5]
+
+
+def test_a_lexical_leader_the_embedding_agrees_with_is_kept() -> None:
+    assert leaders_order(0.55) == [7, 5, 1, 2, 3]  # share 0.67
+    assert leaders_order(0.51) == [7, 5, 1, 2, 3]  # share exactly 0.4: kept
+
+
+def test_the_check_is_off_for_identifier_queries_rrf_missing_cosines_and_no_threshold() -> None:
+    assert leaders_order(0.46, {**LEADER_RANKINGS, "symbol": []}) == [7, 5, 1, 2, 3]  # found nothing, still ran
+    assert leaders_order(0.46, cosines=None) == [7, 5, 1, 2, 3]  # RRF: no blend cosines
+    assert leaders_order(None) == [7, 5, 1, 2, 3]  # no vector yet
+    assert leaders_order(0.46, agreement=None) == [7, 5, 1, 2, 3]
+
+
+def test_equal_cosines_cannot_disagree() -> None:
+    flat = {c: 0.5 for c in (1, 2, 3, 7)}
+    assert leaders_order(0.5, cosines=flat) == [7, 5, 1, 2, 3]
+
+
+def test_a_leader_the_fused_list_lacks_is_no_leader() -> None:
+    assert leaders_order(0.55, {"lexical": [8, 5], "semantic": [7, 1]}) == [7, 1, 2, 3, 5]
 
 
 def test_a_document_both_retrievers_found_by_different_sections_comes_first() -> None:

@@ -1,5 +1,5 @@
 """Fusion: the linear blend (default) or Reciprocal Rank Fusion over whichever retrievers ran, then tag
-and authority boosts and the identifier backstop.
+and authority boosts, and each retriever's leader kept among the first hits.
 
 ``relevance`` is 0..1: the blend's chunk share, or for RRF the fused score over the best possible one
 (rank 1 in every active retriever), so 1.0 means "first everywhere".
@@ -22,9 +22,9 @@ IDENTIFIER_WEIGHT = 0.6
 LEADER_AGREEMENT = 0.4
 # fusion_weight "auto": the lexical weight falls from 0.4 for one-section documents by 0.1 per tenfold more
 # sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (SciFact, 1 section
-# per document: Recall@3 best at 0.4; techdocs, 5: flat from 0.2 to 0.4; KEPs, 55: nDCG@10 best at 0.2), so
-# in effect on two ends of one trend; held-out queries on those corpora confirmed it, no other corpus has
-# (doc/benchmarks/fusion.md).
+# per document: Recall@3 best at 0.4; techdocs, 5: flat; KEPs, 55: best at 0.1-0.2) and confirmed by held-out
+# queries on them; a proxy, not a cause: the KEPs cut into two-section files still prefer 0.2
+# (doc/benchmarks/fusion.md, doc/experiments/reshaped-keps/).
 AUTO_WEIGHT_MAX = 0.4
 AUTO_WEIGHT_MIN = 0.2
 AUTO_WEIGHT_PER_DECADE = 0.1
@@ -160,22 +160,22 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: di
     return sorted(fused, key=lambda e: -e.score)
 
 
-def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float] | None = None,
+def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float] | None,
                  agreement: float | None = LEADER_AGREEMENT) -> list[Fused]:
-    """When several retrievers ran, each one's best chunk is among the first N hits (N = the number
-    of distinct such chunks); the rest keep the fused order. A confident semantic match that no query
-    word reaches (or an exact identifier the embedding misses) is not buried by the other list.
+    """When several retrievers found chunks, each one's best chunk is among the first N hits (N = the number
+    of distinct such chunks); the rest keep the fused order. A confident semantic match that no query word
+    reaches (or an exact identifier the embedding misses) is not buried by the other list.
 
-    The lexical leader of a query that is not identifier-shaped (no symbol retriever) is kept only where
-    the embedding does not disagree: its cosine, min-max scaled over the candidates, is at least
-    ``agreement`` (None: always kept). In long documents the best BM25 chunk is often a section sharing the question's
-    common words; then the semantic leader alone takes the first place. A lexical leader without a known
-    cosine (RRF fusion, or no vector yet) is kept."""
-    present = {entry.chunk_id for entry in fused}
-    leaders = {ranking[0] for name, ranking in rankings.items() if ranking and ranking[0] in present
-               and (name != "lexical" or _lexical_leader_agrees(fused, rankings, cosines or {}, agreement))}
-    if len(rankings) < 2 or not leaders:
+    The lexical leader is kept only where the embedding does not disagree (``embedding_agrees``), unless the
+    query is identifier-shaped (``rankings`` has the symbol retriever, even with nothing found). In long
+    documents the best BM25 chunk is often a section sharing the question's common words; then the semantic
+    leader alone takes the first place. ``cosines`` are the blend's (None under RRF: no check)."""
+    if sum(1 for ids in rankings.values() if ids) < 2:
         return fused
+    present = {entry.chunk_id for entry in fused}
+    checked = "symbol" not in rankings and cosines is not None
+    leaders = {ids[0] for name, ids in rankings.items() if ids and ids[0] in present
+               and not (name == "lexical" and checked and not embedding_agrees(ids[0], fused, cosines, agreement))}
     head: list[Fused] = []
     tail: list[Fused] = []
     pending = set(leaders)
@@ -190,10 +190,12 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: di
     return head + tail
 
 
-def _lexical_leader_agrees(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float],
-                           agreement: float | None) -> bool:
-    leader = (rankings.get("lexical") or [None])[0]
-    if agreement is None or "symbol" in rankings or "semantic" not in rankings or leader not in cosines:
+def embedding_agrees(chunk_id: int, fused: list[Fused], cosines: dict[int, float], agreement: float | None) -> bool:
+    """Whether the chunk's cosine, min-max scaled over the candidates' (as ``cosine_shares``), is at least
+    ``agreement``. A chunk without a cosine (no vector yet), no threshold (None) or candidates whose cosines
+    are all equal cannot disagree."""
+    if agreement is None or chunk_id not in cosines:
         return True
-    shares = cosine_shares({entry.chunk_id: cosines[entry.chunk_id] for entry in fused if entry.chunk_id in cosines})
-    return shares.get(leader, 0.0) >= agreement
+    known = [cosines[entry.chunk_id] for entry in fused if entry.chunk_id in cosines]
+    low, high = min(known), max(known)
+    return high == low or (cosines[chunk_id] - low) / (high - low) >= agreement

@@ -12,8 +12,9 @@ positions of scifact-train.jsonl), keps-dev, and, since the second round, techdo
 keps-validation (the first round's reporting sets, seen since), since the third techdocs-heldout and
 keps-heldout (the second round's), and after the third techdocs-heldout2, keps-heldout2, techdocs-heldout3 and
 keps-heldout3 (the third round's gates), and after the fourth techdocs-heldout4 and keps-heldout4 (its gates). The
-reporting sets (SciFact odd half, and the held-out techdocs-heldout5 and keps-heldout5, written before any run)
-show the engine's answers and take no part in the ranking or in any gate; ``--tuning-only`` leaves them out.
+reporting sets (SciFact odd half, which gated the second and third rounds' candidates, and the held-out
+techdocs-heldout5, keps-heldout5, techdocs-heldout6 and keps-heldout6, written before any run and used for nothing
+else) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
 
     python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
 
@@ -55,6 +56,8 @@ THIRD_ROUND = "third round's candidate, not adopted: the product's blend with ev
 ROUNDS = {"second": SECOND_ROUND, "third": THIRD_ROUND}
 BEFORE_AUTO = 'fuse.linear with w=0.4 in every workspace (the default before fusion_weight "auto")'
 BEFORE_LEADER_CHECK = "the product with every lexical leader kept on top (before the leader check)"
+NEVER = math.inf  # a lexical-leader threshold no cosine share reaches
+AGREEMENTS = (None, 0.2, 0.3, 0.4, 0.5, 0.6, NEVER)
 
 
 @dataclass
@@ -98,6 +101,8 @@ def query_sets(shared: Path) -> list[QuerySet]:
         QuerySet("keps-heldout4", "keps", local / "keps-heldout4.jsonl", "all", True),
         QuerySet("techdocs-heldout5", "techdocs", local / "techdocs-heldout5.jsonl", "all", False),
         QuerySet("keps-heldout5", "keps", local / "keps-heldout5.jsonl", "all", False),
+        QuerySet("techdocs-heldout6", "techdocs", local / "techdocs-heldout6.jsonl", "all", False),
+        QuerySet("keps-heldout6", "keps", local / "keps-heldout6.jsonl", "all", False),
     ]
 
 
@@ -239,15 +244,15 @@ def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
     raw = record["fuse_inputs"]
     if raw is None:  # no hybrid fusion ran (e.g. a facet-only query): hybrid is what the engine gave
         return record["runs"]["hybrid"]["docs"]
-    rows = {int(c): row for c, row in raw["rows"].items()}
+    rows = {int(c): row for c, row in raw["rows"].items() if raw["abstract_chunk"] or row[6] != "abstract"}
     inputs = record.setdefault("_inputs", inputs_of(record))
-    fused = [f for f in fusion(inputs) if f.chunk_id in rows
-             and (raw["abstract_chunk"] or rows[f.chunk_id][6] != "abstract")]
+    fused = [f for f in fusion(inputs) if f.chunk_id in rows]
     fused = fuse.apply_boosts(fused, {f.chunk_id: json.loads(rows[f.chunk_id][2]) for f in fused},
                               {f.chunk_id: rows[f.chunk_id][3] for f in fused}, raw["most_inbound"],
                               set(raw["words"]))
-    fused = fuse.keep_leaders(fused, {name: ids for name, ids in inputs.rankings.items() if ids}, inputs.cosines,
-                              getattr(fusion, "leader_agreement", fuse.LEADER_AGREEMENT))
+    agreement = fusion.leader_agreement if isinstance(fusion, LeaderCheck) else fuse.LEADER_AGREEMENT
+    fused = fuse.keep_leaders(fused, {name: [c for c in ids if c in rows] for name, ids in inputs.rankings.items()},
+                              inputs.cosines, agreement)
     shown = []
     for f in fused:
         doc_id, path, _tags, _inbound, successor_id, status, kind = rows[f.chunk_id]
@@ -307,16 +312,19 @@ def product(weight: float | None = None, identifier_weight: float = fuse.IDENTIF
 
 
 def rrf(k: float) -> FusionFn:
-    return lambda inputs: fuse.rrf(inputs.rankings, k)
+    return LeaderCheck(lambda inputs: fuse.rrf(inputs.rankings, k), None)
 
 
-def with_leader_agreement(fusion: FusionFn, agreement: float | None) -> FusionFn:
-    """``fusion`` replayed with ``keep_leaders``'s lexical-leader check at ``agreement`` (None: every lexical
-    leader kept on top, as before the check)."""
-    def run(inputs: Inputs) -> list[fuse.Fused]:
-        return fusion(inputs)
-    run.leader_agreement = agreement  # type: ignore[attr-defined]
-    return run
+@dataclass
+class LeaderCheck:
+    """``fusion`` replayed with ``keep_leaders``'s lexical-leader check at ``leader_agreement`` (None: every
+    lexical leader kept on top, as before the check and as under RRF, which has no cosines to check with)."""
+
+    fusion: FusionFn
+    leader_agreement: float | None
+
+    def __call__(self, inputs: Inputs) -> list[fuse.Fused]:
+        return self.fusion(inputs)
 
 
 def lexical_scale(inputs: Inputs, how: str) -> dict[int, float]:
@@ -594,7 +602,7 @@ def candidates() -> dict[str, FusionFn]:
     tried.update(third_round())
     tried[product_label()] = product()
     tried[BEFORE_AUTO] = product(0.4)
-    tried[BEFORE_LEADER_CHECK] = with_leader_agreement(product(), None)
+    tried[BEFORE_LEADER_CHECK] = LeaderCheck(product(), None)
     for k in (5, 10, 20, 30, 60, 100):
         tried[f"RRF k={k}"] = rrf(k)
     for w in (0.3, 0.4, 0.5, 0.6):
@@ -872,13 +880,10 @@ def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> li
     return lines + [""]
 
 
-AGREEMENTS = (None, 0.2, 0.3, 0.4, 0.5, 0.6, 1.01)
-
-
 def leader_agreement_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
     """The product's blend with the lexical-leader check at each threshold, each corpus's tuning queries pooled."""
     def label(agreement: float | None) -> str:
-        return "every leader" if agreement is None else ("never" if agreement > 1 else f"{agreement}")
+        return "every leader" if agreement is None else ("never" if agreement == NEVER else f"{agreement}")
     lines = ["## Lexical leader check by corpus (tuning sets pooled)", "",
              "The lexical retriever's best chunk is kept among the first hits only when its cosine share (min-max over "
              "the candidates) is at least the threshold (identifier-shaped queries always keep it); \"every leader\" "
@@ -889,7 +894,7 @@ def leader_agreement_by_corpus(sets: list[QuerySet], records: dict[str, list[dic
     for corpus, recs in tuning_pools(sets, records).items():
         cells = []
         for agreement in AGREEMENTS:
-            result = by_kind([replay(r, with_leader_agreement(product(), agreement)) for r in recs], recs)["all"]
+            result = by_kind([replay(r, LeaderCheck(product(), agreement)) for r in recs], recs)["all"]
             cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
         lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + " |")
     return lines + [""]
