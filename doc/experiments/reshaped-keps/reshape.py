@@ -108,21 +108,54 @@ def build(db: Path, root: Path, vectors_from: Path | None) -> None:
         engine.close()
 
 
-def sweep(records: list[dict]) -> list[str]:
-    base = {label: kinds["all"] for label, kinds in bench.baselines(records).items()}
-    lines = [f"queries {len(records)}; engine: " + ", ".join(
-        f"{label} {base[label]['r3']:.3f}/{base[label]['ndcg10']:.3f}" for label in ("lexical", "semantic", "hybrid"))]
-    used = sorted({r["fuse_inputs"]["weight"] for r in records if (r["fuse_inputs"] or {}).get("weight")})
-    lines.append(f"auto weight used: {used}")
+def whole_kep(path: str) -> str:
+    """The KEP a part file was cut from."""
+    return re.sub(r"--\d+\.md$", ".md", path)
+
+
+def as_whole_keps(ranked: list[str]) -> list[str]:
+    return list(dict.fromkeys(whole_kep(path) for path in ranked))
+
+
+def sweep(records: list[dict], kep_level: bool) -> list[str]:
+    """The product's blend at each weight and leader check; ``kep_level`` scores whole KEPs (a KEP ranks by its
+    best part), the task the uncut corpus poses, instead of the part that holds the section."""
+    scored = [{**r, "relevant": sorted({whole_kep(p) for p in r["relevant"]})} if kep_level else r for r in records]
+    shape = as_whole_keps if kep_level else list
+    engine = {label: bench.by_kind([shape(r["runs"][label]["docs"]) for r in records], scored)["all"]
+              for label in ("lexical", "semantic", "hybrid")}
+    lines = [f"{'whole KEPs' if kep_level else 'parts'}: queries {len(records)}; engine: " + ", ".join(
+        f"{label} {engine[label]['r3']:.3f}/{engine[label]['ndcg10']:.3f}" for label in engine)]
     for agreement in AGREEMENTS:
         cells = []
         for weight in WEIGHTS:
-            fusion = bench.with_leader_agreement(bench.product(weight), agreement)
-            result = bench.by_kind([bench.replay(r, fusion) for r in records], records)["all"]
+            fusion = bench.LeaderCheck(bench.product(weight), agreement)
+            result = bench.by_kind([shape(bench.replay(r, fusion)) for r in records], scored)["all"]
             cells.append(f"w={weight or 'auto'} {result['r3']:.3f}/{result['ndcg10']:.3f}")
         check = "off (every leader kept)" if agreement is None else agreement
         lines.append(f"leader check {check}: " + "  ".join(cells))
     return lines
+
+
+def shape_counts(db: Path, source: Path | None) -> str:
+    """The reshaped workspace's size and, with ``source``, how many of its chunk texts the uncut KEPs have."""
+    conn = apsw.Connection(str(db))
+    shared = ""
+    if source:
+        conn.execute("ATTACH ? AS source", (str(source),))
+        same, total = conn.execute(
+            "SELECT COUNT(*) FILTER (WHERE text_hash IN (SELECT c.text_hash FROM source.chunks c JOIN "
+            "source.workspaces w ON w.id = c.ws_id AND w.name = 'keps')), COUNT(*) FROM "
+            "(SELECT DISTINCT text_hash FROM chunks)").fetchone()
+        conn.execute("DETACH source")
+        shared = f"; {same} of {total} distinct chunk texts are the uncut KEPs' own"
+    chunks, documents, vectors = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM chunks), (SELECT COUNT(*) FROM documents), (SELECT COUNT(*) FROM embeddings)"
+    ).fetchone()
+    per_document = sorted(n for (n,) in conn.execute("SELECT COUNT(*) FROM chunks GROUP BY doc_id"))
+    conn.close()
+    return (f"{documents} documents, {chunks} chunks, {vectors} vectors, median "
+            f"{per_document[len(per_document) // 2]} chunks per document{shared}")
 
 
 def main() -> None:
@@ -146,7 +179,9 @@ def main() -> None:
             pooled += bench.capture(engine, "keps-reshaped", [{**q, "kind": q.get("kind") or "claim"} for q in queries])
     finally:
         engine.close()
-    print("\n".join(sweep(pooled)))
+    used = sorted({r["fuse_inputs"]["weight"] for r in pooled if (r["fuse_inputs"] or {}).get("weight")})
+    print(shape_counts(db, args.vectors_from), f"; auto weight {used}")
+    print("\n".join(sweep(pooled, kep_level=False) + sweep(pooled, kep_level=True)))
 
 
 if __name__ == "__main__":
