@@ -13,7 +13,7 @@ keps-validation (the first round's reporting sets, seen since), since the third 
 keps-heldout (the second round's), and after the third techdocs-heldout2, keps-heldout2, techdocs-heldout3 and
 keps-heldout3 (the third round's gates), and after the fourth techdocs-heldout4 and keps-heldout4 (its gates). The
 reporting sets (SciFact odd half, which gated the second and third rounds' candidates, and the held-out
-techdocs-heldout5, keps-heldout5, techdocs-heldout6 and keps-heldout6, written before any run and used for nothing
+techdocs-heldout5 to -heldout7 and keps-heldout5 to -heldout7, written before any run and used for nothing
 else) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
 
     python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
@@ -103,6 +103,8 @@ def query_sets(shared: Path) -> list[QuerySet]:
         QuerySet("keps-heldout5", "keps", local / "keps-heldout5.jsonl", "all", False),
         QuerySet("techdocs-heldout6", "techdocs", local / "techdocs-heldout6.jsonl", "all", False),
         QuerySet("keps-heldout6", "keps", local / "keps-heldout6.jsonl", "all", False),
+        QuerySet("techdocs-heldout7", "techdocs", local / "techdocs-heldout7.jsonl", "all", False),
+        QuerySet("keps-heldout7", "keps", local / "keps-heldout7.jsonl", "all", False),
     ]
 
 
@@ -775,7 +777,7 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
              f"Made by `python -m tests.bench.fusion` on {time.strftime('%Y-%m-%d')}. Document-level Recall@3 and "
              "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
              "answers (`search.query` with those stages, facet queries filtered by their facets); the other "
-             "fusions are replayed on the same captured candidates through the same boosts, identifier backstop, "
+             "fusions are replayed on the same captured candidates through the same boosts, leaders kept on top, "
              "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only (four "
              "rounds: each added the last round's reporting sets to the tuning sets and new held-out sets, "
              "written before any run, to the reporting ones).", ""]
@@ -813,11 +815,11 @@ def engine_per_query(records: list[dict], label: str, measure: str) -> list[floa
     return per_query([r["runs"][label]["docs"] for r in records], records, measure)
 
 
-def tuning_pools(sets: list[QuerySet], records: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """Every tuning query of each corpus, in one list per corpus."""
+def tuning_pools(sets: list[QuerySet], records: dict[str, list[dict]], tuning: bool = True) -> dict[str, list[dict]]:
+    """Every tuning query (or with ``tuning`` False, every reporting query) of each corpus, one list per corpus."""
     pools: dict[str, list[dict]] = {}
     for qset in sets:
-        if qset.tuning:
+        if qset.tuning == tuning:
             pools.setdefault(qset.workspace, []).extend(records[qset.name])
     return pools
 
@@ -836,6 +838,9 @@ def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
     on its own): one kind of 3-6 queries in one set moves by a single query, so differences come with their
     95% paired bootstrap intervals."""
     groups = {f"{corpus}, tuning sets pooled": recs for corpus, recs in tuning_pools(sets, records).items()}
+    groups.update({f"{corpus}, reporting sets pooled": recs
+                   for corpus, recs in tuning_pools(sets, records, tuning=False).items()
+                   if sum(1 for qset in sets if qset.workspace == corpus and not qset.tuning) > 1})
     groups.update({f"{qset.name} (reporting)": records[qset.name] for qset in sets if not qset.tuning})
     lines = ["## Pooled, with 95% paired bootstrap intervals", "",
              "Hybrid minus lexical and hybrid minus semantic, per kind; an interval that excludes 0 is a difference "
