@@ -23,8 +23,8 @@ LEADER_AGREEMENT = 0.4
 # fusion_weight "auto": the lexical weight falls from 0.4 for one-section documents by 0.1 per tenfold more
 # sections per document, to at least 0.2. Fitted on the pooled tuning sets of three corpora (SciFact, 1 section
 # per document: Recall@3 best at 0.4; techdocs, 5: flat; KEPs, 55: best at 0.1-0.2) and confirmed by held-out
-# queries on them; a proxy, not a cause: the KEPs cut into two-section files still prefer 0.2
-# (doc/benchmarks/fusion.md, doc/experiments/reshaped-keps/).
+# queries on them. Shape explains part of it: cut into two-section files, the KEPs' preference for 0.2 goes flat
+# when whole KEPs are scored, and stays when the parts are (doc/experiments/reshaped-keps/).
 AUTO_WEIGHT_MAX = 0.4
 AUTO_WEIGHT_MIN = 0.2
 AUTO_WEIGHT_PER_DECADE = 0.1
