@@ -481,10 +481,13 @@ def document_rrf(k: float, beta: float) -> FusionFn:
     return run
 
 
-def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
+LexicalAdjustment = Callable[[dict[int, float], dict[int, float]], dict[int, float]]
+
+
+def adaptive(weight: float | None = 0.4, beta: float = 1.0, identifier_weight: float = fuse.IDENTIFIER_WEIGHT,
              long_weight: float | None = None, confidence: str | None = None, semantic_scale_over: str = "union",
-             second: float = 0.0, deep: bool = False) -> FusionFn:
-    """Variants of the product's blend, each a change of one thing:
+             second: float = 0.0, deep: bool = False, adjust_lexical: LexicalAdjustment | None = None) -> FusionFn:
+    """Variants of the product's blend (``weight`` None: the one the pipeline used), each a change of one thing:
 
     - ``long_weight``: the lexical weight for queries of more than ``lexical.MAX_AND_TERMS`` words (no AND
       ran: sentences, where words are weaker evidence than for a few keywords);
@@ -494,13 +497,14 @@ def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = 
       semantic list only ("semantic", chunks below its lowest cosine get 0);
     - ``second``: a document's side is its best share plus ``second`` times its second best;
     - ``deep``: every candidate gets its BM25 share, as if the lexical list were ``DEEP_LEXICAL`` long (a
-      semantic candidate outside the lexical top 50 otherwise gets 0, while a lexical hit's cosine is known).
+      semantic candidate outside the lexical top 50 otherwise gets 0, while a lexical hit's cosine is known);
+    - ``adjust_lexical(lexical, semantic)``: the lexical shares it returns, given both sides' shares.
     """
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings:
             return fuse.rrf(inputs.rankings)
         entries = _entries(inputs)
-        w = identifier_weight if "symbol" in inputs.rankings else weight
+        w = fuse.blend_weight(inputs.rankings, inputs.weight if weight is None else weight, identifier_weight)
         if long_weight is not None and "symbol" not in inputs.rankings and inputs.terms > lexical.MAX_AND_TERMS:
             w = long_weight
         lexical_share = fuse.lexical_shares(inputs.rankings.get("lexical", []), inputs.bm25)
@@ -511,6 +515,8 @@ def adaptive(weight: float = 0.4, beta: float = 1.0, identifier_weight: float = 
         low, high = (min(low_high), max(low_high)) if low_high else (0.0, 1.0)
         span = (high - low) or 1.0
         semantic_share = {c: max(0.0, (inputs.cosines[c] - low) / span) for c in entries if c in inputs.cosines}
+        if adjust_lexical is not None:
+            lexical_share = adjust_lexical(lexical_share, semantic_share)
         lex_doc = _document_sides(entries, inputs.doc_of, lexical_share, second)
         sem_doc = _document_sides([c for c in entries if c in set(inputs.rankings["semantic"])], inputs.doc_of,
                                   semantic_share, second)
@@ -608,11 +614,12 @@ def fourth_round() -> dict[str, FusionFn]:
         for k in (5, 60):
             tried[f"the product + {lam} x (k+1)/(k+rank) per list, k={k}"] = rank_term(lam, k)
     for agree in (0.25, 0.5):
-        tried[f"the product's blend, lexical share x ({agree} + {1 - agree} x cosine share)"] = adjusted_blend(
-            lambda lex, sem, a=agree: {c: v * (a + (1 - a) * sem[c]) if c in sem else v for c, v in lex.items()})
+        tried[f"the product's blend, lexical share x ({agree} + {1 - agree} x cosine share)"] = adaptive(
+            None, adjust_lexical=lambda lex, sem, a=agree: {c: v * (a + (1 - a) * sem[c]) if c in sem else v
+                                                           for c, v in lex.items()})
     for floor in (0.5, 1.0):
         tried[f"the product's blend, candidates a full lexical list left out at {floor} x its last share"] = \
-            adjusted_blend(lambda lex, sem, f=floor: _lexical_floor(lex, sem, f))
+            adaptive(None, adjust_lexical=lambda lex, sem, f=floor: _lexical_floor(lex, sem, f))
     return tried
 
 
@@ -637,28 +644,6 @@ def _lexical_floor(shares: dict[int, float], semantic: dict[int, float], factor:
         return shares
     floor = factor * min(shares.values())
     return {**{c: floor for c in semantic}, **shares}
-
-
-def adjusted_blend(adjust: Callable[[dict[int, float], dict[int, float]], dict[int, float]]) -> FusionFn:
-    """``fuse.linear`` (w as the pipeline used, document blends, symbol term) with the lexical shares passed
-    through ``adjust(lexical, semantic)`` first."""
-    def run(inputs: Inputs) -> list[fuse.Fused]:
-        if "semantic" not in inputs.rankings:
-            return fuse.rrf(inputs.rankings)
-        entries = _entries(inputs)
-        weight = fuse.blend_weight(inputs.rankings, inputs.weight)
-        semantic = fuse.cosine_shares({c: inputs.cosines[c] for c in entries if c in inputs.cosines})
-        shares = adjust(fuse.lexical_shares(inputs.rankings.get("lexical", []), inputs.bm25), semantic)
-        documents = fuse._document_blends(entries, inputs.doc_of, shares, semantic,
-                                          set(inputs.rankings["semantic"]), weight, set(inputs.cosines))
-        for chunk_id, entry in entries.items():
-            blend = weight * shares.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, 0.0) \
-                if chunk_id in inputs.cosines else shares.get(chunk_id, 0.0)
-            entry.relevance = min(1.0, blend)
-            entry.score = blend + documents[inputs.doc_of.get(chunk_id, -chunk_id)] + \
-                _symbol_term(inputs, chunk_id, fuse.RRF_K)
-        return _sorted(entries)
-    return run
 
 
 def candidates() -> dict[str, FusionFn]:
@@ -929,6 +914,15 @@ def pooled(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5)
 
 
+def pooled_cells(records: list[dict], fusions: list[FusionFn]) -> list[str]:
+    """Each fusion's Recall@3 / nDCG@10 over these queries, one table cell each."""
+    cells = []
+    for fusion in fusions:
+        result = by_kind([replay(r, fusion) for r in records], records)["all"]
+        cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
+    return cells
+
+
 def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> list[str]:
     """The product's blend at each lexical weight, each corpus's tuning queries pooled: the best weight
     depends on the corpus, which ``fusion_weight`` lets a workspace set."""
@@ -940,10 +934,7 @@ def weight_by_corpus(sets: list[QuerySet], records: dict[str, list[dict]]) -> li
              "| corpus | queries | " + " | ".join(f"w={w}" for w in WEIGHTS) + " | auto | auto w |",
              "|---|---|" + "---|" * (len(WEIGHTS) + 2)]
     for corpus, recs in pools.items():
-        cells = []
-        for w in [*WEIGHTS, None]:
-            result = by_kind([replay(r, product(w)) for r in recs], recs)["all"]
-            cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
+        cells = pooled_cells(recs, [product(w) for w in [*WEIGHTS, None]])
         used = sorted({r["fuse_inputs"]["weight"] for r in recs if (r["fuse_inputs"] or {}).get("weight")})
         lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + f" | {', '.join(map(str, used))} |")
     return lines + [""]
@@ -961,10 +952,7 @@ def leader_agreement_by_corpus(sets: list[QuerySet], records: dict[str, list[dic
              "| corpus | queries | " + " | ".join(label(a) for a in AGREEMENTS) + " |",
              "|---|---|" + "---|" * len(AGREEMENTS)]
     for corpus, recs in tuning_pools(sets, records).items():
-        cells = []
-        for agreement in AGREEMENTS:
-            result = by_kind([replay(r, LeaderCheck(product(), agreement)) for r in recs], recs)["all"]
-            cells.append(f"{result['r3']:.3f} / {result['ndcg10']:.3f}")
+        cells = pooled_cells(recs, [LeaderCheck(product(), agreement) for agreement in AGREEMENTS])
         lines.append(f"| {corpus} | {len(recs)} | " + " | ".join(cells) + " |")
     return lines + [""]
 
