@@ -109,7 +109,10 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         rankings["lexical"], bm25 = _lexical(run, frequencies)
     query_shape = symbols.classify(query.semantic_text)
     if query_shape.shape == "identifier" and options.symbol:
-        rankings["symbol"] = _symbols(run, query_shape.tokens)
+        # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
+        # is encoded by CDKN2A") the words around it rank them better.
+        read = rankings.get("lexical", []) if query_shape.pasted else []
+        rankings["symbol"] = _symbols(run, query_shape.tokens, read)
     run.report.query_info["query_shape"] = query_shape.as_dict()
     cosines: dict[int, float] = {}
     if "semantic" in options.stages:
@@ -158,9 +161,9 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies) -> tuple[
     return result.chunk_ids, result.scores
 
 
-def _symbols(run: SearchRun, tokens: list[str]) -> list[int]:
+def _symbols(run: SearchRun, tokens: list[str], lexical: list[int]) -> list[int]:
     found = symbols.search(run.conn, run.ws.id, tokens, run.filters.sql(), tuple(run.filters.params),
-                           max(symbols.CANDIDATES, run.options.limit))
+                           max(symbols.CANDIDATES, run.options.limit), lexical)
     run.report.performed.append("symbol")
     run.timer.lap("symbol")
     return found
@@ -276,7 +279,7 @@ def _rerank(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> list[Hit]:
 
 def _answer(run: SearchRun, shown: list[Hit], mode_used: str) -> dict[str, Any]:
     info = dict(run.report.query_info)
-    query_shape = info.pop("query_shape", {"shape": "text", "kinds": [], "identifiers": []})
+    query_shape = info.pop("query_shape", symbols.QueryShape("text").as_dict())
     return {
         "hits": [hit.to_dict() for hit in shown],
         "mode_used": mode_used,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import apsw
 import pytest
 
+from autodoc_core.retrieve import symbols
 from autodoc_core.retrieve.symbols import chunk_symbols, classify, lookup_keys
 from tests.conftest import search, write
 
@@ -41,6 +43,11 @@ def api_kb(engine, kb: Path):
           "# Errors\n\n## ERR_OSSL_EVP_UNSUPPORTED\n\nNode 17 and OpenSSL 3.\n\n"
           "## JSON-RPC codes\n\n| code | name |\n|---|---|\n| `-32069` | `rpc.switching` |\n")
     write(kb, "changelog.md", "# Changelog\n\n## 1.4.0\n\nFixed the reclaim loop (3f9a2b7c1d0e).\n")
+    write(kb, "reference/gates.md", "# Feature gates\n\n## Storage\n\nThe `SELinuxMountReadWriteOncePod` gate "
+                                    "and the `-nap-v5-agent` image suffix.\n")
+    write(kb, "guides/licensing.md", "# Licensing\n\n## Secret\n\nThe installer stores the JWT as "
+                                     "**nginx-mgmt-license** in the namespace.\n")
+    write(kb, "guides/nginx.md", f"# NGINX\n\nThe nginx license: mgmt of each license, nginx mgmt.\n\n{NOISE}\n")
     engine.workspace_add("kb", str(kb))
     engine.workspace_configure("kb", {"embedder": "none"})
     engine.workspace_index("kb")
@@ -59,6 +66,12 @@ def api_kb(engine, kb: Path):
     ("ERR_OSSL_EVP_UNSUPPORTED", "reference/errors.md", "screaming_case"),
     ("-32069", "reference/errors.md", "error_code"),
     ("3f9a2b7", "changelog.md", "hex"),
+    # Pasted alone, looser forms count too: an acronym then words, a one-dash flag, a flag without its dashes.
+    ("SELinuxMountReadWriteOncePod", "reference/gates.md", "lone_token"),
+    ("-nap-v5-agent", "reference/gates.md", "lone_token"),
+    ("max-batch-tokens", "reference/cli.md", "lone_token"),
+    # No symbol was collected from bold text: the lexical candidates' text is read for it.
+    ("nginx-mgmt-license", "guides/licensing.md", "lone_token"),
 ])
 def test_identifier_finds_its_definition_first(api_kb, query, page, kind) -> None:
     answer = search(api_kb, query)
@@ -70,7 +83,7 @@ def test_identifier_finds_its_definition_first(api_kb, query, page, kind) -> Non
 
 def test_text_queries_do_not_run_the_symbol_retriever(api_kb) -> None:
     answer = search(api_kb, "reclaim the batch and reserve the vector")
-    assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": []}
+    assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": [], "pasted": False}
     assert "symbol" not in answer["stages"]["performed"]
     assert all("symbol" not in h["via"] for h in answer["hits"])
 
@@ -101,6 +114,30 @@ def test_extraction_and_shapes() -> None:
     assert classify("deadbeefcafe").shape == "text"  # hex needs a digit: words are not commits
     assert classify("how do I use `thing`").tokens == ["thing"]
     assert classify("plain words only").shape == "text"
+    assert classify("a built-in retry with IPv6 and x509").shape == "text"  # inside prose these are words
+    assert classify("`oidc-config-map`").as_dict() == {"shape": "identifier", "kinds": ["code_span"],
+                                                        "identifiers": ["oidc-config-map"], "pasted": True}
+    assert not classify("why does reclaimBatch stall").pasted
+    assert [classify(q).kinds for q in ("listen-client-http-urls", "CSIVolumeFSGroupPolicy", "http2", "kubernetes")] \
+        == [["lone_token"], ["lone_token"], ["lone_token"], []]
+
+
+def test_a_flag_is_found_under_its_other_spellings(api_kb, tmp_path: Path) -> None:
+    conn = apsw.Connection(str(tmp_path / "autodoc.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    ws_id = conn.execute("SELECT id FROM workspaces WHERE name = 'kb'").fetchone()[0]
+
+    def pages(spelling: str) -> list[str]:  # the symbols table alone: no lexical candidates to read
+        return [conn.execute("SELECT d.path FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id = ?",
+                             (chunk_id,)).fetchone()[0] for chunk_id in symbols.search(conn, ws_id, [spelling])]
+
+    assert [pages(s) for s in ("max-batch-tokens", "-max-batch-tokens", "--max-batch-tokens")] \
+        == [["reference/cli.md"]] * 3
+
+
+def test_the_text_tier_reads_only_lexical_candidates_that_hold_the_identifier(api_kb) -> None:
+    answer = search(api_kb, "nginx-mgmt-license")
+    by_symbol = {h["path"] for h in answer["hits"] if "symbol" in h["via"]}
+    assert by_symbol == {"guides/licensing.md"}  # guides/nginx.md has the words, not the identifier
 
 
 def test_a_compound_identifier_is_searched_as_its_pieces_in_order(engine, kb: Path) -> None:

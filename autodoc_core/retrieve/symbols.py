@@ -105,25 +105,40 @@ class QueryShape:
     shape: str  # "identifier" | "text"
     kinds: list[str] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
+    pasted: bool = False  # the query is its identifiers and nothing else: no words around them
 
     def as_dict(self) -> dict:
-        return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens}
+        return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted}
+
+
+# A query that is a single token is pasted from somewhere more often than typed: then more forms count as
+# identifiers than inside prose, where "built-in" or "IPv6" are words.
+_LONE_IDENTIFIER = re.compile(
+    r"-{0,2}[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+"  # kebab-case, one-dash flags: -nap-v5-agent
+    r"|[A-Z]{2,}[a-z][A-Za-z0-9]*"  # an acronym then a word: CSIVolumeFSGroupPolicy, SELinux
+    r"|[A-Za-z]+[0-9][A-Za-z0-9]*"  # letters then digits: x509, http2
+)
 
 
 def classify(query: str) -> QueryShape:
-    """Identifier-shaped when the query holds a token of an identifier form (plain words never are)."""
+    """Identifier-shaped when the query holds a token of an identifier form (plain words never are), or is a
+    single token of a looser one (``_LONE_IDENTIFIER``)."""
     pairs = [(t, k) for t, k in identifiers(query.strip().strip('"'))]
     for token in query.split():
         bare = token.strip("`'\",;")
         if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
             pairs.append((bare, "code_span"))
+    lone = query.strip().strip("`'\"")
+    if not pairs and _LONE_IDENTIFIER.fullmatch(lone):
+        pairs.append((lone, "lone_token"))
     if not pairs:
         return QueryShape("text")
     found = list(dict.fromkeys(t.rstrip("()") for t, _ in pairs))
     # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
-    return QueryShape("identifier", kinds, tokens)
+    pasted = all(any(word.strip("`'\",;()") in token for token in tokens) for word in query.split())
+    return QueryShape("identifier", kinds, tokens, pasted)
 
 
 def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
@@ -136,13 +151,16 @@ def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: lis
     )
 
 
-# Match tiers, best first: exact, case-folded, suffix (either way round), hex prefix.
+# Match tiers, best first: exact, case-folded, suffix (either way round), hex prefix; last, the text of a
+# lexical candidate holding the identifier where no symbol was collected (bold, a shell line, a table cell).
 _TIER_SCORE = {0: 8.0, 1: 4.0, 2: 2.0, 3: 3.0}
+LITERAL_SCORE = 1.0
 
 
 def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: str = "",
-           params: tuple = (), limit: int = CANDIDATES) -> list[int]:
-    """Chunks whose symbols match the query's identifiers, best first."""
+           params: tuple = (), limit: int = CANDIDATES, lexical: list[int] | None = None) -> list[int]:
+    """Chunks whose symbols match the query's identifiers, then the ``lexical`` candidates whose text holds
+    one literally (case-folded); best first, ties in the lexical order."""
     scores: dict[int, float] = {}
     for token in tokens:
         best: dict[int, float] = {}
@@ -153,9 +171,22 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
                 (ws_id, *args, *params),
             ):
                 best[chunk_id] = max(best.get(chunk_id, 0.0), _TIER_SCORE[tier] * weight)
+        for chunk_id in _holding(conn, token, lexical or []):
+            best.setdefault(chunk_id, LITERAL_SCORE)
         for chunk_id, score in best.items():
             scores[chunk_id] = scores.get(chunk_id, 0.0) + score
-    return [c for c, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0]))][:limit]
+    order = {chunk_id: rank for rank, chunk_id in enumerate(lexical or [])}
+    return sorted(scores, key=lambda c: (-scores[c], order.get(c, len(order)), c))[:limit]
+
+
+def _holding(conn: apsw.Connection, token: str, chunk_ids: list[int]) -> list[int]:
+    """Those of ``chunk_ids`` (already filtered: the lexical retriever's) whose heading or text holds the token."""
+    if not chunk_ids or len(token) < 3:
+        return []
+    marks = ",".join("?" * len(chunk_ids))
+    return [row[0] for row in conn.execute(
+        f"SELECT id FROM chunks WHERE id IN ({marks}) AND (instr(lower(breadcrumb), ?) OR instr(lower(body), ?))",
+        (*chunk_ids, token.lower(), token.lower()))]
 
 
 def _lookups(token: str) -> list[tuple[int, str, tuple]]:
@@ -170,6 +201,10 @@ def _lookups(token: str) -> list[tuple[int, str, tuple]]:
         if is_suffix and len(key) >= 3:
             lookups.append((2, "s.folded = ? AND s.suffix = 0", (key.casefold(),)))
             break
+    bare = folded.lstrip("-")
+    if re.fullmatch(r"[a-z][\w-]*", bare):  # a flag's other spellings: --name, -name, name
+        others = [form for form in (bare, "-" + bare, "--" + bare) if form != folded]
+        lookups.append((2, f"s.folded IN ({','.join('?' * len(others))}) AND s.suffix = 0", tuple(others)))
     if re.fullmatch(r"[0-9a-fA-F]{7,40}", token) and _is_hex_hash(folded):
         lookups.append((3, "s.folded >= ? AND s.folded < ? AND s.symbol <> ?", (folded, folded + "\uffff", token)))
     return lookups
