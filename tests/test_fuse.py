@@ -65,6 +65,12 @@ def test_the_check_is_off_for_identifier_queries_rrf_missing_cosines_and_no_thre
     assert leaders_order(0.46, agreement=None) == [7, 5, 1, 2, 3]
 
 
+def test_the_check_is_off_for_a_single_term() -> None:
+    # One word (a build tag, say) has no common words to share with a template section by accident.
+    assert ids(keep_leaders(LEADER_FUSED, LEADER_RANKINGS, {**LEADER_COSINES, 5: 0.46}, 0.4, single_term=True)) \
+        == [7, 5, 1, 2, 3]
+
+
 def test_equal_cosines_cannot_disagree() -> None:
     flat = {c: 0.5 for c in (1, 2, 3, 7)}
     assert leaders_order(0.5, cosines=flat) == [7, 5, 1, 2, 3]

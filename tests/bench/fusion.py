@@ -254,7 +254,7 @@ def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
                               set(raw["words"]))
     agreement = fusion.leader_agreement if isinstance(fusion, LeaderCheck) else fuse.LEADER_AGREEMENT
     fused = fuse.keep_leaders(fused, {name: [c for c in ids if c in rows] for name, ids in inputs.rankings.items()},
-                              inputs.cosines, agreement)
+                              inputs.cosines, agreement, single_term=inputs.terms == 1)
     shown = []
     for f in fused:
         doc_id, path, _tags, _inbound, successor_id, status, kind = rows[f.chunk_id]
