@@ -229,7 +229,8 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
-    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, single_term=len(query.terms) == 1)
+    one_word = len(query.semantic_text.split()) == 1
+    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 

@@ -65,9 +65,9 @@ def test_the_check_is_off_for_identifier_queries_rrf_missing_cosines_and_no_thre
     assert leaders_order(0.46, agreement=None) == [7, 5, 1, 2, 3]
 
 
-def test_the_check_is_off_for_a_single_term() -> None:
+def test_the_check_is_off_for_a_one_word_query() -> None:
     # One word (a build tag, say) has no common words to share with a template section by accident.
-    assert ids(keep_leaders(LEADER_FUSED, LEADER_RANKINGS, {**LEADER_COSINES, 5: 0.46}, 0.4, single_term=True)) \
+    assert ids(keep_leaders(LEADER_FUSED, LEADER_RANKINGS, {**LEADER_COSINES, 5: 0.46}, 0.4, one_word=True)) \
         == [7, 5, 1, 2, 3]
 
 

@@ -48,6 +48,8 @@ def api_kb(engine, kb: Path):
     write(kb, "guides/licensing.md", "# Licensing\n\n## Secret\n\nThe installer stores the JWT as "
                                      "**nginx-mgmt-license** in the namespace.\n")
     write(kb, "guides/nginx.md", f"# NGINX\n\nThe nginx license: mgmt of each license, nginx mgmt.\n\n{NOISE}\n")
+    write(kb, "guides/certs.md", "# Certificates\n\n## Chain\n\nEvery x5090 series HSM signs the chain.\n\n"
+                                 "## Audit\n\nThe **Änderung-Log-Id** names each audit record.\n")
     engine.workspace_add("kb", str(kb))
     engine.workspace_configure("kb", {"embedder": "none"})
     engine.workspace_index("kb")
@@ -120,6 +122,10 @@ def test_extraction_and_shapes() -> None:
     assert not classify("why does reclaimBatch stall").pasted
     assert [classify(q).kinds for q in ("listen-client-http-urls", "CSIVolumeFSGroupPolicy", "http2", "kubernetes")] \
         == [["lone_token"], ["lone_token"], ["lone_token"], []]
+    assert [classify(q).shape for q in ("e-mail", "built-in", "APIs", "URLs", "“follow-up”")] == ["text"] * 5
+    assert [classify(q).tokens for q in ("(x509)", "x509?", "reclaimBatch.")] == [["x509"], ["x509"], ["reclaimBatch"]]
+    assert [classify(q).pasted for q in ("reclaimBatch?", "Pipeline.AddRetry AddRetry", "reclaim reclaimBatch",
+                                         "configMap on")] == [True, True, False, False]
 
 
 def test_a_flag_is_found_under_its_other_spellings(api_kb, tmp_path: Path) -> None:
@@ -138,6 +144,18 @@ def test_the_text_tier_reads_only_lexical_candidates_that_hold_the_identifier(ap
     answer = search(api_kb, "nginx-mgmt-license")
     by_symbol = {h["path"] for h in answer["hits"] if "symbol" in h["via"]}
     assert by_symbol == {"guides/licensing.md"}  # guides/nginx.md has the words, not the identifier
+
+
+def test_the_text_tier_folds_any_case_and_respects_word_edges(api_kb, tmp_path: Path) -> None:
+    folded = search(api_kb, "`änderung-log-id`")  # the page writes Änderung-Log-Id, in bold
+    assert folded["hits"][0]["path"] == "guides/certs.md" and "symbol" in folded["hits"][0]["via"]
+    conn = apsw.Connection(str(tmp_path / "autodoc.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    ws_id = conn.execute("SELECT id FROM workspaces WHERE name = 'kb'").fetchone()[0]
+    chain = [row[0] for row in conn.execute("SELECT c.id FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                                            "WHERE d.path = 'guides/certs.md' AND c.breadcrumb LIKE '%Chain'")]
+    assert len(chain) == 1
+    assert symbols.search(conn, ws_id, ["X5090"], lexical=chain) == chain
+    assert symbols.search(conn, ws_id, ["x509"], lexical=chain) == []  # inside the longer word x5090
 
 
 def test_a_compound_identifier_is_searched_as_its_pieces_in_order(engine, kb: Path) -> None:

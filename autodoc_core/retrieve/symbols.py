@@ -113,23 +113,39 @@ class QueryShape:
 
 # A query that is a single token is pasted from somewhere more often than typed: then more forms count as
 # identifiers than inside prose, where "built-in" or "IPv6" are words.
-_LONE_IDENTIFIER = re.compile(
-    r"-{0,2}[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+"  # kebab-case, one-dash flags: -nap-v5-agent
-    r"|[A-Z]{2,}[a-z][A-Za-z0-9]*"  # an acronym then a word: CSIVolumeFSGroupPolicy, SELinux
-    r"|[A-Za-z]+[0-9][A-Za-z0-9]*"  # letters then digits: x509, http2
-)
+_LONE_FLAG = re.compile(r"-{1,2}[A-Za-z][\w.-]*")  # one dash or two: -nap-v5-agent
+_PIECES = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+")  # listen-client-http-urls
+_ACRONYM_WORD = re.compile(r"[A-Z]{2,}(?!s$)[a-z][A-Za-z0-9]*")  # CSIVolumeFSGroupPolicy, SELinux; not APIs
+_LETTERS_DIGITS = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")  # x509, http2
+_WRAPPERS = "`'\"“”‘’()[]{}<>"
+
+
+def _bare(word: str) -> str:
+    """A word without the quotes, brackets and sentence punctuation around it."""
+    return word.strip(_WRAPPERS).rstrip(".,;:?!").strip(_WRAPPERS)
+
+
+def _lone_identifier(token: str) -> bool:
+    """Whether a query that is this one token is an identifier: a flag; three or more pieces, or two with a
+    digit (``e-mail`` and ``built-in`` are words); an acronym then a word (not a plural: ``APIs``); letters
+    then digits."""
+    if token.startswith("-"):
+        return bool(_LONE_FLAG.fullmatch(token))
+    if _PIECES.fullmatch(token):
+        return len(re.split(r"[-_.]", token)) >= 3 or any(c.isdigit() for c in token)
+    return bool(_ACRONYM_WORD.fullmatch(token) or _LETTERS_DIGITS.fullmatch(token))
 
 
 def classify(query: str) -> QueryShape:
     """Identifier-shaped when the query holds a token of an identifier form (plain words never are), or is a
-    single token of a looser one (``_LONE_IDENTIFIER``)."""
+    single token of a looser one (``_lone_identifier``)."""
     pairs = [(t, k) for t, k in identifiers(query.strip().strip('"'))]
     for token in query.split():
         bare = token.strip("`'\",;")
         if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
             pairs.append((bare, "code_span"))
-    lone = query.strip().strip("`'\"")
-    if not pairs and _LONE_IDENTIFIER.fullmatch(lone):
+    lone = _bare(query.strip())
+    if not pairs and " " not in query.strip() and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
     if not pairs:
         return QueryShape("text")
@@ -137,7 +153,7 @@ def classify(query: str) -> QueryShape:
     # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
-    pasted = all(any(word.strip("`'\",;()") in token for token in tokens) for word in query.split())
+    pasted = all(_bare(word) in found for word in query.split() if _bare(word))
     return QueryShape("identifier", kinds, tokens, pasted)
 
 
@@ -152,7 +168,8 @@ def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: lis
 
 
 # Match tiers, best first: exact, case-folded, suffix (either way round), hex prefix; last, the text of a
-# lexical candidate holding the identifier where no symbol was collected (bold, a shell line, a table cell).
+# lexical candidate holding the identifier where no symbol was collected (bold, a shell line, a table cell):
+# below any symbol-table match of the same identifier.
 _TIER_SCORE = {0: 8.0, 1: 4.0, 2: 2.0, 3: 3.0}
 LITERAL_SCORE = 1.0
 
@@ -180,13 +197,21 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
 
 
 def _holding(conn: apsw.Connection, token: str, chunk_ids: list[int]) -> list[int]:
-    """Those of ``chunk_ids`` (already filtered: the lexical retriever's) whose heading or text holds the token."""
+    """Those of ``chunk_ids`` (already filtered: the lexical retriever's) whose heading or text holds the token,
+    case-folded (SQLite's lower() folds ASCII only) and not inside a longer word (x509 is not in x5090)."""
     if not chunk_ids or len(token) < 3:
         return []
+    folded = token.casefold()
+    pattern = re.compile(("(?<!\\w)" if _is_word(folded[0]) else "") + re.escape(folded)
+                         + ("(?!\\w)" if _is_word(folded[-1]) else ""))
     marks = ",".join("?" * len(chunk_ids))
-    return [row[0] for row in conn.execute(
-        f"SELECT id FROM chunks WHERE id IN ({marks}) AND (instr(lower(breadcrumb), ?) OR instr(lower(body), ?))",
-        (*chunk_ids, token.lower(), token.lower()))]
+    rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
+    return [chunk_id for chunk_id, breadcrumb, body in rows
+            if pattern.search(breadcrumb.casefold()) or pattern.search(body.casefold())]
+
+
+def _is_word(character: str) -> bool:
+    return character.isalnum() or character == "_"
 
 
 def _lookups(token: str) -> list[tuple[int, str, tuple]]:
@@ -202,8 +227,8 @@ def _lookups(token: str) -> list[tuple[int, str, tuple]]:
             lookups.append((2, "s.folded = ? AND s.suffix = 0", (key.casefold(),)))
             break
     bare = folded.lstrip("-")
-    if re.fullmatch(r"[a-z][\w-]*", bare):  # a flag's other spellings: --name, -name, name
-        others = [form for form in (bare, "-" + bare, "--" + bare) if form != folded]
+    if "-" in folded and re.fullmatch(r"[a-z][\w-]*", bare):  # a flag's other spellings: --name, -name, name
+        others = [form for form in (bare if "-" in bare else None, "-" + bare, "--" + bare) if form and form != folded]
         lookups.append((2, f"s.folded IN ({','.join('?' * len(others))}) AND s.suffix = 0", tuple(others)))
     if re.fullmatch(r"[0-9a-fA-F]{7,40}", token) and _is_hex_hash(folded):
         lookups.append((3, "s.folded >= ? AND s.folded < ? AND s.symbol <> ?", (folded, folded + "\uffff", token)))
