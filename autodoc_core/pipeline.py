@@ -84,6 +84,7 @@ class SearchRun:
     semantic: SemanticSource
     report: StageReport
     timer: Timer
+    shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
@@ -107,7 +108,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     bm25: dict[int, float] = {}
     if "lexical" in options.stages:
         rankings["lexical"], bm25 = _lexical(run, frequencies)
-    query_shape = symbols.classify(query.semantic_text)
+    run.shape = query_shape = symbols.classify(query.semantic_text)
     if query_shape.shape == "identifier" and options.symbol:
         # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
         # is encoded by CDKN2A") the words around it rank them better.
@@ -230,7 +231,8 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
     one_word = len(query.semantic_text.split()) == 1
-    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word)
+    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word,
+                              pasted=run.shape.pasted)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 

@@ -71,6 +71,16 @@ def test_the_check_is_off_for_a_one_word_query() -> None:
         == [7, 5, 1, 2, 3]
 
 
+def test_a_pasted_identifier_the_symbol_retriever_matched_pins_no_semantic_leader() -> None:
+    # Lexical and symbol agree on chunk 1; the embedding's best guess, chunk 9, lacks the name.
+    fused = [Fused(1, 3.0, 0.9), Fused(2, 2.5, 0.8), Fused(3, 2.0, 0.7), Fused(9, 0.5, 0.5)]
+    rankings = {"lexical": [1, 2, 3], "symbol": [1, 2], "semantic": [9, 1]}
+    assert ids(keep_leaders(fused, rankings, None, pasted=True)) == [1, 2, 3, 9]
+    assert ids(keep_leaders(fused, rankings, None)) == [1, 9, 2, 3]  # in a sentence it is kept
+    nothing = {**rankings, "symbol": []}  # no page holds the name: the embedding's guess is all there is
+    assert ids(keep_leaders(fused, nothing, None, pasted=True)) == [1, 9, 2, 3]
+
+
 def test_equal_cosines_cannot_disagree() -> None:
     flat = {c: 0.5 for c in (1, 2, 3, 7)}
     assert leaders_order(0.5, cosines=flat) == [7, 5, 1, 2, 3]

@@ -161,7 +161,8 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: di
 
 
 def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float] | None,
-                 agreement: float | None = LEADER_AGREEMENT, *, one_word: bool = False) -> list[Fused]:
+                 agreement: float | None = LEADER_AGREEMENT, *, one_word: bool = False,
+                 pasted: bool = False) -> list[Fused]:
     """When several retrievers found chunks, each one's best chunk is among the first N hits (N = the number
     of distinct such chunks); the rest keep the fused order. A confident semantic match that no query word
     reaches (or an exact identifier the embedding misses) is not buried by the other list.
@@ -171,13 +172,18 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: di
     as typed (``one_word``: a word the embedding may never have seen, such as a build tag). In long documents
     the best BM25 chunk for a question is often a section sharing its common words; then the semantic leader
     alone takes the first place. One word has no common words to share by accident ("what are the risks?"
-    has, even though BM25 keeps "risks" alone). ``cosines`` are the blend's (None under RRF: no check)."""
+    has, even though BM25 keeps "risks" alone). ``cosines`` are the blend's (None under RRF: no check).
+
+    For an identifier pasted alone (``pasted``) that the symbol retriever matched, the semantic leader is not
+    kept on top: the embedding blurs names, and its best guess (a release note sharing the name's words) would
+    push a second page that holds the name out of the first places."""
     if sum(1 for ids in rankings.values() if ids) < 2:
         return fused
     present = {entry.chunk_id for entry in fused}
     checked = "symbol" not in rankings and cosines is not None and not one_word
     leaders = {ids[0] for name, ids in rankings.items() if ids and ids[0] in present
-               and not (name == "lexical" and checked and not embedding_agrees(ids[0], fused, cosines, agreement))}
+               and not (name == "lexical" and checked and not embedding_agrees(ids[0], fused, cosines, agreement))
+               and not (name == "semantic" and pasted and rankings.get("symbol"))}
     head: list[Fused] = []
     tail: list[Fused] = []
     pending = set(leaders)
