@@ -230,10 +230,15 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
-    one_word = len(query.semantic_text.split()) == 1
-    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word,
+    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word(query),
                               pasted=run.shape.pasted)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+
+
+def one_word(query: ParsedQuery) -> bool:
+    """The query as typed is one word (``fuse.keep_leaders`` does not check its lexical leader); not its
+    terms: BM25 keeps "risks" alone of "what are the risks?"."""
+    return len(query.semantic_text.split()) == 1
 
 
 # (database, workspace id, root) -> (the workspace's generation when counted, its median chunks per document)

@@ -179,6 +179,7 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
     """Chunks whose symbols match the query's identifiers, then the ``lexical`` candidates whose text holds
     one literally (case-folded); best first, ties in the lexical order."""
     scores: dict[int, float] = {}
+    texts = _folded_texts(conn, lexical or [])
     for token in tokens:
         best: dict[int, float] = {}
         for tier, sql, args in _lookups(token):
@@ -188,7 +189,7 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
                 (ws_id, *args, *params),
             ):
                 best[chunk_id] = max(best.get(chunk_id, 0.0), _TIER_SCORE[tier] * weight)
-        for chunk_id in _holding(conn, token, lexical or []):
+        for chunk_id in _holding(token, texts):
             best.setdefault(chunk_id, LITERAL_SCORE)
         for chunk_id, score in best.items():
             scores[chunk_id] = scores.get(chunk_id, 0.0) + score
@@ -196,18 +197,25 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
     return sorted(scores, key=lambda c: (-scores[c], order.get(c, len(order)), c))[:limit]
 
 
-def _holding(conn: apsw.Connection, token: str, chunk_ids: list[int]) -> list[int]:
-    """Those of ``chunk_ids`` (already filtered: the lexical retriever's) whose heading or text holds the token,
-    case-folded (SQLite's lower() folds ASCII only) and not inside a longer word (x509 is not in x5090)."""
-    if not chunk_ids or len(token) < 3:
+def _folded_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """Each chunk's heading and text, case-folded in Python (SQLite's lower() folds ASCII only); read once
+    for all of a query's identifiers."""
+    if not chunk_ids:
+        return {}
+    marks = ",".join("?" * len(chunk_ids))
+    rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
+    return {chunk_id: (breadcrumb.casefold(), body.casefold()) for chunk_id, breadcrumb, body in rows}
+
+
+def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
+    """The chunks of ``texts`` (the lexical retriever's, already filtered) whose heading or text holds the
+    token, case-folded and not inside a longer word (x509 is not in x5090)."""
+    if not texts or len(token) < 3:
         return []
     folded = token.casefold()
     pattern = re.compile(("(?<!\\w)" if _is_word(folded[0]) else "") + re.escape(folded)
                          + ("(?!\\w)" if _is_word(folded[-1]) else ""))
-    marks = ",".join("?" * len(chunk_ids))
-    rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
-    return [chunk_id for chunk_id, breadcrumb, body in rows
-            if pattern.search(breadcrumb.casefold()) or pattern.search(body.casefold())]
+    return [chunk_id for chunk_id, (heading, body) in texts.items() if pattern.search(heading) or pattern.search(body)]
 
 
 def _is_word(character: str) -> bool:

@@ -160,7 +160,7 @@ class FuseRecorder:
             "most_inbound": most_inbound,
             "words": sorted(words),
             "terms": len(query.terms),
-            "one_word": len(query.semantic_text.split()) == 1,
+            "one_word": pipeline.one_word(query),
             "pasted": run.shape.pasted,
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
@@ -993,8 +993,9 @@ def rounds(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str
     third round's second candidate, fusion_weight "auto", was level or better on techdocs-heldout3,
     keps-heldout3 and the SciFact odd half and was adopted; the fourth round's lexical-leader check was level
     or better on techdocs-heldout4 and keps-heldout4 and was adopted. The fifth round changed the symbol
-    retriever (the candidates themselves, so it is measured by capturing before and after, not replayed) and
-    exempted one-word queries from the leader check (the "one word checked" column)."""
+    retriever (the candidates themselves, so it is measured by capturing before and after, not replayed),
+    exempted one-word queries from the leader check (the "one word checked" column) and stopped pinning the
+    semantic leader above a pasted identifier's symbol hits (SEMANTIC_LEADER_PASTED among the fusions tried)."""
     lines = ["## Rounds: each round's candidate against the product", "",
              f"Second round: {SECOND_ROUND} (gated on techdocs-heldout, keps-heldout and the SciFact odd half). "
              f"Third round: {THIRD_ROUND} (w=0.4 as the product had then, chosen before its gate on "
