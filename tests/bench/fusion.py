@@ -118,6 +118,10 @@ def query_sets(shared: Path) -> list[QuerySet]:
         # Identifier-only held-out sets; they gated the pasted-identifier leader rule, so they are tuning sets.
         QuerySet("techdocs-identifiers", "techdocs", local / "techdocs-identifiers.jsonl", "all", True),
         QuerySet("keps-identifiers", "keps", local / "keps-identifiers.jsonl", "all", True),
+        # Written for this round before any run: held out.
+        QuerySet("techdocs-heldout11", "techdocs", local / "techdocs-heldout11.jsonl", "all", False),
+        QuerySet("keps-heldout11", "keps", local / "keps-heldout11.jsonl", "all", False),
+        QuerySet("techdocs-identifiers2", "techdocs", local / "techdocs-identifiers2.jsonl", "all", False),
     ]
 
 
