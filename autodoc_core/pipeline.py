@@ -232,7 +232,19 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
     fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word(query),
                               pasted=run.shape.pasted)
+    holding = pasted_holders(run, rankings, [f.chunk_id for f in fused])
+    if holding is not None:
+        run.report.query_info["holding_pasted"] = len(holding)
+        fused = fuse.holders_first(fused, holding)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+
+
+def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
+    """The candidates whose text holds a pasted identifier (``fuse.holders_first``), when both retrievers
+    took part; None where the rule does not apply (a retriever alone keeps its own order)."""
+    if not (run.shape.pasted and len(run.shape.literal) >= 3 and "lexical" in rankings and "semantic" in rankings):
+        return None
+    return symbols.holding(run.conn, run.shape.literal, chunk_ids)
 
 
 def one_word(query: ParsedQuery) -> bool:

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from pytest import approx
 
-from autodoc_core.rank.fuse import Fused, auto_weight, cosine_shares, keep_leaders, lexical_shares, linear
+from autodoc_core.rank.fuse import (
+    Fused,
+    auto_weight,
+    cosine_shares,
+    holders_first,
+    keep_leaders,
+    lexical_shares,
+    linear,
+)
 
 
 def ids(fused: list[Fused]) -> list[int]:
@@ -79,6 +87,14 @@ def test_a_pasted_identifier_the_symbol_retriever_matched_pins_no_semantic_leade
     assert ids(keep_leaders(fused, rankings, None)) == [1, 9, 2, 3]  # in a sentence it is kept
     nothing = {**rankings, "symbol": []}  # no page holds the name: the embedding's guess is all there is
     assert ids(keep_leaders(fused, nothing, None, pasted=True)) == [1, 9, 2, 3]
+
+
+def test_the_chunks_holding_a_pasted_identifier_come_first_in_fused_order() -> None:
+    # Chunk 5 leads on the identifier's pieces alone; 1 and 2 hold it.
+    fused = [Fused(5, 3.0, 0.9), Fused(9, 2.0, 0.8), Fused(2, 1.5, 0.7), Fused(1, 1.0, 0.6)]
+    assert ids(holders_first(fused, {1, 2})) == [2, 1, 5, 9]
+    assert ids(holders_first(fused, set())) == [5, 9, 2, 1]  # no holder: the fused order stands
+    assert ids(holders_first(fused, {7})) == [5, 9, 2, 1]  # a holder that is not a candidate changes nothing
 
 
 def test_equal_cosines_cannot_disagree() -> None:

@@ -126,6 +126,17 @@ def test_extraction_and_shapes() -> None:
     assert [classify(q).tokens for q in ("(x509)", "x509?", "reclaimBatch.")] == [["x509"], ["x509"], ["reclaimBatch"]]
     assert [classify(q).pasted for q in ("reclaimBatch?", "Pipeline.AddRetry AddRetry", "reclaim reclaimBatch",
                                          "configMap on")] == [True, True, False, False]
+    # A variable's $ is pasted with it; a file path, API path or prefixed key is one identifier as written.
+    assert [(classify(q).pasted, classify(q).literal) for q in ("$request_id", "$request_id in logs")] \
+        == [(True, "request_id"), (False, "")]
+    assert [classify(q).literal for q in ('"--client_id"', "$scope.$apply", "Pipeline.AddRetry AddRetry")] \
+        == ["--client_id", "$scope.$apply", ""]  # the sigil of a name is kept; several tokens hold no literal
+    paths = ("/etc/nginx/conf.d/dashboard.conf", "/api/platform/v1/instances", "kubernetes.io/h2c", "./run.sh",
+             "src/main.py")
+    assert [(classify(q).as_dict(), classify(q).literal) for q in paths] == [
+        ({"shape": "identifier", "kinds": ["file_path"], "identifiers": [q], "pasted": True}, q) for q in paths]
+    assert [classify(q).shape for q in ("and/or", "TCP/UDP", "read/write", "I/O", "24/7", "2024/01/02")] \
+        == ["text"] * 6
 
 
 def test_a_flag_is_found_under_its_other_spellings(api_kb, tmp_path: Path) -> None:
@@ -173,3 +184,32 @@ def test_a_compound_identifier_is_searched_as_its_pieces_in_order(engine, kb: Pa
     assert answer["query"]["terms"] == ["usage report enforce initial report"]
     split = search(engine, "built-in GET/POST")["query"]["terms"]  # two pieces, or a slash: separate words
     assert split == ["built", "get", "post"]
+
+
+def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engine, kb: Path) -> None:
+    """Short pages that only share an identifier's words (client id, logout redirect) win the blend on both
+    retrievers, and the lexical leader is kept on top for identifier queries; still, every page that holds
+    the pasted name comes first, here a long setup page that holds each name once."""
+    filler = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
+    write(kb, "guides/clients.md", "# Client id\n\n## The client id\n\nThe client id names the OAuth client.\n")
+    write(kb, "guides/logout.md", "# Logout redirect\n\n## OIDC logout redirect\n\nAfter OIDC logout, the logout "
+                                  "redirect sends users back.\n")
+    write(kb, "guides/dash.md", "# Dashboard conf\n\n## Dashboard conf\n\nThe dashboard conf holds its settings.\n")
+    write(kb, "reference/setup.md", f"# Setup notes\n\n## Notes\n\n{filler}\n\n```shell\n./configure.sh --client_id abc"
+                                    f"\n```\n\n{filler}\n\n```nginx\nreturn 302 $oidc_logout_redirect;\n```\n")
+    write(kb, "reference/dashboard.md", f"# More notes\n\n{filler}\n\nPut it in /etc/nginx/conf.d/dashboard.conf."
+                                        f"\n\n{filler}\n")
+    engine.workspace_add("kb", str(kb))
+    assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+    for query, holder, sharer in (("--client_id", "reference/setup.md", "guides/clients.md"),
+                                  ("$oidc_logout_redirect", "reference/setup.md", "guides/logout.md"),
+                                  ("/etc/nginx/conf.d/dashboard.conf", "reference/dashboard.md", "guides/dash.md")):
+        answer = search(engine, query)
+        assert answer["mode_used"] == "hybrid" and answer["query_shape"]["pasted"], query
+        assert answer["query"]["holding_pasted"] >= 1, query
+        found = [h["path"] for h in answer["hits"]]
+        assert found[0] == holder and sharer in found, (query, found)
+        for alone in ("lexical", "semantic"):  # hybrid only: a retriever alone keeps its own order
+            assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
+    typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence the rule does not apply
+    assert not typed["query_shape"]["pasted"] and "holding_pasted" not in typed["query"]

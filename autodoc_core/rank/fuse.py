@@ -1,5 +1,6 @@
 """Fusion: the linear blend (default) or Reciprocal Rank Fusion over whichever retrievers ran, then tag
-and authority boosts, and each retriever's leader kept among the first hits.
+and authority boosts, each retriever's leader kept among the first hits, and for a pasted identifier the
+hits that hold it first.
 
 ``relevance`` is 0..1: the blend's chunk share, or for RRF the fused score over the best possible one
 (rank 1 in every active retriever), so 1.0 means "first everywhere".
@@ -196,6 +197,14 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: di
         else:
             tail.append(entry)
     return head + tail
+
+
+def holders_first(fused: list[Fused], holding: set[int]) -> list[Fused]:
+    """The chunks that hold a pasted identifier before the rest, each part in its fused order: whoever pastes
+    ``$oidc_logout_redirect`` or ``/etc/nginx/conf.d/dashboard.conf`` wants the pages that carry it, and a
+    lexical or semantic leader that only shares its pieces (``client`` and ``id`` for ``--client_id``) is a
+    guess. No holder among the candidates: the fused order stands."""
+    return sorted(fused, key=lambda entry: entry.chunk_id not in holding)  # stable: each part keeps its order
 
 
 def embedding_agrees(chunk_id: int, fused: list[Fused], cosines: dict[int, float], agreement: float | None) -> bool:

@@ -106,6 +106,7 @@ class QueryShape:
     kinds: list[str] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
     pasted: bool = False  # the query is its identifiers and nothing else: no words around them
+    literal: str = ""  # a pasted query as written, without its quotes or a variable's $: what a page must hold
 
     def as_dict(self) -> dict:
         return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted}
@@ -117,6 +118,10 @@ _LONE_FLAG = re.compile(r"-{1,2}[A-Za-z][\w.-]*")  # one dash or two: -nap-v5-ag
 _PIECES = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+")  # listen-client-http-urls
 _ACRONYM_WORD = re.compile(r"[A-Z]{2,}(?!s$)[a-z][A-Za-z0-9]*")  # CSIVolumeFSGroupPolicy, SELinux; not APIs
 _LETTERS_DIGITS = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")  # x509, http2
+# A file path, API path or prefixed key: /etc/nginx/conf.d/x.conf, /api/v1/instances, kubernetes.io/h2c. Plain
+# word pairs (and/or, TCP/UDP) are not: a path starts with / ~ or . or holds a dot, dash, underscore or digit
+# somewhere, and a letter (24/7 and 2024/01/02 are numbers).
+_FILE_PATH = re.compile(r"(?=.*[A-Za-z])(?=[/~.]|.*[._\d-])[\w.~@-]*(?:/[\w.~@*-]+)+/?")
 _WRAPPERS = "`'\"“”‘’()[]{}<>"
 
 
@@ -145,7 +150,9 @@ def classify(query: str) -> QueryShape:
         if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
             pairs.append((bare, "code_span"))
     lone = _bare(query.strip())
-    if not pairs and " " not in query.strip() and _lone_identifier(lone):
+    if " " not in query.strip() and _FILE_PATH.fullmatch(lone):
+        pairs.append((lone, "file_path"))
+    elif not pairs and " " not in query.strip() and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
     if not pairs:
         return QueryShape("text")
@@ -153,8 +160,18 @@ def classify(query: str) -> QueryShape:
     # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
-    pasted = all(_bare(word) in found for word in query.split() if _bare(word))
-    return QueryShape("identifier", kinds, tokens, pasted)
+    # A variable's sigil is pasted with it ($request_id) but is not part of the name.
+    pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found for word in query.split() if _bare(word))
+    return QueryShape("identifier", kinds, tokens, pasted, _literal(query, found) if pasted else "")
+
+
+def _literal(query: str, found: list[str]) -> str:
+    """What a page must hold for a pasted query of one token: the token as written, without the sigil of a
+    variable ($request_id) unless the sigil is part of the name ($scope.$apply). Several tokens: none."""
+    bare = _bare(query.strip())
+    if " " in bare:
+        return ""
+    return bare if bare in found else bare.lstrip("$")
 
 
 def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
@@ -207,6 +224,12 @@ def _folded_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tupl
     return {chunk_id: (breadcrumb.casefold(), body.casefold()) for chunk_id, breadcrumb, body in rows}
 
 
+def holding(conn: apsw.Connection, literal: str, chunk_ids: list[int]) -> set[int]:
+    """The chunks among ``chunk_ids`` whose heading or text holds ``literal`` (case-folded, not inside a
+    longer word): for a pasted identifier, the pages that really carry it."""
+    return set(_holding(literal, _folded_texts(conn, chunk_ids)))
+
+
 def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
     """The chunks of ``texts`` (the lexical retriever's, already filtered) whose heading or text holds the
     token, case-folded and not inside a longer word (x509 is not in x5090)."""
@@ -215,7 +238,9 @@ def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
     folded = token.casefold()
     pattern = re.compile(("(?<!\\w)" if _is_word(folded[0]) else "") + re.escape(folded)
                          + ("(?!\\w)" if _is_word(folded[-1]) else ""))
-    return [chunk_id for chunk_id, (heading, body) in texts.items() if pattern.search(heading) or pattern.search(body)]
+    # A plain substring test first: most candidates lack the token, and it is far cheaper than the pattern.
+    return [chunk_id for chunk_id, (heading, body) in texts.items()
+            if (folded in heading and pattern.search(heading)) or (folded in body and pattern.search(body))]
 
 
 def _is_word(character: str) -> bool:
