@@ -7,14 +7,11 @@ supersession); those records are cached as JSON and every fusion is then replaye
 product's own boosts, leaders kept on top (``keep_leaders``), per-document cap and superseded demotion.
 Ranking is by document (a document's best chunk), as in ``tests/bench/retrieval.py``.
 
-Fusions are ranked on the tuning sets only: techdocs-dev, SciFact tuning half (claims at even 0-based line
-positions of scifact-train.jsonl), keps-dev, and, since the second round, techdocs-validation and
-keps-validation (the first round's reporting sets, seen since), since the third techdocs-heldout and
-keps-heldout (the second round's), and after the third techdocs-heldout2, keps-heldout2, techdocs-heldout3 and
-keps-heldout3 (the third round's gates), and after the fourth techdocs-heldout4 and keps-heldout4 (its gates). The
-reporting sets (SciFact odd half, which gated the second and third rounds' candidates, and the held-out
-techdocs-heldout5 to -heldout7 and keps-heldout5 to -heldout7, written before any run and used for nothing
-else) show the engine's answers and take no part in the ranking; ``--tuning-only`` leaves them out.
+Fusions are ranked on the tuning sets only (``query_sets`` gives each set's role and why). Each round added
+the sets that gated it to the tuning sets and had new held-out sets written, before any run, for the next. The
+reporting sets (the SciFact odd half, which gated the second and third rounds' candidates, and the held-out
+sets not used for any decision) show the engine's answers and take no part in the ranking; ``--tuning-only``
+leaves them out.
 
     python -m tests.bench.fusion --shared ../shared --db /work/benchdb/bench.db [--tuning-only] [--out FILE]
 
@@ -58,6 +55,7 @@ BEFORE_AUTO = 'fuse.linear with w=0.4 in every workspace (the default before fus
 BEFORE_LEADER_CHECK = "the product with every lexical leader kept on top (before the leader check)"
 ONE_WORD_CHECKED = "the product with one-word queries' lexical leader checked too (before the fifth round)"
 SEMANTIC_LEADER_PASTED = "the product with the semantic leader kept on top for pasted identifiers too"
+HOLDERS_NOT_FIRST = "the product without a pasted identifier's holders first (before the sixth round)"
 NEVER = math.inf  # a lexical-leader threshold no cosine share reaches
 AGREEMENTS = (None, 0.2, 0.3, 0.4, 0.5, 0.6, NEVER)
 
@@ -118,10 +116,12 @@ def query_sets(shared: Path) -> list[QuerySet]:
         # Identifier-only held-out sets; they gated the pasted-identifier leader rule, so they are tuning sets.
         QuerySet("techdocs-identifiers", "techdocs", local / "techdocs-identifiers.jsonl", "all", True),
         QuerySet("keps-identifiers", "keps", local / "keps-identifiers.jsonl", "all", True),
-        # Written for this round before any run: held out.
-        QuerySet("techdocs-heldout11", "techdocs", local / "techdocs-heldout11.jsonl", "all", False),
-        QuerySet("keps-heldout11", "keps", local / "keps-heldout11.jsonl", "all", False),
-        QuerySet("techdocs-identifiers2", "techdocs", local / "techdocs-identifiers2.jsonl", "all", False),
+        # Written before any run; they gated the sixth round's holders-first rule (adopted), so tuning sets since.
+        QuerySet("techdocs-heldout11", "techdocs", local / "techdocs-heldout11.jsonl", "all", True),
+        QuerySet("keps-heldout11", "keps", local / "keps-heldout11.jsonl", "all", True),
+        QuerySet("techdocs-identifiers2", "techdocs", local / "techdocs-identifiers2.jsonl", "all", True),
+        # Written before any run, for reporting the sixth round's identifier figures.
+        QuerySet("techdocs-identifiers3", "techdocs", local / "techdocs-identifiers3.jsonl", "all", False),
     ]
 
 
@@ -166,6 +166,8 @@ class FuseRecorder:
             "terms": len(query.terms),
             "one_word": pipeline.one_word(query),
             "pasted": run.shape.pasted,
+            "holding": _sorted_or_none(pipeline.pasted_holders(run, rankings, [
+                c for c in union if c in rows and (options.abstract_chunk or rows[c].kind != "abstract")])),
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
@@ -174,6 +176,10 @@ class FuseRecorder:
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
         return self.original(run, rankings, lexical_scores, cosines)
+
+
+def _sorted_or_none(chunk_ids: set[int] | None) -> list[int] | None:
+    return None if chunk_ids is None else sorted(chunk_ids)
 
 
 DEEP_LEXICAL = 3000
@@ -242,6 +248,7 @@ class Inputs:
     terms: int = 0  # the query's terms (lexical.MAX_AND_TERMS decides whether an AND ran)
     one_word: bool = False  # the query as typed is one word (keep_leaders does not check its lexical leader)
     pasted: bool = False  # the query is its identifiers alone (keep_leaders: no semantic leader over symbol hits)
+    holding: set[int] | None = None  # the candidates holding a pasted identifier (fuse.holders_first)
     deep: dict[int, float] | None = None  # lexical shares from a DEEP_LEXICAL-long list, for every candidate
     weight: float = 0.4  # the lexical weight the pipeline used (fusion_weight, "auto" resolved)
 
@@ -259,6 +266,7 @@ def inputs_of(record: dict) -> Inputs:
         terms=raw.get("terms", len(raw["words"])),
         one_word=raw.get("one_word", False),
         pasted=raw.get("pasted", False),
+        holding=set(raw["holding"]) if raw.get("holding") is not None else None,
         deep={int(c): v for c, v in raw["deep_shares"].items()} if raw.get("deep_shares") is not None else None,
         weight=raw["weight"] if raw.get("weight") is not None else 0.4,
     )
@@ -281,6 +289,8 @@ def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
                               inputs.cosines, checked.leader_agreement,
                               one_word=inputs.one_word and checked.one_word_exempt,
                               pasted=inputs.pasted and checked.pasted_rule)
+    if inputs.holding is not None and checked.holders_first:
+        fused = fuse.holders_first(fused, inputs.holding)
     shown = []
     for f in fused:
         doc_id, path, _tags, _inbound, successor_id, status, kind = rows[f.chunk_id]
@@ -347,13 +357,14 @@ def rrf(k: float) -> FusionFn:
 class LeaderCheck:
     """``fusion`` replayed with ``keep_leaders``'s lexical-leader check at ``leader_agreement`` (None: every
     lexical leader kept on top, as before the check and as under RRF, which has no cosines to check with),
-    one-word queries exempt unless ``one_word_exempt`` is False, and for a pasted identifier no semantic leader
-    over symbol hits unless ``pasted_rule`` is False."""
+    one-word queries exempt unless ``one_word_exempt`` is False, for a pasted identifier no semantic leader
+    over symbol hits unless ``pasted_rule`` is False, and its holders first unless ``holders_first`` is False."""
 
     fusion: FusionFn
     leader_agreement: float | None
     one_word_exempt: bool = True
     pasted_rule: bool = True
+    holders_first: bool = True
 
     def __call__(self, inputs: Inputs) -> list[fuse.Fused]:
         return self.fusion(inputs)
@@ -686,6 +697,7 @@ def candidates() -> dict[str, FusionFn]:
     tried[BEFORE_LEADER_CHECK] = LeaderCheck(product(), None)
     tried[ONE_WORD_CHECKED] = LeaderCheck(product(), fuse.LEADER_AGREEMENT, one_word_exempt=False)
     tried[SEMANTIC_LEADER_PASTED] = LeaderCheck(product(), fuse.LEADER_AGREEMENT, pasted_rule=False)
+    tried[HOLDERS_NOT_FIRST] = LeaderCheck(product(), fuse.LEADER_AGREEMENT, holders_first=False)
     for k in (5, 10, 20, 30, 60, 100):
         tried[f"RRF k={k}"] = rrf(k)
     for w in (0.3, 0.4, 0.5, 0.6):
@@ -859,7 +871,7 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
              "nDCG@10 (a document ranks by its best chunk). Lexical, semantic and hybrid are the engine's own "
              "answers (`search.query` with those stages, facet queries filtered by their facets); the other "
              "fusions are replayed on the same captured candidates through the same boosts, leaders kept on top, "
-             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only (five "
+             "per-document cap and superseded demotion. Parameters were chosen on the tuning sets only (six "
              "rounds: each added the last round's reporting sets to the tuning sets and new held-out sets, "
              "written before any run, to the reporting ones).", ""]
     if missing:
@@ -999,7 +1011,8 @@ def rounds(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str
     or better on techdocs-heldout4 and keps-heldout4 and was adopted. The fifth round changed the symbol
     retriever (the candidates themselves, so it is measured by capturing before and after, not replayed),
     exempted one-word queries from the leader check (the "one word checked" column) and stopped pinning the
-    semantic leader above a pasted identifier's symbol hits (SEMANTIC_LEADER_PASTED among the fusions tried)."""
+    semantic leader above a pasted identifier's symbol hits (SEMANTIC_LEADER_PASTED among the fusions tried).
+    The sixth put the candidates that hold a pasted identifier first (the "holders not first" column)."""
     lines = ["## Rounds: each round's candidate against the product", "",
              f"Second round: {SECOND_ROUND} (gated on techdocs-heldout, keps-heldout and the SciFact odd half). "
              f"Third round: {THIRD_ROUND} (w=0.4 as the product had then, chosen before its gate on "
@@ -1015,17 +1028,22 @@ def rounds(sets: list[QuerySet], records: dict[str, list[dict]], tried: dict[str
              "keep their lexical leader unchecked (one tuning query changes; none on the ninth held-out sets); "
              "and a pasted identifier the symbol retriever matched pins no semantic leader, gated on "
              "techdocs-identifiers and keps-identifiers (the \"semantic leader kept\" fusion in the tables). "
+             "Sixth round: for a pasted identifier (now also a $variable, a file or API path, a prefixed key), the "
+             "candidates whose text holds it come first; chosen against two other definitions of holding on the "
+             "tuning sets, gated on techdocs-identifiers2, techdocs-heldout11 and keps-heldout11 (level or "
+             "better on each, no query worse), adopted (the \"holders not first\" column). "
              "A held-out check gates a change; it does not pick among candidates. The other columns "
              "replay each candidate with today's shaping (the leader check included). Roles below are today's.", "",
-             "| set | role | product R@3 | product nDCG@10 | one word checked R@3 | one word checked nDCG@10 | "
+             "| set | role | product R@3 | product nDCG@10 | holders not first R@3 | holders not first nDCG@10 | "
+             "one word checked R@3 | one word checked nDCG@10 | "
              "every leader R@3 | every leader nDCG@10 | w=0.4 R@3 | w=0.4 nDCG@10 | " +
              " | ".join(f"{name} round R@3 | {name} round nDCG@10" for name in ROUNDS) + " |",
-             "|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(ROUNDS)]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|" + "---|---|" * len(ROUNDS)]
     for qset in sets:
         recs = records[qset.name]
         base = baselines(recs)["hybrid"]["all"]
         cells = []
-        for label in [ONE_WORD_CHECKED, BEFORE_LEADER_CHECK, BEFORE_AUTO, *ROUNDS.values()]:
+        for label in [HOLDERS_NOT_FIRST, ONE_WORD_CHECKED, BEFORE_LEADER_CHECK, BEFORE_AUTO, *ROUNDS.values()]:
             mine = by_kind([replay(r, tried[label]) for r in recs], recs)["all"]
             cells += [f"{mine['r3']:.3f}", f"{mine['ndcg10']:.3f}"]
         role = "tuning" if qset.tuning else "reporting"
