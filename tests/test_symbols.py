@@ -85,7 +85,8 @@ def test_identifier_finds_its_definition_first(api_kb, query, page, kind) -> Non
 
 def test_text_queries_do_not_run_the_symbol_retriever(api_kb) -> None:
     answer = search(api_kb, "reclaim the batch and reserve the vector")
-    assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": [], "pasted": False}
+    assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": [], "pasted": False,
+                                     "literal": ""}
     assert "symbol" not in answer["stages"]["performed"]
     assert all("symbol" not in h["via"] for h in answer["hits"])
 
@@ -118,7 +119,8 @@ def test_extraction_and_shapes() -> None:
     assert classify("plain words only").shape == "text"
     assert classify("a built-in retry with IPv6 and x509").shape == "text"  # inside prose these are words
     assert classify("`oidc-config-map`").as_dict() == {"shape": "identifier", "kinds": ["code_span"],
-                                                        "identifiers": ["oidc-config-map"], "pasted": True}
+                                                        "identifiers": ["oidc-config-map"], "pasted": True,
+                                                        "literal": "oidc-config-map"}
     assert not classify("why does reclaimBatch stall").pasted
     assert [classify(q).kinds for q in ("listen-client-http-urls", "CSIVolumeFSGroupPolicy", "http2", "kubernetes")] \
         == [["lone_token"], ["lone_token"], ["lone_token"], []]
@@ -133,8 +135,9 @@ def test_extraction_and_shapes() -> None:
         == ["--client_id", "$scope.$apply", ""]  # the sigil of a name is kept; several tokens hold no literal
     paths = ("/etc/nginx/conf.d/dashboard.conf", "/api/platform/v1/instances", "kubernetes.io/h2c", "./run.sh",
              "src/main.py")
-    assert [(classify(q).as_dict(), classify(q).literal) for q in paths] == [
-        ({"shape": "identifier", "kinds": ["file_path"], "identifiers": [q], "pasted": True}, q) for q in paths]
+    assert [classify(q).as_dict() for q in paths] == [
+        {"shape": "identifier", "kinds": ["file_path"], "identifiers": [q], "pasted": True, "literal": q}
+        for q in paths]
     assert [classify(q).shape for q in ("and/or", "TCP/UDP", "read/write", "I/O", "24/7", "2024/01/02")] \
         == ["text"] * 6
 
@@ -206,7 +209,7 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engin
                                   ("/etc/nginx/conf.d/dashboard.conf", "reference/dashboard.md", "guides/dash.md")):
         answer = search(engine, query)
         assert answer["mode_used"] == "hybrid" and answer["query_shape"]["pasted"], query
-        assert answer["query"]["holding_pasted"] >= 1, query
+        assert answer["query"]["holding_pasted"] >= 1 and answer["query_shape"]["literal"] == query.lstrip("$")
         found = [h["path"] for h in answer["hits"]]
         assert found[0] == holder and sharer in found, (query, found)
         for alone in ("lexical", "semantic"):  # hybrid only: a retriever alone keeps its own order

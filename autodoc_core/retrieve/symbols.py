@@ -109,7 +109,8 @@ class QueryShape:
     literal: str = ""  # a pasted query as written, without its quotes or a variable's $: what a page must hold
 
     def as_dict(self) -> dict:
-        return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted}
+        return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted,
+                "literal": self.literal}
 
 
 # A query that is a single token is pasted from somewhere more often than typed: then more forms count as
