@@ -85,6 +85,7 @@ class SearchRun:
     report: StageReport
     timer: Timer
     shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
+    folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
@@ -164,7 +165,7 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies) -> tuple[
 
 def _symbols(run: SearchRun, tokens: list[str], lexical: list[int]) -> list[int]:
     found = symbols.search(run.conn, run.ws.id, tokens, run.filters.sql(), tuple(run.filters.params),
-                           max(symbols.CANDIDATES, run.options.limit), lexical)
+                           max(symbols.CANDIDATES, run.options.limit), lexical, run.folded)
     run.report.performed.append("symbol")
     run.timer.lap("symbol")
     return found
@@ -242,9 +243,9 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
 def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
     """The candidates whose text holds a pasted identifier (``fuse.holders_first``), when both retrievers
     took part; None where the rule does not apply (a retriever alone keeps its own order)."""
-    if not (run.shape.pasted and len(run.shape.literal) >= 3 and "lexical" in rankings and "semantic" in rankings):
+    if not (run.shape.literal and "lexical" in rankings and "semantic" in rankings):
         return None
-    return symbols.holding(run.conn, run.shape.literal, chunk_ids)
+    return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
 
 
 def one_word(query: ParsedQuery) -> bool:

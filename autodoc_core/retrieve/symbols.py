@@ -19,6 +19,7 @@ import apsw
 WEIGHT_HEADING, WEIGHT_CODE_SPAN, WEIGHT_FENCE, WEIGHT_PROSE = 4, 2, 2, 1
 CANDIDATES = 50
 MIN_HEX = 7
+MIN_LITERAL = 3  # shorter tokens are looked for in the symbols table only, never in the text
 
 _FENCE = re.compile(r"^(?P<fence>```+|~~~+)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$|\Z)", re.S | re.M)
 _CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
@@ -106,7 +107,7 @@ class QueryShape:
     kinds: list[str] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
     pasted: bool = False  # the query is its identifiers and nothing else: no words around them
-    literal: str = ""  # a pasted query as written, without its quotes or a variable's $: what a page must hold
+    literal: str = ""  # a pasted token as written, without its quotes or a variable's $: what a page must hold
 
     def as_dict(self) -> dict:
         return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted,
@@ -163,16 +164,15 @@ def classify(query: str) -> QueryShape:
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
     # A variable's sigil is pasted with it ($request_id) but is not part of the name.
     pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found for word in query.split() if _bare(word))
-    return QueryShape("identifier", kinds, tokens, pasted, _literal(query, found) if pasted else "")
+    return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "")
 
 
-def _literal(query: str, found: list[str]) -> str:
+def _literal(lone: str, found: list[str]) -> str:
     """What a page must hold for a pasted query of one token: the token as written, without the sigil of a
-    variable ($request_id) unless the sigil is part of the name ($scope.$apply). Several tokens: none."""
-    bare = _bare(query.strip())
-    if " " in bare:
-        return ""
-    return bare if bare in found else bare.lstrip("$")
+    variable ($request_id) unless the sigil is part of the name ($scope.$apply). Several tokens, or one too
+    short to look for in text: none."""
+    literal = lone if lone in found else lone.lstrip("$")
+    return "" if " " in lone or len(literal) < MIN_LITERAL else literal
 
 
 def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
@@ -193,11 +193,13 @@ LITERAL_SCORE = 1.0
 
 
 def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: str = "",
-           params: tuple = (), limit: int = CANDIDATES, lexical: list[int] | None = None) -> list[int]:
+           params: tuple = (), limit: int = CANDIDATES, lexical: list[int] | None = None,
+           folded: dict[int, tuple[str, str]] | None = None) -> list[int]:
     """Chunks whose symbols match the query's identifiers, then the ``lexical`` candidates whose text holds
-    one literally (case-folded); best first, ties in the lexical order."""
+    one literally (case-folded); best first, ties in the lexical order. ``folded``: the search's texts read
+    so far (see ``holding``)."""
     scores: dict[int, float] = {}
-    texts = _folded_texts(conn, lexical or [])
+    texts = _folded_texts(conn, lexical or [], folded)
     for token in tokens:
         best: dict[int, float] = {}
         for tier, sql, args in _lookups(token):
@@ -215,26 +217,31 @@ def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: st
     return sorted(scores, key=lambda c: (-scores[c], order.get(c, len(order)), c))[:limit]
 
 
-def _folded_texts(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, str]]:
+def _folded_texts(conn: apsw.Connection, chunk_ids: list[int],
+                  folded: dict[int, tuple[str, str]] | None = None) -> dict[int, tuple[str, str]]:
     """Each chunk's heading and text, case-folded in Python (SQLite's lower() folds ASCII only); read once
-    for all of a query's identifiers."""
-    if not chunk_ids:
-        return {}
-    marks = ",".join("?" * len(chunk_ids))
-    rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
-    return {chunk_id: (breadcrumb.casefold(), body.casefold()) for chunk_id, breadcrumb, body in rows}
+    for all of a query's identifiers. Chunks already in ``folded`` are not read again; those read are added."""
+    folded = {} if folded is None else folded
+    missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in folded]
+    if missing:
+        marks = ",".join("?" * len(missing))
+        rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(missing))
+        folded.update({chunk_id: (breadcrumb.casefold(), body.casefold()) for chunk_id, breadcrumb, body in rows})
+    return {chunk_id: folded[chunk_id] for chunk_id in chunk_ids if chunk_id in folded}
 
 
-def holding(conn: apsw.Connection, literal: str, chunk_ids: list[int]) -> set[int]:
+def holding(conn: apsw.Connection, literal: str, chunk_ids: list[int],
+            folded: dict[int, tuple[str, str]] | None = None) -> set[int]:
     """The chunks among ``chunk_ids`` whose heading or text holds ``literal`` (case-folded, not inside a
-    longer word): for a pasted identifier, the pages that really carry it."""
-    return set(_holding(literal, _folded_texts(conn, chunk_ids)))
+    longer word): for a pasted identifier, the pages that really carry it. ``folded`` as for ``search``: the
+    symbol retriever has already read the lexical candidates' texts."""
+    return set(_holding(literal, _folded_texts(conn, chunk_ids, folded)))
 
 
 def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
     """The chunks of ``texts`` (the lexical retriever's, already filtered) whose heading or text holds the
     token, case-folded and not inside a longer word (x509 is not in x5090)."""
-    if not texts or len(token) < 3:
+    if not texts or len(token) < MIN_LITERAL:
         return []
     folded = token.casefold()
     pattern = re.compile(("(?<!\\w)" if _is_word(folded[0]) else "") + re.escape(folded)

@@ -21,6 +21,7 @@ Without ``--db`` it indexes and embeds the three corpora into a temporary databa
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -166,7 +167,8 @@ class FuseRecorder:
             "terms": len(query.terms),
             "one_word": pipeline.one_word(query),
             "pasted": run.shape.pasted,
-            "holding": _sorted_or_none(pipeline.pasted_holders(run, rankings, [
+            # On a copy of the run: the texts it reads must not spare the engine's own call the reading.
+            "holding": _sorted_or_none(pipeline.pasted_holders(dataclasses.replace(run, folded={}), rankings, [
                 c for c in union if c in rows and (options.abstract_chunk or rows[c].kind != "abstract")])),
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
