@@ -241,11 +241,18 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
 
 
 def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
-    """The candidates whose text holds a pasted identifier (``fuse.holders_first``), when both retrievers
-    took part; None where the rule does not apply (a retriever alone keeps its own order)."""
-    if not (run.shape.literal and "lexical" in rankings and "semantic" in rankings):
+    """The candidates whose text holds what was pasted (``fuse.holders_first``): an identifier alone, or a
+    query of several words word for word (an error or log line), when both retrievers took part; None where
+    the rule does not apply (a retriever alone keeps its own order). For a phrase only the first lexical
+    candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk holding the line holds all of its words."""
+    if not ("lexical" in rankings and "semantic" in rankings):
         return None
-    return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
+    if run.shape.literal:
+        return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
+    if run.shape.phrase:
+        first = set(rankings["lexical"][: symbols.PHRASE_CANDIDATES])
+        return symbols.holding_phrase(run.conn, run.shape.phrase, [c for c in chunk_ids if c in first], run.folded)
+    return None
 
 
 def one_word(query: ParsedQuery) -> bool:

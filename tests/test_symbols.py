@@ -86,7 +86,7 @@ def test_identifier_finds_its_definition_first(api_kb, query, page, kind) -> Non
 def test_text_queries_do_not_run_the_symbol_retriever(api_kb) -> None:
     answer = search(api_kb, "reclaim the batch and reserve the vector")
     assert answer["query_shape"] == {"shape": "text", "kinds": [], "identifiers": [], "pasted": False,
-                                     "literal": ""}
+                                     "literal": "", "phrase": "reclaim the batch and reserve the vector"}
     assert "symbol" not in answer["stages"]["performed"]
     assert all("symbol" not in h["via"] for h in answer["hits"])
 
@@ -120,7 +120,7 @@ def test_extraction_and_shapes() -> None:
     assert classify("a built-in retry with IPv6 and x509").shape == "text"  # inside prose these are words
     assert classify("`oidc-config-map`").as_dict() == {"shape": "identifier", "kinds": ["code_span"],
                                                         "identifiers": ["oidc-config-map"], "pasted": True,
-                                                        "literal": "oidc-config-map"}
+                                                        "literal": "oidc-config-map", "phrase": ""}
     assert not classify("why does reclaimBatch stall").pasted
     assert [classify(q).kinds for q in ("listen-client-http-urls", "CSIVolumeFSGroupPolicy", "http2", "kubernetes")] \
         == [["lone_token"], ["lone_token"], ["lone_token"], []]
@@ -136,7 +136,8 @@ def test_extraction_and_shapes() -> None:
     paths = ("/etc/nginx/conf.d/dashboard.conf", "/api/platform/v1/instances", "kubernetes.io/h2c", "./run.sh",
              "src/main.py")
     assert [classify(q).as_dict() for q in paths] == [
-        {"shape": "identifier", "kinds": ["file_path"], "identifiers": [q], "pasted": True, "literal": q}
+        {"shape": "identifier", "kinds": ["file_path"], "identifiers": [q], "pasted": True, "literal": q,
+         "phrase": ""}
         for q in paths]
     assert [classify(q).shape for q in ("and/or", "TCP/UDP", "read/write", "I/O", "24/7", "2024/01/02")] \
         == ["text"] * 6
@@ -214,5 +215,30 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engin
         assert found[0] == holder and sharer in found, (query, found)
         for alone in ("lexical", "semantic"):  # hybrid only: a retriever alone keeps its own order
             assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
-    typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence the rule does not apply
-    assert not typed["query_shape"]["pasted"] and "holding_pasted" not in typed["query"]
+    typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence it is no pasted identifier
+    assert not typed["query_shape"]["pasted"] and typed["query"]["holding_pasted"] == 0  # nor a pasted line
+
+
+def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb: Path) -> None:
+    """An error message pasted as it was logged: short pages about its words win both retrievers, yet the long
+    page that holds the line word for word (across a line break and inline code) comes first. Fewer than four
+    words, or a retriever alone, and the order stands."""
+    filler = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
+    write(kb, "guides/headers.md", "# Upstream headers\n\n## Big response headers\n\nWhen an upstream sends a "
+                                   "big header, reading the response header takes longer.\n")
+    write(kb, "guides/buffers.md", "# Header buffers\n\n## Reading response headers\n\nThe upstream header "
+                                   "is too big for the buffer while reading the response.\n")
+    write(kb, "reference/errors.md", f"# Error log notes\n\n{filler}\n\nThe log says `upstream sent too big "
+                                     f"header`\nwhile reading response header from upstream.\n\n{filler}\n")
+    engine.workspace_add("kb", str(kb))
+    assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+    query = '"Upstream sent too big header while reading response header."'
+    answer = search(engine, query)
+    assert answer["mode_used"] == "hybrid" and not answer["query_shape"]["pasted"]
+    assert answer["query_shape"]["phrase"] == "upstream sent too big header while reading response header"
+    assert answer["query"]["holding_pasted"] == 1
+    assert [h["path"] for h in answer["hits"]][0] == "reference/errors.md"
+    for alone in ("lexical", "semantic"):
+        assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
+    short = search(engine, "big response header")
+    assert short["query_shape"]["phrase"] == "" and "holding_pasted" not in short["query"]

@@ -20,6 +20,12 @@ WEIGHT_HEADING, WEIGHT_CODE_SPAN, WEIGHT_FENCE, WEIGHT_PROSE = 4, 2, 2, 1
 CANDIDATES = 50
 MIN_HEX = 7
 MIN_LITERAL = 3  # shorter tokens are looked for in the symbols table only, never in the text
+# A query of this many words or more may be a line pasted from somewhere (an error or log message): the pages
+# holding it word for word come first in hybrid search. Chosen on the tuning sets (doc/benchmarks/fusion.md).
+PHRASE_MIN_WORDS = 4
+# A chunk that holds every word of the line in order is among the first lexical hits: only these are read (on
+# 1,723 captured queries of four or more words, reading 50 instead changes no answer's first ten hits).
+PHRASE_CANDIDATES = 10
 
 _FENCE = re.compile(r"^(?P<fence>```+|~~~+)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$|\Z)", re.S | re.M)
 _CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
@@ -108,10 +114,11 @@ class QueryShape:
     tokens: list[str] = field(default_factory=list)
     pasted: bool = False  # the query is its identifiers and nothing else: no words around them
     literal: str = ""  # a pasted token as written, without its quotes or a variable's $: what a page must hold
+    phrase: str = ""  # a query of PHRASE_MIN_WORDS+ words as a page would hold it if pasted from one (pasted_phrase)
 
     def as_dict(self) -> dict:
         return {"shape": self.shape, "kinds": self.kinds, "identifiers": self.tokens, "pasted": self.pasted,
-                "literal": self.literal}
+                "literal": self.literal, "phrase": self.phrase}
 
 
 # A query that is a single token is pasted from somewhere more often than typed: then more forms count as
@@ -156,15 +163,16 @@ def classify(query: str) -> QueryShape:
         pairs.append((lone, "file_path"))
     elif not pairs and " " not in query.strip() and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
+    phrase = pasted_phrase(query)
     if not pairs:
-        return QueryShape("text")
+        return QueryShape("text", phrase=phrase)
     found = list(dict.fromkeys(t.rstrip("()") for t, _ in pairs))
     # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
     # A variable's sigil is pasted with it ($request_id) but is not part of the name.
     pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found for word in query.split() if _bare(word))
-    return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "")
+    return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "", phrase)
 
 
 def _literal(lone: str, found: list[str]) -> str:
@@ -173,6 +181,23 @@ def _literal(lone: str, found: list[str]) -> str:
     short to look for in text: none."""
     literal = lone if lone in found else lone.lstrip("$")
     return "" if " " in lone or len(literal) < MIN_LITERAL else literal
+
+
+_MARKUP = str.maketrans("", "", "`*")
+_PHRASE_ENDS = "\"'“”‘’ .,:;!?"
+
+
+def pasted_phrase(query: str) -> str:
+    """The query as a page would hold it if it was pasted from one: case-folded, without Markdown's backticks
+    and asterisks, runs of white space as one space, outer quotes and end punctuation dropped. "" for a query
+    of fewer than ``PHRASE_MIN_WORDS`` words: short word runs ("watch bookmark events") name a subject that
+    many pages mention in passing."""
+    phrase = _one_line(query.casefold()).strip(_PHRASE_ENDS)
+    return phrase if len(phrase.split()) >= PHRASE_MIN_WORDS else ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.translate(_MARKUP).split())
 
 
 def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
@@ -236,6 +261,29 @@ def holding(conn: apsw.Connection, literal: str, chunk_ids: list[int],
     longer word): for a pasted identifier, the pages that really carry it. ``folded`` as for ``search``: the
     symbol retriever has already read the lexical candidates' texts."""
     return set(_holding(literal, _folded_texts(conn, chunk_ids, folded)))
+
+
+def holding_phrase(conn: apsw.Connection, phrase: str, chunk_ids: list[int],
+                   folded: dict[int, tuple[str, str]] | None = None) -> set[int]:
+    """The chunks among ``chunk_ids`` whose heading or text holds ``phrase`` (see ``pasted_phrase``) word for
+    word, across line breaks and inline markup (backticks, asterisks), not inside longer words."""
+    words = phrase.split(" ")
+    gap = r"[\s`*]+"
+    pattern = re.compile(gap.join(map(re.escape, words)) + ("(?!\\w)" if _is_word(phrase[-1]) else ""))
+    starts_a_word = _is_word(phrase[0])
+    return {chunk_id for chunk_id, texts in _folded_texts(conn, chunk_ids, folded).items()
+            if any(words[0] in text and _holds(pattern, text, starts_a_word) for text in texts)}
+
+
+def _holds(pattern: re.Pattern[str], text: str, starts_a_word: bool) -> bool:
+    # The word edge before the first word is checked here, not in the pattern: a pattern that opens with a
+    # plain word is searched for far faster than one that opens with a look-behind.
+    position = 0
+    while (match := pattern.search(text, position)) is not None:
+        if not starts_a_word or match.start() == 0 or not _is_word(text[match.start() - 1]):
+            return True
+        position = match.start() + 1
+    return False
 
 
 def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
