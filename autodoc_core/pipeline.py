@@ -109,7 +109,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     bm25: dict[int, float] = {}
     if "lexical" in options.stages:
         rankings["lexical"], bm25 = _lexical(run, frequencies)
-    run.shape = query_shape = symbols.classify(query.semantic_text)
+    run.shape = query_shape = symbols.classify(query.semantic_text, query.typed_text)
     if query_shape.shape == "identifier" and options.symbol:
         # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
         # is encoded by CDKN2A") the words around it rank them better.
@@ -242,16 +242,17 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
 
 def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
     """The candidates whose text holds what was pasted (``fuse.holders_first``): an identifier alone, or a
-    query of several words word for word (an error or log line), when both retrievers took part; None where
-    the rule does not apply (a retriever alone keeps its own order). For a phrase only the first lexical
-    candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk holding the line holds all of its words."""
+    query of ``symbols.PHRASE_MIN_WORDS`` or more words word for word (an error or log line), when both
+    retrievers took part; None where the rule does not apply (a retriever alone keeps its own order). For a
+    phrase only the first lexical candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk holding the
+    line holds all of its words."""
     if not ("lexical" in rankings and "semantic" in rankings):
         return None
     if run.shape.literal:
         return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
     if run.shape.phrase:
-        first = set(rankings["lexical"][: symbols.PHRASE_CANDIDATES])
-        return symbols.holding_phrase(run.conn, run.shape.phrase, [c for c in chunk_ids if c in first], run.folded)
+        first = rankings["lexical"][: symbols.PHRASE_CANDIDATES]
+        return symbols.holding_phrase(run.conn, run.shape.phrase, [c for c in first if c in chunk_ids], run.folded)
     return None
 
 

@@ -7,8 +7,10 @@ from pathlib import Path
 import apsw
 import pytest
 
+from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.retrieve import symbols
-from autodoc_core.retrieve.symbols import chunk_symbols, classify, lookup_keys
+from autodoc_core.retrieve.query import parse_query
+from autodoc_core.retrieve.symbols import chunk_symbols, classify, holding_phrase, lookup_keys, pasted_phrase
 from tests.conftest import search, write
 
 NOISE = ("Add a retry to the resilience pipeline. The pipeline adds retries; retry the pipeline. "
@@ -215,14 +217,43 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engin
         assert found[0] == holder and sharer in found, (query, found)
         for alone in ("lexical", "semantic"):  # hybrid only: a retriever alone keeps its own order
             assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
-    typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence it is no pasted identifier
-    assert not typed["query_shape"]["pasted"] and typed["query"]["holding_pasted"] == 0  # nor a pasted line
+    typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence the rule does not apply
+    assert not typed["query_shape"]["pasted"] and "holding_pasted" not in typed["query"]
+    assert typed["query_shape"]["phrase"] == ""  # two words that are not stopwords: no pasted line either
 
 
-def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb: Path) -> None:
-    """An error message pasted as it was logged: short pages about its words win both retrievers, yet the long
-    page that holds the line word for word (across a line break and inline code) comes first. Fewer than four
-    words, or a retriever alone, and the order stands."""
+def test_a_pasted_line_is_the_query_as_a_page_would_hold_it() -> None:
+    assert pasted_phrase('"Upstream sent too big header."') == "upstream sent too big header"
+    assert pasted_phrase("**Error**: `nginx -t` failed with status 1") == "error: nginx -t failed with status 1"
+    assert pasted_phrase(".NET runtime version not found") == ".net runtime version not found"
+    assert pasted_phrase("upstream sent too big head*") == "upstream sent too big head*"  # a prefix stays one
+    # Fewer than four words, fewer than three that are not stopwords, or no words at all: no line.
+    assert [pasted_phrase(q) for q in ("watch bookmark events", "what are the risks", "- - - - -", "")] == [""] * 4
+    # The characters between tokens as typed, facets cut out: a quoted path stays next to its comma.
+    parsed = parse_query('File "/app/main.py", line 12, in <module> tag:python', FacetSchema())
+    assert parsed.typed_text == 'File "/app/main.py", line 12, in <module>'
+    assert classify(parsed.semantic_text, parsed.typed_text).phrase == 'file "/app/main.py", line 12, in <module>'
+
+
+def test_holding_a_line_word_for_word() -> None:
+    """Across a line break and inline markup, not across a blank line, not inside a longer word; a final
+    ``*`` lets the last word go on. Texts come case-folded, as ``symbols`` reads them."""
+    folded = {1: ("", "the log says `upstream sent too big\nheader` while reading"),
+              2: ("", "reupstream sent too big header"), 3: ("", "upstream sent too big headers"),
+              4: ("", "xupstream sent too big header; then upstream sent too big header."),
+              5: ("upstream sent too **big** header", ""), 6: ("", "upstream sent too\n\nbig header"),
+              7: ("", "upstream sent too big")}
+    line = "upstream sent too big header"
+    assert holding_phrase(None, line, list(folded), folded) == {1, 4, 5}
+    assert holding_phrase(None, line[:-3] + "*", list(folded), folded) == {1, 3, 4, 5}
+    assert holding_phrase(None, "", list(folded), folded) == holding_phrase(None, line, [], folded) == set()
+
+
+def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb: Path, monkeypatch) -> None:
+    """An error message pasted as it was logged: the embedding ranks short pages about its words above the
+    long page that holds the line (across a line break and inline code), so the leader check does not keep
+    lexical's first hit, that page, on top; with the rule, the holder comes first, quoted or not. The control
+    raises the rule's word count out of reach: the same search then puts a short page first."""
     filler = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
     write(kb, "guides/headers.md", "# Upstream headers\n\n## Big response headers\n\nWhen an upstream sends a "
                                    "big header, reading the response header takes longer.\n")
@@ -232,13 +263,15 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb:
                                      f"header`\nwhile reading response header from upstream.\n\n{filler}\n")
     engine.workspace_add("kb", str(kb))
     assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
-    query = '"Upstream sent too big header while reading response header."'
-    answer = search(engine, query)
-    assert answer["mode_used"] == "hybrid" and not answer["query_shape"]["pasted"]
-    assert answer["query_shape"]["phrase"] == "upstream sent too big header while reading response header"
-    assert answer["query"]["holding_pasted"] == 1
-    assert [h["path"] for h in answer["hits"]][0] == "reference/errors.md"
-    for alone in ("lexical", "semantic"):
-        assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
-    short = search(engine, "big response header")
-    assert short["query_shape"]["phrase"] == "" and "holding_pasted" not in short["query"]
+    line = "Upstream sent too big header while reading response header."
+    for query in (f'"{line}"', line):
+        answer = search(engine, query)
+        assert answer["mode_used"] == "hybrid" and not answer["query_shape"]["pasted"]
+        assert answer["query_shape"]["phrase"] == "upstream sent too big header while reading response header"
+        assert answer["query"]["holding_pasted"] == 1
+        assert answer["hits"][0]["path"] == "reference/errors.md", query
+        for alone in ("lexical", "semantic"):
+            assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
+    monkeypatch.setattr(symbols, "PHRASE_MIN_WORDS", 99)
+    control = search(engine, line)
+    assert control["query_shape"]["phrase"] == "" and control["hits"][0]["path"] != "reference/errors.md"

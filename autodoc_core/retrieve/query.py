@@ -65,6 +65,7 @@ class ParsedQuery:
     dropped_stopwords: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     semantic_text: str = ""  # the query as typed, less its facet tokens: what gets embedded
+    typed_text: str = ""  # the same with the typed characters between tokens kept (a pasted line as pasted)
 
     @property
     def words(self) -> list[str]:
@@ -98,12 +99,16 @@ def fts_tokens(text: str) -> list[str]:
 def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     raw = raw[:MAX_QUERY_CHARS].replace("\x00", " ")
     query = ParsedQuery(raw)
-    tokens = _TOKEN.findall(raw)
+    matches = list(_TOKEN.finditer(raw))
+    tokens = [match.group(0) for match in matches]
     kept_tokens = []
+    typed, typed_from = [], 0
     for position, token in enumerate(tokens):
         facet = _facet(token, schema, query)
         if facet is not None:
             query.facets.append(facet)
+            typed.append(raw[typed_from : matches[position].start()])
+            typed_from = matches[position].end()
             continue
         kept_tokens.append(token)
         if token.startswith('"'):
@@ -127,6 +132,7 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     _drop_stopwords(query)
     query.terms = query.terms[:MAX_TERMS]
     query.semantic_text = " ".join(kept_tokens)
+    query.typed_text = "".join([*typed, raw[typed_from:]]).strip()
     return query
 
 

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import apsw
+
+from autodoc_core.retrieve.query import STOPWORDS, fts_tokens
 
 # Where a symbol occurs says how likely the chunk defines it.
 WEIGHT_HEADING, WEIGHT_CODE_SPAN, WEIGHT_FENCE, WEIGHT_PROSE = 4, 2, 2, 1
@@ -23,6 +26,10 @@ MIN_LITERAL = 3  # shorter tokens are looked for in the symbols table only, neve
 # A query of this many words or more may be a line pasted from somewhere (an error or log message): the pages
 # holding it word for word come first in hybrid search. Chosen on the tuning sets (doc/benchmarks/fusion.md).
 PHRASE_MIN_WORDS = 4
+# ...of which this many are not stopwords: "what are the risks" is a question that template text holds.
+PHRASE_MIN_CONTENT_WORDS = 3
+# A longer paste (a stack trace) is matched by its first words: the cost stays bounded.
+PHRASE_MAX_WORDS = 32
 # A chunk that holds every word of the line in order is among the first lexical hits: only these are read (on
 # 1,723 captured queries of four or more words, reading 50 instead changes no answer's first ten hits).
 PHRASE_CANDIDATES = 10
@@ -150,9 +157,10 @@ def _lone_identifier(token: str) -> bool:
     return bool(_ACRONYM_WORD.fullmatch(token) or _LETTERS_DIGITS.fullmatch(token))
 
 
-def classify(query: str) -> QueryShape:
+def classify(query: str, typed: str | None = None) -> QueryShape:
     """Identifier-shaped when the query holds a token of an identifier form (plain words never are), or is a
-    single token of a looser one (``_lone_identifier``)."""
+    single token of a looser one (``_lone_identifier``). ``typed``: the query with the characters between its
+    tokens as typed (``ParsedQuery.typed_text``), for the pasted phrase; by default the query itself."""
     pairs = [(t, k) for t, k in identifiers(query.strip().strip('"'))]
     for token in query.split():
         bare = token.strip("`'\",;")
@@ -163,7 +171,7 @@ def classify(query: str) -> QueryShape:
         pairs.append((lone, "file_path"))
     elif not pairs and " " not in query.strip() and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
-    phrase = pasted_phrase(query)
+    phrase = pasted_phrase(query if typed is None else typed)
     if not pairs:
         return QueryShape("text", phrase=phrase)
     found = list(dict.fromkeys(t.rstrip("()") for t, _ in pairs))
@@ -183,21 +191,28 @@ def _literal(lone: str, found: list[str]) -> str:
     return "" if " " in lone or len(literal) < MIN_LITERAL else literal
 
 
-_MARKUP = str.maketrans("", "", "`*")
-_PHRASE_ENDS = "\"'“”‘’ .,:;!?"
+_QUOTES = "\"'“”‘’"
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
-def pasted_phrase(query: str) -> str:
+def pasted_phrase(typed: str) -> str:
     """The query as a page would hold it if it was pasted from one: case-folded, without Markdown's backticks
-    and asterisks, runs of white space as one space, outer quotes and end punctuation dropped. "" for a query
-    of fewer than ``PHRASE_MIN_WORDS`` words: short word runs ("watch bookmark events") name a subject that
-    many pages mention in passing."""
-    phrase = _one_line(query.casefold()).strip(_PHRASE_ENDS)
-    return phrase if len(phrase.split()) >= PHRASE_MIN_WORDS else ""
+    and asterisks, runs of white space as one space, outer quotes and closing punctuation dropped; a final
+    ``*`` (the query language's prefix) kept. "" for fewer than ``PHRASE_MIN_WORDS`` words (tokens with a
+    letter or digit) or ``PHRASE_MIN_CONTENT_WORDS`` that are not stopwords: short word runs ("watch bookmark
+    events") name a subject that many pages mention in passing, and questions share template text."""
+    text = typed.casefold().strip()
+    prefix = text.endswith("*") and not text.endswith("**")
+    phrase = _one_line(text).strip(_QUOTES + " ").rstrip(_QUOTES + " .,:;!?")
+    words = [word for word in phrase.split(" ") if any(c.isalnum() for c in word)]
+    content = [word for word in words if not set(fts_tokens(word)) <= STOPWORDS]
+    if len(words) < PHRASE_MIN_WORDS or len(content) < PHRASE_MIN_CONTENT_WORDS:
+        return ""
+    return phrase + "*" if prefix else phrase
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.translate(_MARKUP).split())
+    return " ".join(_no_markup(text).split())
 
 
 def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
@@ -265,24 +280,41 @@ def holding(conn: apsw.Connection, literal: str, chunk_ids: list[int],
 
 def holding_phrase(conn: apsw.Connection, phrase: str, chunk_ids: list[int],
                    folded: dict[int, tuple[str, str]] | None = None) -> set[int]:
-    """The chunks among ``chunk_ids`` whose heading or text holds ``phrase`` (see ``pasted_phrase``) word for
-    word, across line breaks and inline markup (backticks, asterisks), not inside longer words."""
-    words = phrase.split(" ")
-    gap = r"[\s`*]+"
-    pattern = re.compile(gap.join(map(re.escape, words)) + ("(?!\\w)" if _is_word(phrase[-1]) else ""))
-    starts_a_word = _is_word(phrase[0])
-    return {chunk_id for chunk_id, texts in _folded_texts(conn, chunk_ids, folded).items()
-            if any(words[0] in text and _holds(pattern, text, starts_a_word) for text in texts)}
+    """The chunks among ``chunk_ids`` whose heading or text holds ``phrase`` (see ``pasted_phrase``; its first
+    ``PHRASE_MAX_WORDS`` words) word for word: across line breaks and inline markup (backticks, asterisks),
+    not across a blank line, not inside longer words (a final ``*``: the last word may go on)."""
+    words = tuple(phrase.rstrip("*").split(" ")[:PHRASE_MAX_WORDS])
+    if not chunk_ids or not any(words):
+        return set()
+    prefix = phrase.endswith("*") and len(words) == len(phrase.split(" "))
+    # Every word of a held line is in the text as it is: a cheap test that spares most texts the pattern.
+    maybe = [(chunk_id, text) for chunk_id, texts in _folded_texts(conn, chunk_ids, folded).items()
+             for text in map(_no_markup, texts) if all(word in text for word in words)]
+    return {chunk_id for chunk_id, text in maybe if _holds(words, prefix, text)}
 
 
-def _holds(pattern: re.Pattern[str], text: str, starts_a_word: bool) -> bool:
-    # The word edge before the first word is checked here, not in the pattern: a pattern that opens with a
-    # plain word is searched for far faster than one that opens with a look-behind.
+def _no_markup(text: str) -> str:
+    return text.replace("`", "").replace("*", "")  # far faster than str.translate
+
+
+@lru_cache(maxsize=64)
+def _phrase_pattern(words: tuple[str, ...], prefix: bool) -> re.Pattern[str]:
+    # No look-behind in front: a pattern that opens with a plain word is searched for far faster; _holds
+    # checks the word edge before it.
+    end = "" if prefix or not _is_word(words[-1][-1]) else r"(?!\w)"
+    return re.compile(r"\s+".join(map(re.escape, words)) + end)
+
+
+def _holds(words: tuple[str, ...], prefix: bool, text: str) -> bool:
+    pattern = _phrase_pattern(words, prefix)
+    starts_a_word = _is_word(words[0][0])
     position = 0
     while (match := pattern.search(text, position)) is not None:
-        if not starts_a_word or match.start() == 0 or not _is_word(text[match.start() - 1]):
+        start = match.start()
+        edge = not starts_a_word or start == 0 or not _is_word(text[start - 1])
+        if edge and not _BLANK_LINE.search(match.group()):
             return True
-        position = match.start() + 1
+        position = start + 1
     return False
 
 
