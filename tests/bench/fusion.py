@@ -161,6 +161,7 @@ class FuseRecorder:
         most_inbound = conn.execute("SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?",
                                     (ws.id,)).fetchone()[0]
         words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
+        kept = [c for c in union if c in rows and (options.abstract_chunk or rows[c].kind != "abstract")]
         self.last = {
             "rankings": {name: list(ids) for name, ids in rankings.items()},
             "bm25": {str(c): lexical_scores[c] for c in union if c in lexical_scores},
@@ -174,9 +175,10 @@ class FuseRecorder:
             "one_word": pipeline.one_word(query),
             "pasted": run.shape.pasted,
             "phrase": bool(run.shape.phrase) and not run.shape.literal,
-            # On a copy of the run: the texts it reads must not spare the engine's own call the reading.
-            "holding": _sorted_or_none(pipeline.pasted_holders(dataclasses.replace(run, folded={}), rankings, [
-                c for c in union if c in rows and (options.abstract_chunk or rows[c].kind != "abstract")])),
+            # On a copy of the run: the texts it reads must not spare the engine's own call the reading. The
+            # rankings as the engine's fusion sees them (without chunks the snapshot or filters drop).
+            "holding": _sorted_or_none(pipeline.pasted_holders(dataclasses.replace(run, folded={}), {
+                name: [c for c in ids if c in kept] for name, ids in rankings.items()}, kept)),
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
