@@ -323,12 +323,10 @@ def _holding(token: str, texts: dict[int, tuple[str, str]]) -> list[int]:
     token, case-folded and not inside a longer word (x509 is not in x5090)."""
     if not texts or len(token) < MIN_LITERAL:
         return []
-    folded = token.casefold()
-    pattern = re.compile(("(?<!\\w)" if _is_word(folded[0]) else "") + re.escape(folded)
-                         + ("(?!\\w)" if _is_word(folded[-1]) else ""))
+    word = (token.casefold(),)  # a phrase of one word: the same edges
     # A plain substring test first: most candidates lack the token, and it is far cheaper than the pattern.
     return [chunk_id for chunk_id, (heading, body) in texts.items()
-            if (folded in heading and pattern.search(heading)) or (folded in body and pattern.search(body))]
+            if (word[0] in heading and _holds(word, False, heading)) or (word[0] in body and _holds(word, False, body))]
 
 
 def _is_word(character: str) -> bool:
