@@ -21,7 +21,6 @@ Without ``--db`` it indexes and embeds the three corpora into a temporary databa
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import inspect
 import json
@@ -140,18 +139,28 @@ def _first(*paths: Path) -> Path:
 
 
 class FuseRecorder:
-    """Wraps ``pipeline._fused_hits`` for the benchmark: records its inputs, then runs the real thing."""
+    """Wraps ``pipeline._fused_hits`` for the benchmark: records its inputs, then runs the real thing, and
+    records the holders (``pipeline.pasted_holders``) that the real thing found."""
 
     def __init__(self) -> None:
         self.original = pipeline._fused_hits
+        self.original_holders = pipeline.pasted_holders
         self.last: dict[str, Any] | None = None
 
     def __enter__(self) -> FuseRecorder:
         pipeline._fused_hits = self._record
+        pipeline.pasted_holders = self._record_holders
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         pipeline._fused_hits = self.original
+        pipeline.pasted_holders = self.original_holders
+
+    def _record_holders(self, run, rankings, chunk_ids):  # noqa: ANN001, ANN202
+        holding = self.original_holders(run, rankings, chunk_ids)
+        if self.last is not None:
+            self.last["holding"] = None if holding is None else sorted(holding)
+        return holding
 
     def _record(self, run, rankings, lexical_scores, cosines):  # noqa: ANN001, ANN202
         started = time.perf_counter()
@@ -161,7 +170,6 @@ class FuseRecorder:
         most_inbound = conn.execute("SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?",
                                     (ws.id,)).fetchone()[0]
         words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
-        kept = [c for c in union if c in rows and (options.abstract_chunk or rows[c].kind != "abstract")]
         self.last = {
             "rankings": {name: list(ids) for name, ids in rankings.items()},
             "bm25": {str(c): lexical_scores[c] for c in union if c in lexical_scores},
@@ -175,10 +183,7 @@ class FuseRecorder:
             "one_word": pipeline.one_word(query),
             "pasted": run.shape.pasted,
             "phrase": bool(run.shape.phrase) and not run.shape.literal,
-            # On a copy of the run: the texts it reads must not spare the engine's own call the reading. The
-            # rankings as the engine's fusion sees them (without chunks the snapshot or filters drop).
-            "holding": _sorted_or_none(pipeline.pasted_holders(dataclasses.replace(run, folded={}), {
-                name: [c for c in ids if c in kept] for name, ids in rankings.items()}, kept)),
+            "holding": None,  # set by _record_holders while the engine fuses
             "abstract_chunk": options.abstract_chunk,
             "demote_superseded": options.demote_superseded,
             "deep_shares": _deep_shares(run, rankings, union),
@@ -187,10 +192,6 @@ class FuseRecorder:
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
         return self.original(run, rankings, lexical_scores, cosines)
-
-
-def _sorted_or_none(chunk_ids: set[int] | None) -> list[int] | None:
-    return None if chunk_ids is None else sorted(chunk_ids)
 
 
 DEEP_LEXICAL = 3000
