@@ -13,6 +13,8 @@ from autodoc_core.retrieve.query import parse_query
 from autodoc_core.retrieve.symbols import chunk_symbols, classify, holding_phrase, lookup_keys, pasted_phrase
 from tests.conftest import search, write
 
+# Long, unrelated prose: it keeps the page that holds a name or a line from winning on its words alone.
+FILLER = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
 NOISE = ("Add a retry to the resilience pipeline. The pipeline adds retries; retry the pipeline. "
          "Reclaim the batch, reclaim every batch, batch after batch. The max batch tokens limit bounds the batch. "
          "Vector reserve: reserve the vector before you reserve more. OSSL EVP unsupported errors mean "
@@ -196,15 +198,14 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engin
     """Short pages that only share an identifier's words (client id, logout redirect) win the blend on both
     retrievers, and the lexical leader is kept on top for identifier queries; still, every page that holds
     the pasted name comes first, here a long setup page that holds each name once."""
-    filler = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
     write(kb, "guides/clients.md", "# Client id\n\n## The client id\n\nThe client id names the OAuth client.\n")
     write(kb, "guides/logout.md", "# Logout redirect\n\n## OIDC logout redirect\n\nAfter OIDC logout, the logout "
                                   "redirect sends users back.\n")
     write(kb, "guides/dash.md", "# Dashboard conf\n\n## Dashboard conf\n\nThe dashboard conf holds its settings.\n")
-    write(kb, "reference/setup.md", f"# Setup notes\n\n## Notes\n\n{filler}\n\n```shell\n./configure.sh --client_id abc"
-                                    f"\n```\n\n{filler}\n\n```nginx\nreturn 302 $oidc_logout_redirect;\n```\n")
-    write(kb, "reference/dashboard.md", f"# More notes\n\n{filler}\n\nPut it in /etc/nginx/conf.d/dashboard.conf."
-                                        f"\n\n{filler}\n")
+    write(kb, "reference/setup.md", f"# Setup notes\n\n## Notes\n\n{FILLER}\n\n```shell\n./configure.sh --client_id abc"
+                                    f"\n```\n\n{FILLER}\n\n```nginx\nreturn 302 $oidc_logout_redirect;\n```\n")
+    write(kb, "reference/dashboard.md", f"# More notes\n\n{FILLER}\n\nPut it in /etc/nginx/conf.d/dashboard.conf."
+                                        f"\n\n{FILLER}\n")
     engine.workspace_add("kb", str(kb))
     assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
     for query, holder, sharer in (("--client_id", "reference/setup.md", "guides/clients.md"),
@@ -254,13 +255,12 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb:
     long page that holds the line (across a line break and inline code), so the leader check does not keep
     lexical's first hit, that page, on top; with the rule, the holder comes first, quoted or not. The control
     raises the rule's word count out of reach: the same search then puts a short page first."""
-    filler = "Bake the bread with flour, water, salt and yeast; knead, proof and bake again. " * 12
     write(kb, "guides/headers.md", "# Upstream headers\n\n## Big response headers\n\nWhen an upstream sends a "
                                    "big header, reading the response header takes longer.\n")
     write(kb, "guides/buffers.md", "# Header buffers\n\n## Reading response headers\n\nThe upstream header "
                                    "is too big for the buffer while reading the response.\n")
-    write(kb, "reference/errors.md", f"# Error log notes\n\n{filler}\n\nThe log says `upstream sent too big "
-                                     f"header`\nwhile reading response header from upstream.\n\n{filler}\n")
+    write(kb, "reference/errors.md", f"# Error log notes\n\n{FILLER}\n\nThe log says `upstream sent too big "
+                                     f"header`\nwhile reading response header from upstream.\n\n{FILLER}\n")
     engine.workspace_add("kb", str(kb))
     assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
     line = "Upstream sent too big header while reading response header."
