@@ -58,3 +58,29 @@ def test_concurrent_scans_share_the_helper_threads_and_agree_with_one_at_a_time(
         together = list(pool.map(lambda q: hamming_distances(codes, q), queries))
     for (d1, h1), (d2, h2) in zip(alone, together, strict=True):
         assert np.array_equal(d1, d2) and np.array_equal(h1, h2)
+
+
+def test_exact_cosines_find_the_asked_chunks_wherever_the_index_holds_them() -> None:
+    rng = np.random.default_rng(5)
+    count, dims = 5000, 32
+    index = VectorIndex(0, "synthetic")
+    index.vectors = rng.standard_normal((count, dims)).astype(np.float32)
+    # Ids as a refresh leaves them: mostly ascending, then a block appended out of order.
+    index.chunk_ids = np.concatenate([np.arange(10, 4010, dtype=np.int64), rng.permutation(np.arange(9000, 10000))])
+    index.doc_ids = index.chunk_ids // 10
+    index.eligible = index.doc_ids != 42  # one document still waits for vectors
+    query = rng.standard_normal(dims).astype(np.float32)
+    asked = [9500, 425, 3, 9001, 20000, 425, 4009, 10]  # out of order, repeated, and ids it does not hold
+
+    def reference(chunk_ids: list[int]) -> dict[int, float]:
+        return {int(index.chunk_ids[p]): float(index.vectors[p] @ query)
+                for p in range(count) if index.chunk_ids[p] in chunk_ids and index.eligible[p]}
+
+    found = index.exact_cosines(query, asked)
+    assert found == pytest.approx(reference(asked)) and set(found) == {9500, 9001, 4009, 10}
+    # A refresh replaces the ids: the next lookup reads the new ones, not a sorted copy of the old.
+    index.chunk_ids = index.chunk_ids[::-1].copy()
+    index.doc_ids = index.doc_ids[::-1].copy()
+    index.eligible = index.eligible[::-1].copy()
+    assert index.exact_cosines(query, asked) == pytest.approx(reference(asked))
+    assert index.exact_cosines(query, []) == {}

@@ -118,6 +118,7 @@ class VectorIndex:
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
         self.lock = threading.Lock()
+        self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (chunk_ids, sorted, order)
 
     def __len__(self) -> int:
         return int(self.eligible.sum())
@@ -222,9 +223,23 @@ class VectorIndex:
     def exact_cosines(self, query: np.ndarray, chunk_ids: list[int]) -> dict[int, float]:
         """Cosine for specific chunks (lexical hits the semantic top-k missed), for linear fusion."""
         with self.lock:
-            positions = np.flatnonzero(np.isin(self.chunk_ids, np.asarray(chunk_ids, dtype=np.int64)) & self.eligible)
+            positions = self._positions(np.asarray(chunk_ids, dtype=np.int64))
+            positions = positions[self.eligible[positions]]
             values = self.vectors[positions] @ query
             return dict(zip(self.chunk_ids[positions].tolist(), values.tolist(), strict=True))
+
+    def _positions(self, chunk_ids: np.ndarray) -> np.ndarray:
+        """The index positions of those of these chunks it holds, in index order: a binary search in a sorted
+        copy of the ids, sorted again only when the ids change (``np.isin`` over every id took 6 ms a query at
+        260,000 chunks; sorting the mostly ordered ids takes 3-5 ms at 1,000,000, once per refresh)."""
+        if self._sorted is None or self._sorted[0] is not self.chunk_ids:
+            order = np.argsort(self.chunk_ids, kind="stable")
+            self._sorted = (self.chunk_ids, self.chunk_ids[order], order)
+        _, ids, order = self._sorted
+        if not len(ids):
+            return np.zeros(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(ids, chunk_ids), len(ids) - 1)
+        return np.unique(order[at[ids[at] == chunk_ids]])
 
     def exact_top(self, query: np.ndarray, k: int = CANDIDATES) -> list[int]:
         """Exact cosine top-k over every eligible vector (the benchmark's reference for the prefilter)."""
