@@ -9,7 +9,7 @@ hits that hold it first.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 RRF_K = 60
@@ -151,7 +151,7 @@ def authority(inbound_links: int, most_inbound: int) -> float:
     return 1.0 + AUTHORITY_BOOST * math.log1p(inbound_links) / math.log1p(most_inbound)
 
 
-def apply_boosts(fused: list[Fused], doc_tags: dict[int, list[str]], inbound: dict[int, int],
+def apply_boosts(fused: list[Fused], doc_tags: dict[int, Sequence[str]], inbound: dict[int, int],
                  most_inbound: int, query_words: set[str]) -> list[Fused]:
     """``doc_tags`` and ``inbound`` are keyed by chunk id; returns the list re-sorted."""
     for entry in fused:

