@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import apsw
@@ -145,6 +146,14 @@ def test_extraction_and_shapes() -> None:
         for q in paths]
     assert [classify(q).shape for q in ("and/or", "TCP/UDP", "read/write", "I/O", "24/7", "2024/01/02")] \
         == ["text"] * 6
+    # A documented route keeps its placeholders, a URL is one identifier; brackets around either are dropped.
+    routes = ("/api/v1/instances/{instanceObjectID}/config", "/users/:id", "users/{id}", "/as/<environment_id>")
+    urls = ("https://auth.example.com/<environment_id>/as", "s3://bucket/key", "http://localhost:8080/api")
+    assert [(classify(q).kinds, classify(q).literal, classify(q).pasted) for q in routes + urls] \
+        == [(["file_path"], q, True) for q in routes] + [(["url"], q, True) for q in urls]
+    assert [classify(q).literal for q in ("<https://example.com/a>", "`/users/{id}`.", "(/users/:id)")] \
+        == ["https://example.com/a", "/users/{id}", "/users/:id"]
+    assert classify("see https://example.com/a for more").literal == ""  # in a sentence, not pasted
 
 
 def test_a_flag_is_found_under_its_other_spellings(api_kb, tmp_path: Path) -> None:
@@ -221,6 +230,38 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_identifier_come_first(engin
     typed = search(engine, "where is $oidc_logout_redirect set")  # in a sentence the rule does not apply
     assert not typed["query_shape"]["pasted"] and "holding_pasted" not in typed["query"]
     assert typed["query_shape"]["phrase"] == ""  # two words that are not stopwords: no pasted line either
+
+
+def test_a_pasted_route_or_url_is_held_as_written(engine, kb: Path, monkeypatch) -> None:
+    """A route copied with its placeholders, or a URL, is one identifier: the long page holding it in a table
+    cell or a sentence comes first, above short pages about its words. The control reads neither as a path,
+    as before routes and URLs were: the same searches then put another page first."""
+    write(kb, "guides/instances.md", "# Instance config\n\n## Instance object config\n\nEach instance object "
+                                     "has a config; the API returns the instance config.\n")
+    write(kb, "guides/environments.md", "# Auth environments\n\n## Environment id\n\nEach auth environment has "
+                                        "an environment id; the auth server is per environment.\n")
+    write(kb, "guides/api-v1.md", "# API v1 instances\n\nIn API v1, instances are found by instanceObjectID; "
+                                  "each instance has a config.\n")
+    write(kb, "guides/issuer.md", "# Auth example\n\nThe https issuer of auth.example.com names the "
+                                  "environment_id of each environment.\n")
+    write(kb, "reference/routes.md", f"# Routes\n\n{FILLER}\n\n| route | returns |\n|---|---|\n"
+                                     f"| GET /api/v1/instances/{{instanceObjectID}}/config | the file |\n\n{FILLER}\n")
+    write(kb, "reference/sso.md", f"# Sign-on notes\n\n{FILLER}\n\nThe issuer is "
+                                  f"https://auth.example.com/<environment_id>/as for every tenant.\n\n{FILLER}\n")
+    engine.workspace_add("kb", str(kb))
+    assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+    pasted = (("/api/v1/instances/{instanceObjectID}/config", "reference/routes.md"),
+              ("https://auth.example.com/<environment_id>/as", "reference/sso.md"))
+    for query, holder in pasted:
+        answer = search(engine, query)
+        assert answer["mode_used"] == "hybrid" and answer["query_shape"]["literal"] == query
+        assert answer["query"]["holding_pasted"] == 1 and answer["hits"][0]["path"] == holder, query
+    monkeypatch.setattr(symbols, "_FILE_PATH", re.compile("(?!)"))
+    monkeypatch.setattr(symbols, "_URL", re.compile("(?!)"))
+    for query, holder in pasted:
+        control = search(engine, query)
+        found = [h["path"] for h in control["hits"]]
+        assert control["query_shape"]["literal"] == "" and found[0] != holder, (query, found)
 
 
 def test_a_pasted_line_is_the_query_as_a_page_would_hold_it() -> None:

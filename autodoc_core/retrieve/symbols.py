@@ -134,16 +134,29 @@ _LONE_FLAG = re.compile(r"-{1,2}[A-Za-z][\w.-]*")  # one dash or two: -nap-v5-ag
 _PIECES = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.][A-Za-z0-9]+)+")  # listen-client-http-urls
 _ACRONYM_WORD = re.compile(r"[A-Z]{2,}(?!s$)[a-z][A-Za-z0-9]*")  # CSIVolumeFSGroupPolicy, SELinux; not APIs
 _LETTERS_DIGITS = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")  # x509, http2
-# A file path, API path or prefixed key: /etc/nginx/conf.d/x.conf, /api/v1/instances, kubernetes.io/h2c. Plain
-# word pairs (and/or, TCP/UDP) are not: a path starts with / ~ or . or holds a dot, dash, underscore or digit
-# somewhere, and a letter (24/7 and 2024/01/02 are numbers).
-_FILE_PATH = re.compile(r"(?=.*[A-Za-z])(?=[/~.]|.*[._\d-])[\w.~@-]*(?:/[\w.~@*-]+)+/?")
+# A file path, API path or prefixed key: /etc/nginx/conf.d/x.conf, /api/v1/instances, kubernetes.io/h2c, and a
+# documented route's placeholders ({instanceObjectID}, <environment_id>, :id). Plain word pairs (and/or, TCP/UDP)
+# are not: a path starts with / ~ or . or holds a dot, dash, underscore, digit or placeholder somewhere, and a
+# letter (24/7 and 2024/01/02 are numbers).
+_SEGMENT = r"(?:[\w.~@*-]|\{[\w.-]+\}|<[\w.-]+>)+|:[A-Za-z_]\w*"
+_FILE_PATH = re.compile(rf"(?=.*[A-Za-z])(?=[/~.]|.*[._\d{{<-])[\w.~@-]*(?:/(?:{_SEGMENT}))+/?")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/]+\S*")  # https://host/..., s3://bucket/key
 _WRAPPERS = "`'\"“”‘’()[]{}<>"
+_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 
 
 def _bare(word: str) -> str:
     """A word without the quotes, brackets and sentence punctuation around it."""
     return word.strip(_WRAPPERS).rstrip(".,;:?!").strip(_WRAPPERS)
+
+
+def _bare_path(word: str) -> str:
+    """A path or URL without the quotes and sentence punctuation around it, and without brackets only where
+    they enclose it whole (``<https://example.com>``): a route may end in its own placeholder (``{id}``)."""
+    word = word.strip(_QUOTES + "`").rstrip(".,;:?!").strip(_QUOTES + "`")
+    while len(word) > 1 and _PAIRS.get(word[0]) == word[-1]:
+        word = word[1:-1]
+    return word
 
 
 def _lone_identifier(token: str) -> bool:
@@ -166,8 +179,12 @@ def classify(query: str, typed: str | None = None) -> QueryShape:
         bare = token.strip("`'\",;")
         if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
             pairs.append((bare, "code_span"))
-    lone = _bare(query.strip())
-    if " " not in query.strip() and _FILE_PATH.fullmatch(lone):
+    lone, path = _bare(query.strip()), _bare_path(query.strip())
+    if " " not in query.strip() and _URL.fullmatch(path):
+        lone = path
+        pairs.append((lone, "url"))
+    elif " " not in query.strip() and _FILE_PATH.fullmatch(path):
+        lone = path
         pairs.append((lone, "file_path"))
     elif not pairs and " " not in query.strip() and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
@@ -179,7 +196,8 @@ def classify(query: str, typed: str | None = None) -> QueryShape:
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
     kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
     # A variable's sigil is pasted with it ($request_id) but is not part of the name.
-    pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found for word in query.split() if _bare(word))
+    pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found or _bare_path(word) in found
+                 for word in query.split() if _bare(word))
     return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "", phrase)
 
 
