@@ -74,7 +74,7 @@ def test_exact_cosines_find_the_asked_chunks_wherever_the_index_holds_them() -> 
 
     def reference(chunk_ids: list[int]) -> dict[int, float]:
         return {int(index.chunk_ids[p]): float(index.vectors[p] @ query)
-                for p in range(count) if index.chunk_ids[p] in chunk_ids and index.eligible[p]}
+                for p in range(len(index.chunk_ids)) if index.chunk_ids[p] in chunk_ids and index.eligible[p]}
 
     found = index.exact_cosines(query, asked)
     assert found == pytest.approx(reference(asked)) and set(found) == {9500, 9001, 4009, 10}
@@ -83,4 +83,8 @@ def test_exact_cosines_find_the_asked_chunks_wherever_the_index_holds_them() -> 
     index.doc_ids = index.doc_ids[::-1].copy()
     index.eligible = index.eligible[::-1].copy()
     assert index.exact_cosines(query, asked) == pytest.approx(reference(asked))
-    assert index.exact_cosines(query, []) == {}
+    index.codes = np.ascontiguousarray(to_words(sign_bits(index.vectors)).T)
+    index._compact(index.chunk_ids != 9500)  # what a refresh does when a chunk is gone
+    assert index.exact_cosines(query, asked) == pytest.approx(reference(asked)) and 9500 not in reference(asked)
+    assert index.exact_cosines(query, []) == index.exact_cosines(query, [20000]) == {}
+    assert VectorIndex(1, "empty").exact_cosines(query, [10]) == {}

@@ -154,6 +154,12 @@ def test_extraction_and_shapes() -> None:
     assert [classify(q).literal for q in ("<https://example.com/a>", "`/users/{id}`.", "(/users/:id)")] \
         == ["https://example.com/a", "/users/{id}", "/users/:id"]
     assert classify("see https://example.com/a for more").literal == ""  # in a sentence, not pasted
+    # Copied out of a sentence: a bracket with no partner in the token is the sentence's; a pair inside stays.
+    assert [classify(q).literal for q in ("/etc/hosts)", "(/etc/hosts", "/etc/nginx/nginx.conf).",
+                                          "https://example.com/a),", "https://en.wikipedia.org/wiki/Foo_(bar)")] \
+        == ["/etc/hosts", "/etc/hosts", "/etc/nginx/nginx.conf", "https://example.com/a",
+            "https://en.wikipedia.org/wiki/Foo_(bar)"]
+    assert [classify(q).pasted for q in ("`Vec<T>`", "`a[0]`", "`arr[i]` `buf[n]`")] == [False] * 3  # code, not paths
 
 
 def test_a_flag_is_found_under_its_other_spellings(api_kb, tmp_path: Path) -> None:

@@ -139,10 +139,13 @@ _LETTERS_DIGITS = re.compile(r"[A-Za-z]+[0-9][A-Za-z0-9]*")  # x509, http2
 # are not: a path starts with / ~ or . or holds a dot, dash, underscore, digit or placeholder somewhere, and a
 # letter (24/7 and 2024/01/02 are numbers).
 _SEGMENT = r"(?:[\w.~@*-]|\{[\w.-]+\}|<[\w.-]+>)+|:[A-Za-z_]\w*"
-_FILE_PATH = re.compile(rf"(?=.*[A-Za-z])(?=[/~.]|.*[._\d{{<-])[\w.~@-]*(?:/(?:{_SEGMENT}))+/?")
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s/]+\S*")  # https://host/..., s3://bucket/key
+_FILE_PATH = re.compile(rf"(?=.*[A-Za-z])(?=[/~.]|.*[._\d{{<:-])[\w.~@-]*(?:/(?:{_SEGMENT}))+/?")
+# https://host/..., s3://bucket/key; the look-ahead keeps the match linear on a long token.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?=[^\s/])\S+")
+_WHOLE_TOKEN_KINDS = ("file_path", "url")
 _WRAPPERS = "`'\"“”‘’()[]{}<>"
-_PAIRS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_CLOSERS = {closer: opener for opener, closer in _OPENERS.items()}
 
 
 def _bare(word: str) -> str:
@@ -151,12 +154,33 @@ def _bare(word: str) -> str:
 
 
 def _bare_path(word: str) -> str:
-    """A path or URL without the quotes and sentence punctuation around it, and without brackets only where
-    they enclose it whole (``<https://example.com>``): a route may end in its own placeholder (``{id}``)."""
+    """A path or URL without the quotes and sentence punctuation around it, without brackets that enclose it
+    whole (``<https://example.com>``) and without an end bracket that has no partner in it (``/etc/hosts)``
+    copied from "(see /etc/hosts)"); a bracket pair inside stays (``/users/{id}``, ``/wiki/Foo_(bar)``)."""
     word = word.strip(_QUOTES + "`").rstrip(".,;:?!").strip(_QUOTES + "`")
-    while len(word) > 1 and _PAIRS.get(word[0]) == word[-1]:
-        word = word[1:-1]
+    while len(word) > 1:
+        if _encloses(word):
+            word = word[1:-1]
+        elif word[-1] in _CLOSERS and word.count(word[-1]) > word.count(_CLOSERS[word[-1]]):
+            word = word[:-1].rstrip(".,;:?!")
+        elif word[0] in _OPENERS and word.count(word[0]) > word.count(_OPENERS[word[0]]):
+            word = word[1:]
+        else:
+            break
     return word
+
+
+def _encloses(word: str) -> bool:
+    """Whether the word's first character opens a bracket that its last character closes."""
+    opener, closer = word[0], _OPENERS.get(word[0])
+    if closer is None or word[-1] != closer:
+        return False
+    depth = 0
+    for position, character in enumerate(word):
+        depth += (character == opener) - (character == closer)
+        if depth == 0:
+            return position == len(word) - 1
+    return False
 
 
 def _lone_identifier(token: str) -> bool:
@@ -191,14 +215,22 @@ def classify(query: str, typed: str | None = None) -> QueryShape:
     phrase = pasted_phrase(query if typed is None else typed)
     if not pairs:
         return QueryShape("text", phrase=phrase)
-    found = list(dict.fromkeys(t.rstrip("()") for t, _ in pairs))
+    named = [(_name(t, k), k) for t, k in pairs]
+    found = list(dict.fromkeys(t for t, _ in named))
     # A part of a longer identifier (AddRetry in ResiliencePipeline.AddRetry) is the suffix tier's job.
     tokens = [t for t in found if not any(t != other and t in other for other in found)]
-    kinds = sorted({k for t, k in pairs if t.rstrip("()") in tokens})
+    kinds = sorted({k for t, k in named if t in tokens})
+    whole = {t for t, k in named if k in _WHOLE_TOKEN_KINDS}
     # A variable's sigil is pasted with it ($request_id) but is not part of the name.
-    pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found or _bare_path(word) in found
+    pasted = all(_bare(word) in found or _bare(word).lstrip("$") in found or _bare_path(word) in whole
                  for word in query.split() if _bare(word))
     return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "", phrase)
+
+
+def _name(token: str, kind: str) -> str:
+    """The identifier a token names: a call without its parentheses (``reclaim_batch()``); a path or URL as it
+    is (``/wiki/Foo_(bar)``)."""
+    return token if kind in _WHOLE_TOKEN_KINDS else token.rstrip("()")
 
 
 def _literal(lone: str, found: list[str]) -> str:
