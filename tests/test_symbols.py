@@ -295,6 +295,10 @@ def test_holding_a_line_word_for_word() -> None:
     assert holding_phrase(None, line, list(folded), folded) == {1, 4, 5}
     assert holding_phrase(None, line[:-3] + "*", list(folded), folded) == {1, 3, 4, 5}
     assert holding_phrase(None, "", list(folded), folded) == holding_phrase(None, line, [], folded) == set()
+    # Typographic and straight quotes are one: a line copied from a rendered page matches its Markdown.
+    quoted = {1: ("", "the agent can’t reach the “default” upstream"), 2: ("", "the agent can't reach the upstream")}
+    assert holding_phrase(None, pasted_phrase("The agent can't reach the \"default\" upstream"), [1, 2], quoted) == {1}
+    assert holding_phrase(None, pasted_phrase("the agent can’t reach the upstream."), [1, 2], quoted) == {2}
 
 
 def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb: Path, monkeypatch) -> None:

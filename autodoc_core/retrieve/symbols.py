@@ -344,7 +344,10 @@ def holding_phrase(conn: apsw.Connection, phrase: str, chunk_ids: list[int],
 
 
 def _no_markup(text: str) -> str:
-    return text.replace("`", "").replace("*", "")  # far faster than str.translate
+    """Without backticks and asterisks, typographic quotes as straight ones: a line copied from a rendered page
+    (can’t) matches the Markdown that wrote it (can't), and the other way round."""
+    return (text.replace("`", "").replace("*", "").replace("’", "'").replace("‘", "'")  # far faster than translate
+            .replace("“", '"').replace("”", '"'))
 
 
 @lru_cache(maxsize=64)
