@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from autodoc_core.parse.document import parse_document
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.retrieve.query import parse_query
+from autodoc_core.retrieve.symbols import chunk_symbols, classify
 from autodoc_core.service.engine import Engine
 from tests.conftest import write
 
@@ -89,6 +90,19 @@ def test_pathological_documents(tmp_path: Path) -> None:
     assert doc.chunks[-1].byte_end == len(long_line) - 1
     nested_yaml = ("---\nkey: " + "[" * 5000 + "\n---\n# T\n").encode()
     assert parse_document(nested_yaml, "x.md", FacetSchema(), 350).problems
+
+
+def test_runs_of_markup_without_partners_parse_in_one_pass() -> None:
+    """Each of these took seconds to minutes before (a pattern reread the rest of the text from every bracket or
+    backtick); what follows the run is still read: the link, the code span, the fenced code."""
+    brackets = ("# Links\n\n" + "[](" * 16_000 + "\n\nSee [the guide](guide.md).\n").encode()
+    assert parse_document(brackets, "x.md", FacetSchema(), 350).link_keys == ["path:guide"]
+    ticks = "# Code\n\n" + "`" * 50_000 + "\n\nCall `reclaimBatch` first.\n\n```\nflushQueue()\n```\n"
+    doc = parse_document(ticks.encode(), "x.md", FacetSchema(), 350)
+    found = {symbol for chunk in doc.chunks for symbol, _ in chunk_symbols(chunk.breadcrumb, chunk.body)}
+    assert {"reclaimBatch", "flushQueue"} <= found
+    long_url = "https://" + "a" * 10_000
+    assert classify(long_url + "/b").literal == long_url + "/b" and classify(long_url + "\tb").shape == "text"
 
 
 JSON_VALUES = st.recursive(
