@@ -242,18 +242,22 @@ def test_a_pasted_route_or_url_is_held_as_written(engine, kb: Path, monkeypatch)
     """A route copied with its placeholders, or a URL, is one identifier: the long page holding it in a table
     cell or a sentence comes first, above short pages about its words. The control reads neither as a path,
     as before routes and URLs were: the same searches then put another page first."""
-    write(kb, "guides/instances.md", "# Instance config\n\n## Instance object config\n\nEach instance object "
-                                     "has a config; the API returns the instance config.\n")
-    write(kb, "guides/environments.md", "# Auth environments\n\n## Environment id\n\nEach auth environment has "
-                                        "an environment id; the auth server is per environment.\n")
-    write(kb, "guides/api-v1.md", "# API v1 instances\n\nIn API v1, instances are found by instanceObjectID; "
-                                  "each instance has a config.\n")
-    write(kb, "guides/issuer.md", "# Auth example\n\nThe https issuer of auth.example.com names the "
-                                  "environment_id of each environment.\n")
-    write(kb, "reference/routes.md", f"# Routes\n\n{FILLER}\n\n| route | returns |\n|---|---|\n"
-                                     f"| GET /api/v1/instances/{{instanceObjectID}}/config | the file |\n\n{FILLER}\n")
-    write(kb, "reference/sso.md", f"# Sign-on notes\n\n{FILLER}\n\nThe issuer is "
-                                  f"https://auth.example.com/<environment_id>/as for every tenant.\n\n{FILLER}\n")
+    pages = {
+        "guides/instances.md": "# Instance config\n\n## Instance object config\n\nEach instance object has a config; "
+                               "the API returns the instance config.\n",
+        "guides/environments.md": "# Auth environments\n\n## Environment id\n\nEach auth environment has an "
+                                  "environment id; the auth server is per environment.\n",
+        "guides/api-v1.md": "# API v1 instances\n\nIn API v1, instances are found by instanceObjectID; each instance "
+                            "has a config.\n",
+        "guides/issuer.md": "# Auth example\n\nThe https issuer of auth.example.com names the environment_id of each "
+                            "environment.\n",
+        "reference/routes.md": f"# Routes\n\n{FILLER}\n\n| route | returns |\n|---|---|\n"
+                               f"| GET /api/v1/instances/{{instanceObjectID}}/config | the file |\n\n{FILLER}\n",
+        "reference/sso.md": f"# Sign-on notes\n\n{FILLER}\n\nThe issuer is "
+                            f"https://auth.example.com/<environment_id>/as for every tenant.\n\n{FILLER}\n",
+    }
+    for path, text in pages.items():
+        write(kb, path, text)
     engine.workspace_add("kb", str(kb))
     assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
     pasted = (("/api/v1/instances/{instanceObjectID}/config", "reference/routes.md"),
