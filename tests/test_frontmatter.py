@@ -46,6 +46,26 @@ def test_malformed_yaml_is_reported_and_body_still_indexed(engine, kb: Path, ind
     assert any(p["path"] == "bad.md" and "malformed YAML" in p["reason"] for p in status["problems"])
 
 
+def billion_laughs(field: str) -> str:
+    """YAML of a few lines whose aliases name 9**9 values."""
+    lines = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+    lines += [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi", strict=True)]
+    return "\n".join([*lines, f"{field}: *i"]) + "\n"
+
+
+def test_frontmatter_that_expands_past_its_limit_is_reported_and_body_indexed(engine, kb: Path, indexed) -> None:
+    write(kb, "bomb.md", f"---\n{billion_laughs('tags')}---\n# Bomb\n\nthe quokka survives\n")
+    write(kb, "alias.md", "---\nshared: &s [red, blue]\ntags: *s\n---\n# Alias\n\nsmall aliases work\n")
+    report = indexed()
+    assert report["added"] == 2
+    assert any(p["path"] == "bomb.md" and "more than 10,000 values" in p["reason"] for p in report["problems"])
+    assert paths(search(engine, "quokka")) == ["bomb.md"]
+    assert paths(search(engine, "tag:blue")) == ["alias.md"]
+    write(kb, "_schema/frontmatter.yaml", billion_laughs("status").replace("status: *i", "common: {status: *i}"))
+    schema = load_schema(kb)  # the schema's own aliases are not expanded either
+    assert schema.common == {} and "common.status: expected a type name" in schema.problem
+
+
 def test_frontmatter_that_is_not_a_mapping_is_reported(engine, kb: Path, indexed) -> None:
     write(kb, "list.md", "---\n- just\n- a list\n---\nbody words here\n")
     report = indexed()

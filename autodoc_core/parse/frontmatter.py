@@ -26,6 +26,9 @@ _FENCE_OPEN = "---"
 _FENCE_CLOSE = ("---", "...")
 # libyaml's safe loader when PyYAML was built with it: same safety, several times faster.
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# YAML aliases let a few lines name billions of values ("billion laughs"): frontmatter that expands past this
+# many is reported and ignored instead of being expanded.
+MAX_FRONTMATTER_VALUES = 10_000
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -62,24 +65,42 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
     if not isinstance(data, dict):
         kind = type(data).__name__
         return Frontmatter({}, line_count, f"frontmatter is a {kind}, not a mapping of fields; ignored")
-    return Frontmatter({str(k): to_json(v) for k, v in data.items()}, line_count)
+    try:
+        return Frontmatter(to_json(data, budget=[MAX_FRONTMATTER_VALUES]), line_count)
+    except _TooManyValues:
+        return Frontmatter({}, line_count, f"frontmatter expands to more than {MAX_FRONTMATTER_VALUES:,} values "
+                                           "(YAML aliases?); ignored")
 
 
-def to_json(value: Any, depth: int = 0) -> Any:
-    """YAML values as JSON-safe values (dates as ISO strings)."""
+class _TooManyValues(ValueError):
+    pass
+
+
+def to_json(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """YAML values as JSON-safe values (dates as ISO strings). ``budget``: how many more values may be
+    converted, counted down across the call (``_TooManyValues`` past it); None for no limit."""
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooManyValues
     if depth > 20:
-        return str(value)
+        return _short_text(value)
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): to_json(v, depth + 1) for k, v in value.items()}
+        return {str(k): to_json(v, depth + 1, budget) for k, v in value.items()}
     if isinstance(value, list | tuple | set):
-        return [to_json(v, depth + 1) for v in value]
+        return [to_json(v, depth + 1, budget) for v in value]
     if value is None or isinstance(value, bool | int | float | str):
         if isinstance(value, float) and value != value:
             return None
         return value
     return str(value)
+
+
+def _short_text(value: Any) -> str:
+    """A value nested too deep, as text: a list or mapping by its kind (its str() could be huge), else str()."""
+    return f"<{type(value).__name__}>" if isinstance(value, list | tuple | set | dict) else str(value)
 
 
 def as_string_list(value: Any) -> list[str]:
@@ -153,7 +174,10 @@ def _field_types(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
         return {}
     fields = {}
     for name, kind in raw.items():
-        kind = str(kind).strip().lower()
+        if not isinstance(kind, str):  # str() of an aliased list would expand it
+            problems.append(f"{where}.{name}: expected a type name (one of {', '.join(FACET_TYPES)})")
+            continue
+        kind = kind.strip().lower()
         if kind not in FACET_TYPES:
             problems.append(f"{where}.{name}: unknown type '{kind}' (one of {', '.join(FACET_TYPES)})")
             continue
