@@ -68,8 +68,8 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
     try:
         return Frontmatter(to_json(data, budget=[MAX_FRONTMATTER_VALUES]), line_count)
     except _TooManyValues:
-        return Frontmatter({}, line_count, f"frontmatter expands to more than {MAX_FRONTMATTER_VALUES:,} values "
-                                           "(YAML aliases?); ignored")
+        return Frontmatter({}, line_count, f"frontmatter holds more than {MAX_FRONTMATTER_VALUES:,} values, "
+                                           "counting each use of a YAML alias; ignored")
 
 
 class _TooManyValues(ValueError):
