@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autodoc_core.parse.frontmatter import CoercionError, coerce, load_schema
+from autodoc_core.parse.frontmatter import CoercionError, coerce, load_schema, split_frontmatter
 from tests.conftest import paths, search, write
 
 SCHEMA = """
@@ -64,6 +64,26 @@ def test_frontmatter_that_expands_past_its_limit_is_reported_and_body_indexed(en
     write(kb, "_schema/frontmatter.yaml", billion_laughs("status").replace("status: *i", "common: {status: *i}"))
     schema = load_schema(kb)  # the schema's own aliases are not expanded either
     assert schema.common == {} and "common.status: expected a type name" in schema.problem
+
+
+def test_frontmatter_limits_count_values_text_and_binary() -> None:
+    """Ten thousand fields pass; one long text named ten thousand times does not; binary is kept as its size."""
+    fields = split_frontmatter(["---", *(f"k{i}: 1" for i in range(10_000)), "---"])
+    assert fields.problem is None and len(fields.fields) == 10_000
+    repeated = split_frontmatter(["---", "s: &s " + "x" * 100_000, "aliases: [" + ", ".join(["*s"] * 9_990) + "]",
+                                  "---"])
+    assert repeated.fields == {} and "characters of text" in repeated.problem
+    binary = split_frontmatter(["---", "b: !!binary aGVsbG8=", "---"])
+    assert binary.fields == {"b": "<binary, 5 bytes>"}
+
+
+def test_a_schema_whose_aliases_repeat_a_long_mapping_is_cut_and_reported(kb: Path) -> None:
+    bogus = ", ".join(f"a{i}: bogus" for i in range(3_000))
+    write(kb, "_schema/frontmatter.yaml", f"f: &f {{{bogus}}}\ntypes: {{" + ", ".join(f"t{i}: *f" for i in range(3_000))
+          + "}\n")
+    schema = load_schema(kb)
+    assert "more than 10,000 fields" in schema.problem and schema.problem.count("unknown type") == 19
+    assert "... and" in schema.problem and len(schema.problem) < 5_000
 
 
 def test_frontmatter_that_is_not_a_mapping_is_reported(engine, kb: Path, indexed) -> None:

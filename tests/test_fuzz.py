@@ -101,6 +101,17 @@ def test_runs_of_markup_without_partners_parse_in_one_pass() -> None:
     doc = parse_document(ticks.encode(), "x.md", FacetSchema(), 350)
     found = {symbol for chunk in doc.chunks for symbol, _ in chunk_symbols(chunk.breadcrumb, chunk.body)}
     assert {"reclaimBatch", "flushQueue"} <= found
+    runs = {  # each reread the rest of the text from every character of its run
+        "[](<" * 25_000: "", "# " + "".join(f"a_{i} " for i in range(4_000)): "a_3999",
+        "```\n." + "$" * 100_000 + "\n```": "", "# (" + "a:" * 50_000: "", "# a" + "*" * 100_000 + "b": "",
+    }
+    for run, symbol in runs.items():
+        doc = parse_document(f"{run}\n\nSee [the guide](guide.md) and `reclaimBatch`.\n".encode(), "x.md",
+                             FacetSchema(), 350)
+        found = {s for chunk in doc.chunks for s, _ in chunk_symbols(chunk.breadcrumb, chunk.body)}
+        assert "path:guide" in doc.link_keys and "reclaimBatch" in found and (not symbol or symbol in found)
+    many = ("---\naliases: [" + ", ".join(f"alias {i}" for i in range(3_000)) + "]\n---\n# M\n\nx\n").encode()
+    assert len(parse_document(many, "x.md", FacetSchema(), 350).aliases) == 64  # written into every chunk
     long_url = "https://" + "a" * 10_000
     assert classify(long_url + "/b").literal == long_url + "/b" and classify(long_url + "\tb").shape == "text"
 

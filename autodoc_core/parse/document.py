@@ -15,6 +15,9 @@ from autodoc_core.parse.chunk import Chunk, LineTable, abstract_chunk, section_c
 from autodoc_core.parse.markdown import name_key, parse_structure, path_key, reference_keys
 from autodoc_core.retrieve.symbols import chunk_symbols
 
+# Aliases a document keeps (each is written into every one of its chunks' weighted column).
+MAX_ALIASES = 64
+
 
 @dataclass
 class ParsedDocument:
@@ -59,7 +62,8 @@ def parse_document(raw: bytes, relpath: str, schema: fm.FacetSchema, section_tok
 
     stem = posixpath.splitext(posixpath.basename(relpath))[0]
     title = _text_field(fields.get("title")) or structure.first_h1 or stem
-    aliases = fm.as_string_list(fields.get("aliases") or fields.get("alias"))
+    # Every chunk's weighted column repeats the aliases and tags: a long list would be written once per chunk.
+    aliases = _unique(fm.as_string_list(fields.get("aliases") or fields.get("alias")))[:MAX_ALIASES]
     tags = _unique([t.lstrip("#").lower() for t in fm.as_string_list(fields.get("tags"))] + structure.tags)
     doc_type = _text_field(fields.get("type"))
     status = _text_field(fields.get("status"))

@@ -26,9 +26,14 @@ _FENCE_OPEN = "---"
 _FENCE_CLOSE = ("---", "...")
 # libyaml's safe loader when PyYAML was built with it: same safety, several times faster.
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# YAML aliases let a few lines name billions of values ("billion laughs"): frontmatter that expands past this
-# many is reported and ignored instead of being expanded.
+# YAML aliases let a few lines name billions of values ("billion laughs") or one long text many times:
+# frontmatter that expands past this many values, or past this many characters of text (or twice its own
+# length, if more), is reported and ignored instead of being expanded.
 MAX_FRONTMATTER_VALUES = 10_000
+MAX_FRONTMATTER_CHARS = 1_000_000
+# The schema file's fields over all its types: past this, the rest are left out and reported.
+MAX_SCHEMA_FIELDS = 10_000
+MAX_SCHEMA_PROBLEMS = 20
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 
@@ -65,28 +70,43 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
     if not isinstance(data, dict):
         kind = type(data).__name__
         return Frontmatter({}, line_count, f"frontmatter is a {kind}, not a mapping of fields; ignored")
+    budget = _Budget(MAX_FRONTMATTER_VALUES + 1, max(MAX_FRONTMATTER_CHARS, 2 * len(text)))  # +1: the mapping
     try:
-        return Frontmatter(to_json(data, budget=[MAX_FRONTMATTER_VALUES]), line_count)
-    except _TooManyValues:
-        return Frontmatter({}, line_count, f"frontmatter holds more than {MAX_FRONTMATTER_VALUES:,} values, "
-                                           "counting each use of a YAML alias; ignored")
+        return Frontmatter(to_json(data, budget=budget), line_count)
+    except _TooMuch:
+        return Frontmatter({}, line_count, f"frontmatter holds more than {MAX_FRONTMATTER_VALUES:,} values or "
+                                           f"{budget.characters_at_start:,} characters of text, counting each use "
+                                           "of a YAML alias; ignored")
 
 
-class _TooManyValues(ValueError):
+class _TooMuch(ValueError):
     pass
 
 
-def to_json(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
-    """YAML values as JSON-safe values (dates as ISO strings). ``budget``: how many more values may be
-    converted, counted down across the call (``_TooManyValues`` past it); None for no limit."""
+class _Budget:
+    """How many more values, and characters of text, ``to_json`` may still write."""
+
+    def __init__(self, values: int, characters: int) -> None:
+        self.values, self.characters, self.characters_at_start = values, characters, characters
+
+    def charge(self, values: int, characters: int = 0) -> None:
+        self.values -= values
+        self.characters -= characters
+        if self.values < 0 or self.characters < 0:
+            raise _TooMuch
+
+
+def to_json(value: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
+    """YAML values as JSON-safe values (dates as ISO strings, binary as its size). ``budget``: what may still
+    be written, charged across the call (``_TooMuch`` past it); None for no limit."""
     if budget is not None:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise _TooManyValues
+        budget.charge(1, len(value) if isinstance(value, str) else 0)
     if depth > 20:
         return _short_text(value)
     if isinstance(value, dt.datetime | dt.date):
         return value.isoformat()
+    if isinstance(value, bytes | bytearray):
+        return f"<binary, {len(value)} bytes>"
     if isinstance(value, dict):
         return {str(k): to_json(v, depth + 1, budget) for k, v in value.items()}
     if isinstance(value, list | tuple | set):
@@ -155,18 +175,28 @@ def load_schema(root: Path) -> FacetSchema:
     if not isinstance(data, dict):
         return FacetSchema(problem=f"{SCHEMA_RELPATH}: expected a mapping with 'common' and 'types'")
     problems: list[str] = []
-    common = _field_types(data.get("common"), "common", problems)
+    left = [MAX_SCHEMA_FIELDS]  # fields still to read, over all types: aliases can repeat a long mapping
+    common = _field_types(data.get("common"), "common", problems, left)
     types: dict[str, dict[str, str]] = {}
     raw_types = data.get("types") or {}
     if isinstance(raw_types, dict):
         for name, fields in raw_types.items():
-            types[str(name)] = _field_types(fields, f"types.{name}", problems)
+            types[str(name)] = _field_types(fields, f"types.{name}", problems, left)
     else:
         problems.append("'types' must map type names to fields")
-    return FacetSchema(common, types, "; ".join(f"{SCHEMA_RELPATH}: {p}" for p in problems) or None)
+    if left[0] < 0:
+        problems.insert(0, f"more than {MAX_SCHEMA_FIELDS:,} fields over all types; the rest are left out")
+    return FacetSchema(common, types, _schema_problem(problems))
 
 
-def _field_types(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
+def _schema_problem(problems: list[str]) -> str | None:
+    shown = [f"{SCHEMA_RELPATH}: {p}" for p in problems[:MAX_SCHEMA_PROBLEMS]]
+    if len(problems) > MAX_SCHEMA_PROBLEMS:
+        shown.append(f"... and {len(problems) - MAX_SCHEMA_PROBLEMS:,} more")
+    return "; ".join(shown) or None
+
+
+def _field_types(raw: Any, where: str, problems: list[str], left: list[int]) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -174,6 +204,9 @@ def _field_types(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
         return {}
     fields = {}
     for name, kind in raw.items():
+        left[0] -= 1
+        if left[0] < 0:
+            break
         if not isinstance(kind, str):  # str() of an aliased list would expand it
             problems.append(f"{where}.{name}: expected a type name (one of {', '.join(FACET_TYPES)})")
             continue

@@ -47,10 +47,15 @@ def create_fts_table(conn: apsw.Connection, ws_id: int) -> None:
     )
 
 
+# Tags in the weighted column, per chunk: a document with thousands (inline #tags) would repeat them all in
+# every chunk. Every tag still filters (tag:...) and boosts.
+HEAD_TAGS = 64
+
+
 def head_text(title: str, breadcrumb: str, aliases: list[str], tags: list[str]) -> str:
-    """The weighted column: title, breadcrumb, aliases and tags, each phrase once."""
+    """The weighted column: title, breadcrumb, aliases and the first ``HEAD_TAGS`` tags, each phrase once."""
     parts = [title] if title and title not in breadcrumb else []
-    return "\n".join([*parts, breadcrumb, *aliases, *tags])
+    return "\n".join([*parts, breadcrumb, *aliases, *tags[:HEAD_TAGS]])
 
 
 def drop_fts_table(conn: apsw.Connection, ws_id: int) -> None:

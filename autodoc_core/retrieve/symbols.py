@@ -41,8 +41,10 @@ _CODE_SPAN = re.compile(r"(?<!`)(`++)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
 KINDS: list[tuple[str, re.Pattern[str]]] = [
     ("path", re.compile(r"(?<![\w~])[A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)+")),
-    ("dotted", re.compile(r"(?<![\w.-])[A-Za-z_$][\w$-]*(?:\.[A-Za-z_$][\w$-]*)+(?![\w(])")),
-    ("call", re.compile(r"(?<![\w.])[A-Za-z_$][\w$.:]*(?=\()")),
+    # Pieces of at most 200 characters (longer symbols are never kept): from every "$" or ":" of a long run the
+    # pattern read to the run's end.
+    ("dotted", re.compile(r"(?<![\w.-])[A-Za-z_$][\w$-]{0,199}(?:\.[A-Za-z_$][\w$-]{0,199})+(?![\w(])")),
+    ("call", re.compile(r"(?<![\w.])[A-Za-z_$][\w$.:]{0,199}(?=\()")),
     ("flag", re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")),
     ("screaming_case", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
     ("snake_case", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
@@ -99,8 +101,9 @@ def chunk_symbols(breadcrumb: str, body: str) -> list[tuple[str, int]]:
             weights[symbol] = max(weights.get(symbol, 0), weight)
 
     heading = breadcrumb.rsplit(" › ", 1)[-1].strip().strip("`")
-    for token, _kind in identifiers(heading):
-        add(token, WEIGHT_HEADING if token == heading or len(identifiers(heading)) == 1 else WEIGHT_PROSE)
+    in_heading = identifiers(heading)
+    for token, _kind in in_heading:
+        add(token, WEIGHT_HEADING if token == heading or len(in_heading) == 1 else WEIGHT_PROSE)
     for match in _FENCE.finditer(body):
         for token, _kind in identifiers(match.group("code")):
             add(token, WEIGHT_FENCE)
