@@ -77,6 +77,16 @@ def test_frontmatter_limits_count_values_text_and_binary() -> None:
     assert binary.fields == {"b": "<binary, 5 bytes>"}
 
 
+def test_merge_keys_repeated_through_aliases_do_not_multiply_a_mapping() -> None:
+    """Nine levels of nine merges of the level below: 9^9 keys with a PyYAML before 6.0.4, ten here."""
+    lines = ["a: &a {" + ", ".join(f"k{i}: {i}" for i in range(9)) + "}"]
+    for level in range(9):
+        below = "a" if level == 0 else f"m{level - 1}"
+        lines.append(f"m{level}: &m{level} {{<<: [{', '.join([f'*{below}'] * 9)}]}}")
+    merged = split_frontmatter(["---", *lines, "---"])
+    assert merged.problem is None and len(merged.fields["m8"]) == 9
+
+
 def test_a_schema_whose_aliases_repeat_a_long_mapping_is_cut_and_reported(kb: Path) -> None:
     bogus = ", ".join(f"a{i}: bogus" for i in range(3_000))
     write(kb, "_schema/frontmatter.yaml", f"f: &f {{{bogus}}}\ntypes: {{" + ", ".join(f"t{i}: *f" for i in range(3_000))
