@@ -104,6 +104,7 @@ def test_runs_of_markup_without_partners_parse_in_one_pass() -> None:
     runs = {  # each reread the rest of the text from every character of its run
         "[](<" * 25_000: "", "# " + "".join(f"a_{i} " for i in range(4_000)): "a_3999",
         "```\n." + "$" * 100_000 + "\n```": "", "# (" + "a:" * 50_000: "", "# a" + "*" * 100_000 + "b": "",
+        "".join("`" * length + " x " for length in range(1, 1_400)): "",  # no run has a partner
     }
     for run, symbol in runs.items():
         doc = parse_document(f"{run}\n\nSee [the guide](guide.md) and `reclaimBatch`.\n".encode(), "x.md",

@@ -16,6 +16,7 @@ from functools import lru_cache
 
 import apsw
 
+from autodoc_core.parse.markdown import code_spans, without_code_spans
 from autodoc_core.retrieve.query import STOPWORDS, fts_tokens
 
 # Where a symbol occurs says how likely the chunk defines it.
@@ -34,8 +35,8 @@ PHRASE_MAX_WORDS = 32
 # 1,723 captured queries of four or more words, reading 50 instead changes no answer's first ten hits).
 PHRASE_CANDIDATES = 10
 
-# A fence or a code span opens with a whole run of backticks (possessive, and not inside a run): a long run
-# with no partner (50,000 backticks in a generated file) then costs one pass, not one per backtick.
+# A fence opens with a whole run of backticks (possessive): a long run with no partner then costs one pass. The
+# code-span pattern is for one query token (classify); texts are paired by parse.markdown.code_spans.
 _FENCE = re.compile(r"^(?P<fence>```++|~~~++)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$|\Z)", re.S | re.M)
 _CODE_SPAN = re.compile(r"(?<!`)(`++)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 
@@ -108,13 +109,13 @@ def chunk_symbols(breadcrumb: str, body: str) -> list[tuple[str, int]]:
         for token, _kind in identifiers(match.group("code")):
             add(token, WEIGHT_FENCE)
     prose = _FENCE.sub(" ", body)
-    for match in _CODE_SPAN.finditer(prose):
-        span = match.group(2).strip()
+    for start, end, ticks in code_spans(prose):
+        span = prose[start + ticks : end - ticks].strip()
         if span and not any(c.isspace() for c in span):
             add(span.split("(", 1)[0] if "(" in span else span, WEIGHT_CODE_SPAN)
         for token, _kind in identifiers(span):
             add(token, WEIGHT_CODE_SPAN)
-    for token, _kind in identifiers(_CODE_SPAN.sub(" ", prose), PROSE_KINDS):
+    for token, _kind in identifiers(without_code_spans(prose), PROSE_KINDS):
         add(token, WEIGHT_PROSE)
     return list(weights.items())
 
