@@ -73,6 +73,9 @@ def test_frontmatter_limits_count_values_text_and_binary() -> None:
     repeated = split_frontmatter(["---", "s: &s " + "x" * 100_000, "aliases: [" + ", ".join(["*s"] * 9_990) + "]",
                                   "---"])
     assert repeated.fields == {} and "characters of text" in repeated.problem
+    as_keys = split_frontmatter(["---", "k: &k " + "x" * 100_000, "l: [" + ", ".join(["{? *k : 1}"] * 4_000) + "]",
+                                 "---"])
+    assert as_keys.fields == {} and "characters of text" in as_keys.problem
     binary = split_frontmatter(["---", "b: !!binary aGVsbG8=", "---"])
     assert binary.fields == {"b": "<binary, 5 bytes>"}
 

@@ -108,7 +108,10 @@ def to_json(value: Any, depth: int = 0, budget: _Budget | None = None) -> Any:
     if isinstance(value, bytes | bytearray):
         return f"<binary, {len(value)} bytes>"
     if isinstance(value, dict):
-        return {str(k): to_json(v, depth + 1, budget) for k, v in value.items()}
+        keys = [str(key) for key in value]
+        if budget is not None:
+            budget.charge(0, sum(map(len, keys)))  # a long key can be named many times too
+        return {key: to_json(v, depth + 1, budget) for key, v in zip(keys, value.values(), strict=True)}
     if isinstance(value, list | tuple | set):
         return [to_json(v, depth + 1, budget) for v in value]
     if value is None or isinstance(value, bool | int | float | str):
