@@ -111,6 +111,8 @@ def test_runs_of_markup_without_partners_parse_in_one_pass() -> None:
                              FacetSchema(), 350)
         found = {s for chunk in doc.chunks for s, _ in chunk_symbols(chunk.breadcrumb, chunk.body)}
         assert "path:guide" in doc.link_keys and "reclaimBatch" in found and (not symbol or symbol in found)
+    long_title = '# T\n\n[a](b.md "' + "x" * 600 + '")\n'  # no length cap: a long title keeps its link
+    assert parse_document(long_title.encode(), "x.md", FacetSchema(), 350).link_keys == ["path:b"]
     many = ("---\naliases: [" + ", ".join(f"alias {i}" for i in range(3_000)) + "]\n---\n# M\n\nx\n").encode()
     assert len(parse_document(many, "x.md", FacetSchema(), 350).aliases) == 64  # written into every chunk
     long_url = "https://" + "a" * 10_000
