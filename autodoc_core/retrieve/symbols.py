@@ -149,7 +149,8 @@ _FILE_PATH = re.compile(rf"(?=.*[A-Za-z])(?=[/~.]|.*[._\d{{<:-])[\w.~@-]*(?:/(?:
 # https://host/..., s3://bucket/key; the look-ahead keeps the match linear on a long token.
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?=[^\s/])\S+")
 _WHOLE_TOKEN_KINDS = ("file_path", "url")
-_WRAPPERS = "`'\"“”‘’()[]{}<>"
+_QUOTES = "\"'“”‘’"
+_WRAPPERS = "`" + _QUOTES + "()[]{}<>"
 _OPENERS = {"(": ")", "[": "]", "{": "}", "<": ">"}
 _CLOSERS = {closer: opener for opener, closer in _OPENERS.items()}
 
@@ -210,13 +211,14 @@ def classify(query: str, typed: str | None = None) -> QueryShape:
         if bare and _CODE_SPAN.fullmatch(token.strip(",;")):
             pairs.append((bare, "code_span"))
     lone, path = _bare(query.strip()), _bare_path(query.strip())
-    if " " not in query.strip() and _URL.fullmatch(path):
+    one_token = " " not in query.strip()
+    if one_token and _URL.fullmatch(path):
         lone = path
         pairs.append((lone, "url"))
-    elif " " not in query.strip() and _FILE_PATH.fullmatch(path):
+    elif one_token and _FILE_PATH.fullmatch(path):
         lone = path
         pairs.append((lone, "file_path"))
-    elif not pairs and " " not in query.strip() and _lone_identifier(lone):
+    elif not pairs and one_token and _lone_identifier(lone):
         pairs.append((lone, "lone_token"))
     phrase = pasted_phrase(query if typed is None else typed)
     if not pairs:
@@ -247,7 +249,6 @@ def _literal(lone: str, found: list[str]) -> str:
     return "" if " " in lone or len(literal) < MIN_LITERAL else literal
 
 
-_QUOTES = "\"'“”‘’"
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
