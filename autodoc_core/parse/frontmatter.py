@@ -70,13 +70,14 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
     if not isinstance(data, dict):
         kind = type(data).__name__
         return Frontmatter({}, line_count, f"frontmatter is a {kind}, not a mapping of fields; ignored")
-    budget = _Budget(MAX_FRONTMATTER_VALUES + 1, max(MAX_FRONTMATTER_CHARS, 2 * len(text)))  # +1: the mapping
+    characters = max(MAX_FRONTMATTER_CHARS, 2 * len(text))
+    budget = _Budget(MAX_FRONTMATTER_VALUES + 1, characters)  # +1: the mapping itself
     try:
         return Frontmatter(to_json(data, budget=budget), line_count)
     except _TooMuch:
         return Frontmatter({}, line_count, f"frontmatter holds more than {MAX_FRONTMATTER_VALUES:,} values or "
-                                           f"{budget.characters_at_start:,} characters of text, counting each use "
-                                           "of a YAML alias; ignored")
+                                           f"{characters:,} characters of text, counting each use of a YAML "
+                                           "alias; ignored")
 
 
 class _TooMuch(ValueError):
@@ -87,7 +88,7 @@ class _Budget:
     """How many more values, and characters of text, ``to_json`` may still write."""
 
     def __init__(self, values: int, characters: int) -> None:
-        self.values, self.characters, self.characters_at_start = values, characters, characters
+        self.values, self.characters = values, characters
 
     def charge(self, values: int, characters: int = 0) -> None:
         self.values -= values
