@@ -94,6 +94,21 @@ def test_focus_gained_notices_a_file_added_outside_neovim(tmp_path: Path, kb: Pa
         assert "kb: 8 files scanned, 1 changed" in messages  # a quiet scan speaks only when files changed
 
 
+def test_start_up_notices_a_file_added_while_neovim_was_closed(tmp_path: Path, kb: Path) -> None:
+    """The second session's setup() finds the workspace already in the database (no workspace.add, so no
+    index run of its own): the start-up scan alone must find the file written in between. Broken on
+    purpose: without the scan at the end of M.start() this times out."""
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert not finds(nvim, "zeppelin")
+    write(kb, "travel/airships.md", "# Airships\n\nThe zeppelin crossed the Atlantic in 1928.\n")
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:  # no periodic scan, no focus event
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert finds(nvim, "zeppelin")
+        assert "kb: 8 files scanned, 1 changed" in nvim.exec_lua("return vim.fn.execute('messages')")
+
+
 def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, kb: Path) -> None:
     seven_notes(kb)
     with neovim(tmp_path, started(tmp_path, kb, scan_ms=200)) as nvim:

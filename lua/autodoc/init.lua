@@ -286,7 +286,8 @@ local function add_configured(done)
   one_done()
 end
 
---- Open the engine (once): the database, the workspaces it holds, then the configured ones.
+--- Open the engine (once): the database, the workspaces it holds, then the configured ones; then a quiet
+--- scan of those it held (the ones just added are being indexed).
 function M.start()
   M.phase = 'starting'
   local log = vim.fn.stdpath('log') .. '/autodoc.log'
@@ -305,6 +306,7 @@ function M.start()
       add_configured(function()
         settle(nil)
         M.schedule_scans()
+        M.scan() -- the workspaces it already held: files may have changed while Neovim was closed
       end)
     end)
   end)
