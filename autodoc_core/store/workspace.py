@@ -75,8 +75,8 @@ CONFIG_DEFAULTS: dict[str, Any] = {
     "abstract_chunk": True,
     "demote_superseded": True,
     "max_file_bytes": 10_000_000,
-    # Measured with make bench (doc/benchmarks/kb-retrieval.md): on SciFact train the blend scores
-    # nDCG@10 0.748 against RRF's 0.739; on techdocs dev they tie (Recall@3 0.938).
+    # The blend (fuse.linear) against RRF k=60 and the other fusions tried, on the same captured
+    # candidates of every labelled set: doc/benchmarks/fusion.md.
     "fusion": "linear",
     # "auto": from the workspace's document shape (fuse.auto_weight); a number fixes it.
     "fusion_weight": "auto",
