@@ -100,6 +100,34 @@ def test_stdio_server_answers_and_survives_garbage(tmp_path: Path, kb: Path) -> 
     assert [item["id"] for item in batch] == [6, 7] and "error" in batch[1]
 
 
+def test_stdio_server_survives_lone_surrogates_and_nan(tmp_path: Path, kb: Path) -> None:
+    """A client that cuts a string in the middle of an emoji sends a lone surrogate (escaped, so valid
+    JSON). Echoed into an error it used to fail the UTF-8 write and end the server; in a name or a query
+    it was an internal error. Now each is a clear -32600 with its id, and the server keeps serving. A whole
+    escaped pair is a character like any other. NaN is not JSON."""
+    write(kb, "a.md", "# Alpha\n\nthe gecko note\n")
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "workspace.add", "params": ["kb", str(kb)]}),
+        json.dumps({"jsonrpc": "2.0", "id": 2, "method": "workspace.index", "params": ["kb"]}),
+        '{"jsonrpc": "2.0", "id": 3, "method": "\\ud800"}',
+        '{"jsonrpc": "2.0", "id": "\\udc00x", "method": "workspace.list"}',
+        '{"jsonrpc": "2.0", "id": 4, "method": "workspace.status", "params": ["kb\\ud83d"]}',
+        '{"jsonrpc": "2.0", "id": 5, "method": "search.query", "params": ["kb", "gecko \\ud83d"]}',
+        '{"jsonrpc": "2.0", "id": NaN, "method": "workspace.list"}',
+        '{"jsonrpc": "2.0", "id": 6, "method": "search.query", "params": ["kb", "gecko \\ud83d\\ude00"]}',
+    ]
+    done = autodoc(tmp_path / "a.db", "serve", "--stdio", stdin="\n".join(lines).encode() + b"\n")
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.decode("utf-8").splitlines()]  # strict UTF-8 lines
+    by_id = {a["id"]: a for a in answers if a.get("id") is not None}
+    for request_id in (3, "\udc00x", 4, 5):
+        assert by_id[request_id]["error"]["code"] == -32600
+        assert "lone surrogate" in by_id[request_id]["error"]["data"]["reason"]
+    assert by_id[6]["result"]["hits"][0]["path"] == "a.md"
+    assert [a["error"]["code"] for a in answers if a.get("id") is None] == [-32700]  # NaN
+    assert b"Traceback" not in done.stderr
+
+
 def test_doc_read_stays_inside_the_root(engine, kb: Path, tmp_path: Path) -> None:
     write(kb, "a.md", "# A\n\nline two\nline three\n")
     write(tmp_path, "outside.md", "# secret\n")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from autodoc_core import __version__
 from autodoc_core.errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
+from autodoc_core.surface.wire import to_json
 
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
@@ -76,7 +77,7 @@ def _engine(db: str | None) -> Engine | None:
     try:
         return Engine(db)
     except AutodocError as exc:
-        print(json.dumps(exc.to_rpc(), ensure_ascii=False), file=sys.stderr)
+        print(to_json(exc.to_rpc()), file=sys.stderr)
         return None
 
 
@@ -108,7 +109,7 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
 
 
 def _print(value: object) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(to_json(value, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 import traceback
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from autodoc_core.errors import (
     AutodocError,
 )
 from autodoc_core.service.engine import Engine
+from autodoc_core.surface.wire import to_json
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
@@ -76,13 +78,18 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     return AutodocError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}").to_rpc()
 
 
-def handle_message(engine: Engine, message: Any) -> dict[str, Any] | None:
-    """One JSON-RPC request object in, one response out (None for a notification)."""
+def handle_message(engine: Engine, message: Any, check_text: bool = True) -> dict[str, Any] | None:
+    """One JSON-RPC request object in, one response out (None for a notification). `check_text`: look
+    for lone surrogates (the line had an escaped one; none can arrive unescaped in UTF-8)."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "method" not in message:
         return _response(None, error=AutodocError(INVALID_REQUEST, "expected a JSON-RPC 2.0 request object").to_rpc())
     request_id = message.get("id")
     if request_id is not None and not isinstance(request_id, str | int | float) or isinstance(request_id, bool):
         return _response(None, error=AutodocError(INVALID_REQUEST, "id must be a string, a number or null").to_rpc())
+    if check_text and (bad := _lone_surrogate_in(message)) is not None:
+        error = AutodocError(INVALID_REQUEST, f"{bad!r} holds a lone surrogate, which is not text; a client cut a "
+                             "string between the two halves of a character (an emoji?)")
+        return _response(request_id, error=error.to_rpc()) if "id" in message else None
     try:
         result = call(engine, message["method"], message.get("params"))
         response = _response(request_id, result=result)
@@ -96,15 +103,52 @@ def handle_line(engine: Engine, line: bytes) -> Any:
         return _response(None, error=AutodocError(
             INVALID_REQUEST, f"message of {len(line)} bytes is over the {MAX_MESSAGE_BYTES} byte limit").to_rpc())
     try:
-        message = json.loads(line)
+        message = json.loads(line, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
         return _response(None, error=AutodocError(PARSE_ERROR, f"invalid JSON: {exc}").to_rpc())
+    check_text = _SURROGATE_ESCAPE.search(line) is not None
     if isinstance(message, list):
         if not message:
             return _response(None, error=AutodocError(INVALID_REQUEST, "empty batch").to_rpc())
-        answers = [handle_message(engine, item) for item in message]
+        answers = [handle_message(engine, item, check_text) for item in message]
         return [a for a in answers if a is not None] or None
-    return handle_message(engine, message)
+    return handle_message(engine, message, check_text)
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) in `value` that cannot be encoded as UTF-8, or None."""
+    if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value[:100]
+        return None
+    items = [*value.keys(), *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else []
+    return next((bad for item in items if (bad := _lone_surrogate(item)) is not None), None)
+
+
+def _lone_surrogate_in(message: Any) -> str | None:
+    try:
+        return _lone_surrogate(message)
+    except RecursionError:
+        return "(a message nested too deeply to check)"
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def answer_line(answer: Any) -> bytes:
+    """One answer as a line; an answer that is not JSON (a NaN in a result) becomes an internal error."""
+    try:
+        return to_json(answer).encode() + b"\n"
+    except ValueError as exc:
+        request_id = answer.get("id") if isinstance(answer, dict) else None
+        error = AutodocError(INTERNAL_ERROR, f"internal error: the answer is not JSON: {exc}").to_rpc()
+        return to_json(_response(request_id, error=error)).encode() + b"\n"
 
 
 def _response(request_id: Any, result: Any = None, error: dict | None = None) -> dict[str, Any]:
@@ -126,7 +170,7 @@ def serve_stdio(engine: Engine, stdin: IO[bytes], stdout: IO[bytes]) -> None:
             continue
         answer = handle_line(engine, line)
         if answer is not None:
-            stdout.write(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+            stdout.write(answer_line(answer))
             stdout.flush()
 
 
