@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from autodoc_core.service.engine import Engine
 from autodoc_core.store.lease import WriterLease
+from autodoc_core.surface.mcp import ERROR_META
 from tests.conftest import PROJECT, write
 
 NOTES = """\
@@ -204,7 +205,8 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
         for tool, arguments, code, words in bad_calls:
             result = await call(session, tool, arguments)
             assert result.is_error, (tool, arguments)
-            assert result.structured_content["error"]["code"] == code, (tool, arguments, result.structured_content)
+            assert result.structured_content is None  # an error is no answer to check against the output schema
+            assert result.meta[ERROR_META]["code"] == code, (tool, arguments, result.meta)
             assert words in result.content[0].text, (words, result.content[0].text)
         still = await call(session, "search", {"query": "gecko"})  # the server kept serving
         assert not still.is_error and still.structured_content["hits"]
@@ -221,7 +223,7 @@ def test_several_workspaces_need_a_name(tmp_path: Path, notes: Path) -> None:
 
     async def scenario(session: ClientSession) -> None:
         result = await call(session, "search", {"query": "gecko"})
-        assert result.is_error and result.structured_content["error"]["code"] == -32602
+        assert result.is_error and result.meta[ERROR_META]["code"] == -32602
         assert "kb, other" in result.content[0].text
         named = await call(session, "search", {"query": "gecko", "workspace": "other"})
         assert [h["path"] for h in named.structured_content["hits"]] == ["x.md"]
@@ -388,6 +390,7 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
         rest = process.stdout.read()
         process.wait(timeout=30)
     assert rest == b""
-    assert answers[3]["result"]["isError"] and answers[3]["result"]["structuredContent"]["error"]["code"] == -32602
+    assert answers[3]["result"]["isError"] and answers[3]["result"]["_meta"]["autodoc/error"]["code"] == -32602
+    assert "structuredContent" not in answers[3]["result"]
     assert answers[4]["result"]["structuredContent"]["hits"]
     assert answers[5]["error"]["code"] == -32602

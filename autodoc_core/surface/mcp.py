@@ -314,14 +314,19 @@ def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:
 # -- plain-text renderings, for clients that show only text --------------------------------------
 
 
+ERROR_META = "autodoc/error"
+
+
 def error_result(tool: str, exc: AutodocError) -> types.CallToolResult:
-    """An MCP tool error: the text names the problem and the fix; the structure carries the JSON-RPC code."""
+    """An MCP tool error: the text names the problem, the code and the fix; `_meta` carries them as data.
+    Not as structured content: clients on the TypeScript SDK's v1 check it against the tool's output
+    schema even on an error (typescript-sdk#1943), and the agent would see that schema error instead."""
     fix = FIXES.get(exc.code, "")
     name = CODE_NAMES.get(exc.code, "rpc.error")
     text = f"{tool} failed ({exc.code} {name}): {exc.reason}. {fix}".rstrip()
     error = {"code": exc.code, "name": name, "reason": exc.reason, "fix": fix, "data": exc.data}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content={"error": error}, is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True,
+                                _meta={ERROR_META: error})
 
 
 def build_server(tools: Tools) -> Server:
