@@ -159,6 +159,31 @@ def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, n
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_reading_past_a_line_longer_than_the_budget_makes_progress(tmp_path: Path, notes: Path) -> None:
+    """A 40,000-character line (an inlined image) is over the default 8,000-token read budget: read gave
+    no text and next_line pointing at that same line, so an agent paging on asked for it forever. Now the
+    line's start fills the budget, is marked cut, and next_line moves past it."""
+    image = "data:image/png;base64," + "iVBORw0KGgo" * 3640
+    write(notes, "figure.md", f"# Figure\n\n![chart]({image})\n\nThe caption says geckos.\n")
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+
+    async def scenario(session: ClientSession) -> None:
+        first = (await call(session, "read", {"path": "figure.md"})).structured_content
+        assert (first["line_end"], first["next_line"], first["line_cut"]) == (2, 3, False)  # whole lines first
+        answer = await call(session, "read", {"path": "figure.md", "line_start": first["next_line"]})
+        long = answer.structured_content
+        assert (long["line_end"], long["next_line"], long["trimmed"], long["line_cut"]) == (3, 4, True, True)
+        assert long["text"].startswith("![chart](data:image/png;base64,iVBOR") and long["text"].endswith(" …")
+        assert len(long["text"]) < len(image)
+        assert "only its start is given; continue with line_start 4" in answer.content[0].text
+        rest = (await call(session, "read", {"path": "figure.md", "line_start": long["next_line"]}))
+        assert rest.structured_content["text"] == "\nThe caption says geckos."
+        assert not rest.structured_content["trimmed"] and not rest.structured_content["line_cut"]
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
 def test_read_documents_and_workspaces(tmp_path: Path, notes: Path) -> None:
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)

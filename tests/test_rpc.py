@@ -144,6 +144,37 @@ def test_doc_read_stays_inside_the_root(engine, kb: Path, tmp_path: Path) -> Non
     assert caught.value.code == -32062
 
 
+def test_doc_read_numbers_lines_as_the_index_does(engine, kb: Path) -> None:
+    """A form feed, U+2028, U+0085 and a lone CR are no line breaks for the indexer (nor for Neovim); read
+    used str.splitlines, so every line after them shifted and a hit's span read back other lines."""
+    (kb / "odd.md").write_bytes("# Odd\n\npage\x0cbreak and a\u2028separator\u0085next\rcarriage\n\n"
+                                "## Geckos\n\nThe gecko climbs glass.\n".encode())
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb")
+    hit = engine.search_query("kb", "gecko climbs", {"stages": ["lexical"]})["hits"][0]
+    span = engine.doc_read("kb", "odd.md", {"line_start": hit["line_start"], "line_end": hit["line_end"]})
+    assert span["text"].startswith("## Geckos") and "gecko climbs" in span["text"]
+    assert engine.doc_read("kb", "odd.md")["total_lines"] == 7
+
+
+def test_doc_read_edge_files_answer_plainly(engine, kb: Path) -> None:
+    write(kb, "empty.md", "")
+    write(kb, "short.md", "# Short\n")
+    (kb / "folder.md").mkdir()
+    engine.workspace_add("kb", str(kb))
+    assert engine.doc_read("kb", "empty.md") | {"path": ""} == {"path": "", "line_start": 1, "line_end": 1,
+                                                                "total_lines": 1, "text": ""}
+    with pytest.raises(AutodocError) as caught:
+        engine.doc_read("kb", "short.md", {"line_start": 5})
+    assert caught.value.code == -32602 and "'line_start' 5 is past the end: short.md has 1 line" in caught.value.reason
+    with pytest.raises(AutodocError) as caught:
+        engine.doc_read("kb", "folder.md")
+    assert caught.value.code == -32064 and "cannot be read" in caught.value.reason  # not "a bug in AutoDoc"
+    with pytest.raises(AutodocError) as caught:
+        engine.doc_read("kb", "short.md/inner.md")
+    assert caught.value.code == -32062
+
+
 def test_workspace_lifecycle(engine, kb: Path, tmp_path: Path) -> None:
     write(kb, "a.md", "# A\n\nmarmot\n")
     engine.workspace_add("kb", str(kb))

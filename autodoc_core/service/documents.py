@@ -9,7 +9,7 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.errors import NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
 from autodoc_core.store.workspace import Workspace
@@ -34,10 +34,15 @@ def read(ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
             raw = handle.read(min(limit + 1, size + 65536))
     except OutsideRoot:
         raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
-    lines = raw.decode("utf-8", "replace").splitlines()
+    except OSError as exc:  # a folder named like a note, no permission, a failing disk
+        raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    lines = text_lines(raw)
     first = _line_option(opts, "line_start", 1)
+    if first > len(lines):
+        count = f"{len(lines)} line" + ("s" if len(lines) != 1 else "")
+        raise invalid_params(f"'line_start' {first} is past the end: {relpath} has {count}")
     last = _line_option(opts, "line_end", len(lines))
     if last < first:
         raise invalid_params("'line_end' must not be before 'line_start'")
@@ -48,6 +53,14 @@ def read(ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
         "total_lines": len(lines),
         "text": "\n".join(lines[first - 1 : last]),
     }
+
+
+def text_lines(raw: bytes) -> list[str]:
+    """A file's lines numbered as the indexer and an editor number them: split at "\\n" only (a form
+    feed, U+2028 or a lone "\\r" is no line break there, as it is for str.splitlines), a final newline
+    ending the last line, and an empty file one empty line."""
+    lines = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
+    return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
 
 
 def resolve_inside(ws: Workspace, path: Any) -> tuple[str, str]:

@@ -151,26 +151,36 @@ def _workspace(engine: Engine, arguments: dict[str, Any]) -> str:
 # -- trimming texts to a token budget -----------------------------------------------------------
 
 
+CUT_MARK = " …"
+
+
 def line_tokens(line: str) -> int:
     """About four characters a token, the estimate the chunker sizes sections with (+1 for the line break)."""
     return len(line) // 4 + 1
 
 
 class Budget:
-    """Tokens left for texts; hands out whole lines only."""
+    """Tokens left for texts; hands out whole lines, except a first line longer than what is left."""
 
     def __init__(self, tokens: int) -> None:
         self.total = tokens
         self.left = tokens
         self.trimmed = False
+        self.line_cut = False  # the last take gave its first line only in part
 
     def take(self, lines: list[str]) -> list[str]:
-        """The longest leading run of ``lines`` that fits."""
-        kept = []
+        """The longest leading run of ``lines`` that fits. When not even the first line fits (a line of
+        base64, a minified table), that line's start fills what is left, so a reader paging with
+        next_line moves past it instead of asking for it again and again."""
+        kept: list[str] = []
+        self.line_cut = False
         for line in lines:
             cost = line_tokens(line)
             if cost > self.left:
                 self.trimmed = True
+                if not kept and self.left > 0:
+                    kept.append(line[: (self.left - 1) * 4] + CUT_MARK)
+                    self.left, self.line_cut = 0, True
                 break
             self.left -= cost
             kept.append(line)
@@ -231,6 +241,7 @@ class Tools:
             "workspace": name, "path": answer["path"], "line_start": answer["line_start"],
             "line_end": last if budget.trimmed else answer["line_end"], "total_lines": answer["total_lines"],
             "text": "\n".join(kept), "trimmed": budget.trimmed, "next_line": last + 1 if budget.trimmed else None,
+            "line_cut": budget.line_cut,
         }
         return result, render_read(result, budget.total)
 

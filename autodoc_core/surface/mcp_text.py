@@ -50,7 +50,10 @@ def _rest_of(hit: dict[str, Any]) -> str:
 def render_read(result: dict[str, Any], budget: int) -> str:
     header = f"{result['path']} lines {result['line_start']}-{result['line_end']} of {result['total_lines']}"
     text = f"{header}\n{result['text']}"
-    if result["trimmed"]:
+    if result.get("line_cut"):
+        text += (f"\n(line {result['line_end']} is longer than {budget} tokens: only its start is given; "
+                 f"continue with line_start {result['next_line']})")
+    elif result["trimmed"]:
         text += f"\n(trimmed to {budget} tokens at a line end; continue with line_start {result['next_line']})"
     return text
 

@@ -88,7 +88,8 @@ READ_DESCRIPTION = """\
 Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
 line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
 documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
-max_tokens; the answer's next_line says where to continue."""
+max_tokens; the answer's next_line says where to continue (past a single line too long for \
+max_tokens, whose start is given with line_cut true)."""
 
 DOCUMENTS_DESCRIPTION = """\
 Find documents by title, alias or path (case-insensitive substring; exact title or alias first). \
@@ -142,6 +143,8 @@ READ_OUTPUT = _object({
     "text": {"type": "string"},
     "trimmed": {"type": "boolean"},
     "next_line": {"type": ["integer", "null"], "description": "where to continue when trimmed"},
+    "line_cut": {"type": "boolean", "description": "true when line_end alone is longer than max_tokens: only its "
+                                                   "start is in text, ending in ' …'"},
 }, ["path", "line_start", "line_end", "total_lines", "text", "trimmed"], closed=False)
 
 DOCUMENTS_OUTPUT = _object({
