@@ -110,6 +110,10 @@ def test_paths_tags_and_limit_options(notes) -> None:
     assert paths(search(notes, "disk", paths=["op"])) == []  # a folder prefix, not a string prefix
     assert paths(search(notes, "disk", tags=["database"])) == ["storage.md"]
     assert paths(search(notes, "disk tag:database")) == ["storage.md"]
+    # Tags are stored lower-case: any case, with or without '#', in every place a tag is named.
+    for query, opts in (("disk tag:Database", {}), ("disk tag:#DATABASE", {}), ("disk", {"tags": ["#DataBase"]}),
+                        ("disk", {"facets": {"tag": "DATABASE"}}), ("disk", {"facets": {"tags": ["#Database"]}})):
+        assert paths(search(notes, query, **opts)) == ["storage.md"], (query, opts)
     assert len(search(notes, "disk", limit=1)["hits"]) == 1
 
 

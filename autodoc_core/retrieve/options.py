@@ -10,7 +10,7 @@ from typing import Any
 
 from autodoc_core.errors import AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
-from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter
+from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
 from autodoc_core.store.workspace import Workspace
 
 # The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside
@@ -80,7 +80,7 @@ def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFil
             tags = [tags]
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise invalid_params("'tags' must be a list of tag names")
-        result.extend(FacetFilter("tag", t.lstrip("#").lower()) for t in tags)
+        result.extend(FacetFilter("tag", tag_key(t)) for t in tags)
     if facets is None:
         return result
     if not isinstance(facets, dict):
@@ -99,7 +99,10 @@ def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFil
                 coerced = coerce(item, kind) if kind != "list" else [str(item)]
             except CoercionError as exc:
                 raise invalid_params(f"facet {name}: {exc}", field=name) from None
-            result.append(FacetFilter("tag" if name in BUILTIN_FACETS else name, coerced[0]))
+            if name in BUILTIN_FACETS:
+                result.append(FacetFilter("tag", tag_key(str(coerced[0]))))
+            else:
+                result.append(FacetFilter(name, coerced[0]))
     return result
 
 

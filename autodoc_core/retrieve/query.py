@@ -142,6 +142,11 @@ def _is_compound_identifier(token: str, pieces: list[str]) -> bool:
     return len(pieces) >= COMPOUND_MIN_PIECES and bool(_COMPOUND.fullmatch(token))
 
 
+def tag_key(tag: str) -> str:
+    """Tags are stored lower-case without their '#': `tag:ADR`, `#adr` and `adr` are one tag."""
+    return tag.lstrip("#").lower()
+
+
 def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None:
     negated = token.startswith("-")
     body = token[1:] if negated else token
@@ -153,6 +158,8 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     if not kind or not value:
         return None
     field_name = "tag" if name.lower() in BUILTIN_FACETS else name
+    if field_name == "tag":
+        value = tag_key(value)
     try:
         values = coerce(value.lstrip("#"), kind) if kind != "list" else [value.lstrip("#")]
     except CoercionError as exc:
