@@ -162,3 +162,37 @@ def test_old_schema_is_migrated_in_place(tmp_path: Path, kb: Path) -> None:
         assert reader.execute("SELECT name, vector_epoch FROM workspaces").fetchall() == [("kb", 0)]
         assert reader.execute("SELECT COUNT(*) FROM symbols").fetchone()[0] == 0
     store.close()
+
+
+def test_a_thread_that_ended_leaves_no_open_reader(tmp_path: Path) -> None:
+    """Worker pools end idle threads and start new ones (the MCP server runs each tool call on an anyio
+    worker): each thread's read connection used to stay open, with its page cache, until the process
+    ended. Counted as this process's open file descriptors on the database file."""
+    import os
+
+    store = Store(tmp_path / "a.db")
+    database = str((tmp_path / "a.db").resolve())
+
+    def open_on_database() -> int:
+        fds = os.listdir("/proc/self/fd")
+        return sum(1 for fd in fds if os.path.realpath(f"/proc/self/fd/{fd}") == database)
+
+    def read_once() -> None:
+        with store.snapshot() as conn:
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+
+    def thirty_workers() -> int:
+        for _ in range(30):
+            worker = threading.Thread(target=read_once)
+            worker.start()
+            worker.join()
+        return open_on_database()
+
+    read_once()
+    before = open_on_database()
+    # SQLite keeps a closed connection's descriptor while another connection of the process holds a
+    # lock on the file, and reuses it for the next open: a few, not one per thread.
+    after_thirty = thirty_workers()
+    assert after_thirty <= before + 3
+    assert thirty_workers() == after_thirty
+    store.close()

@@ -108,7 +108,7 @@ class Store:
         self._writer: apsw.Connection | None = None
         self._write_lock = threading.RLock()
         self._local = threading.local()
-        self._readers: list[apsw.Connection] = []
+        self._readers: list[tuple[threading.Thread, apsw.Connection]] = []  # one per thread that read
         self._readers_lock = threading.Lock()
         if not self._ready_to_read():
             with self.exclusive():
@@ -143,8 +143,20 @@ class Store:
             conn = _open(self.path, readonly=True)
             self._local.conn = conn
             with self._readers_lock:
-                self._readers.append(conn)
+                self._close_readers_of_ended_threads()
+                self._readers.append((threading.current_thread(), conn))
         return conn
+
+    def _close_readers_of_ended_threads(self) -> None:
+        """Worker pools (the MCP server's anyio threads) end idle threads and start new ones: without
+        this, every thread that ever read kept its connection and its page cache until exit."""
+        alive = []
+        for thread, conn in self._readers:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:
+                conn.close()
+        self._readers = alive
 
     @contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:
@@ -188,7 +200,7 @@ class Store:
 
     def close(self) -> None:
         with self._readers_lock:
-            for conn in self._readers:
+            for _thread, conn in self._readers:
                 conn.close()
             self._readers.clear()
         with self._write_lock:
