@@ -239,6 +239,18 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_an_empty_database_names_itself(tmp_path: Path) -> None:
+    """The likely cause is a client config whose --db is not the database Neovim uses: say which file."""
+    db = tmp_path / "wrong.db"
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert result.is_error and result.meta[ERROR_META]["code"] == -32060
+        assert f"no workspace is registered in {db} yet" in result.content[0].text
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
 def test_several_workspaces_need_a_name(tmp_path: Path, notes: Path) -> None:
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)

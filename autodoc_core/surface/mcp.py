@@ -143,7 +143,8 @@ def _workspace(engine: Engine, arguments: dict[str, Any]) -> str:
     if len(names) == 1:
         return names[0]
     if not names:
-        raise AutodocError(UNKNOWN_WORKSPACE, "no workspace is registered in this database yet")
+        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace is registered in {engine.store.path} yet (is --db the "
+                           "database Neovim uses?)", db=str(engine.store.path))
     raise invalid_params(f"'workspace' is needed: this database has {len(names)} workspaces ({', '.join(names)})",
                          workspaces=names)
 
