@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT, write
 from tests.model_servers import Behaviour, model_server
-from tests.test_nvim_install import neovim, python_line, rtp, setup_call
+from tests.test_nvim_install import lua_string, neovim, python_line, rtp, setup_call
 from tests.test_nvim_plugin import wait_for
 
 RECORD_PROGRESS = ("_G.progress = {}\nvim.api.nvim_create_autocmd('Progress', { pattern = 'autodoc', callback = "
@@ -64,12 +64,13 @@ def test_embedding_progress_updates_in_place_and_pauses(tmp_path: Path, kb: Path
         assert "embedded" not in nvim.exec_lua("return vim.fn.execute('messages')").replace("7/7 embedded", "")
 
 
-def finds(nvim, word: str) -> bool:
+def finds(nvim, word: str, workspace: str = "kb") -> bool:
     """Ask the engine (lexical stage) for `word`; True when it has a hit."""
     nvim.exec_lua("""
+        local word, workspace = ...
         _G.found = nil
-        require('autodoc.rpc').request('search.query', { 'kb', ..., { stages = { 'lexical' } } },
-          function(err, answer) _G.found = err and -1 or #answer.hits end)""", word)
+        require('autodoc.rpc').request('search.query', { workspace, word, { stages = { 'lexical' } } },
+          function(err, answer) _G.found = err and -1 or #answer.hits end)""", word, workspace)
     wait_for(lambda: nvim.exec_lua("return _G.found ~= nil"))
     return nvim.exec_lua("return _G.found") > 0
 
@@ -117,6 +118,57 @@ def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, k
         write(kb, "n3.md", "# Note 3\n\nA sourdough starter replaces the yeast.\n")  # not via Neovim
         wait_for(lambda: finds(nvim, "sourdough"))
         assert not finds(nvim, '"bread number 3"')  # the old text is gone from the index
+
+
+def test_a_root_given_through_a_symlink_indexes_on_save(tmp_path: Path, kb: Path) -> None:
+    """The engine keeps a root's real path; buffers opened through the symlink were compared against it
+    unresolved, so a save indexed nothing, and every start added the workspace again (a full, loud run)."""
+    seven_notes(kb)
+    link = tmp_path / "notes-link"
+    link.symlink_to(kb, target_is_directory=True)
+    with neovim(tmp_path, started(tmp_path, link, scan_ms=0)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        nvim.command(f"edit {link / 'n2.md'}")
+        nvim.current.buffer.append(["", "A levain replaces the yeast."])
+        nvim.command("write")
+        wait_for(lambda: finds(nvim, "levain"))
+    with neovim(tmp_path, started(tmp_path, link, scan_ms=0)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)  # the start-up scan, quiet
+        assert "files scanned" not in nvim.exec_lua("return vim.fn.execute('messages')")  # not re-added
+
+
+def test_a_save_under_nested_roots_indexes_both_workspaces(tmp_path: Path, kb: Path) -> None:
+    seven_notes(kb)
+    write(kb, "inner/x.md", "# Inner\n\nplain words\n")
+    init = rtp(PROJECT) + python_line() + "require('autodoc').setup({ scan_ms = 0, db = " + \
+        f"{lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }}, " + \
+        f"{{ name = 'inner', path = {lua_string(kb / 'inner')} }} }} }})\n"
+    with neovim(tmp_path, init) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').indexing.kb == nil and "
+                                       "require('autodoc').indexing.inner == nil and "
+                                       "vim.tbl_count(require('autodoc').workspaces) == 2"))
+        nvim.command(f"edit {kb / 'inner' / 'x.md'}")
+        nvim.current.buffer.append(["", "The zeppelin landed."])
+        nvim.command("write")
+        wait_for(lambda: finds(nvim, "zeppelin", "kb") and finds(nvim, "zeppelin", "inner"))
+
+
+def test_a_save_during_an_index_run_waits_for_it_and_searches_still_answer(tmp_path: Path, kb: Path) -> None:
+    """The start-up index of 300 files is held at its 120th document. A save meanwhile used to send its
+    own index request, which took the host's second worker and waited on the run's lock, so the search
+    after it waited too, until the run ended (here: never, until the release). Now the save is queued."""
+    for i in range(300):
+        write(kb, f"n{i:03}.md", f"# Note {i}\n\nbody {i}\n")
+    release = tmp_path / "release"
+    env = {"AUTODOC_TEST_HOLD_AT": "index.document:120", "AUTODOC_TEST_RELEASE_FILE": str(release)}
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0), env) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').indexing.kb == true"), timeout=60)
+        nvim.command(f"edit {kb / 'n007.md'}")
+        nvim.current.buffer.append(["", "A narwhal swims by."])
+        nvim.command("write")
+        assert not finds(nvim, "narwhal")  # answered while the run is still held
+        release.touch()
+        wait_for(lambda: finds(nvim, "narwhal"), timeout=120)
 
 
 def test_indexing_progress_updates_in_place(tmp_path: Path, kb: Path) -> None:

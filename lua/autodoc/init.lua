@@ -50,8 +50,16 @@ local function settle(message)
   end
 end
 
+--- The absolute path with its folders' symlinks resolved, as the engine stores roots (realpath), so a
+--- root given through a symlink and the buffers opened through it compare equal. The last component
+--- is kept as written when it does not exist yet (or is a file: a linked note keeps its own name).
 local function absolute(path)
-  return vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p')):gsub('/$', '')
+  local full = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(path), ':p')):gsub('/$', '')
+  if vim.fn.isdirectory(full) == 1 then
+    return vim.uv.fs_realpath(full) or full
+  end
+  local parent = vim.uv.fs_realpath(vim.fs.dirname(full))
+  return parent and (parent:gsub('/$', '') .. '/' .. vim.fs.basename(full)) or full
 end
 
 --- Add a workspace (name -> folder) and index it.
@@ -107,6 +115,17 @@ function M.watch_semantic(ws, restart)
 end
 
 M.indexing = {} ---@type table<string, boolean> workspaces whose index run is under way
+M.saved_meanwhile = {} ---@type table<string, table<string, boolean>> files saved during a run, per workspace
+
+--- The files saved while `ws` was indexing, indexed now that its run ended.
+---@param ws string
+local function index_saved_meanwhile(ws)
+  local saved = M.saved_meanwhile[ws]
+  if saved then
+    M.saved_meanwhile[ws] = nil
+    M.index(ws, nil, vim.tbl_keys(saved), true)
+  end
+end
 
 ---@param report table workspace.index's answer
 ---@return boolean
@@ -130,6 +149,7 @@ function M.index(name, callback, paths, quiet)
     end
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
       M.indexing[ws] = nil
+      index_saved_meanwhile(ws)
       if err then
         progress.indexed(ws, nil)
         notify(rpc.describe(err), vim.log.levels.ERROR)
@@ -246,16 +266,18 @@ function M.show_status(name)
   end)
 end
 
---- The workspace whose root holds `file`, and the file's path relative to it.
+--- Every workspace whose root holds `file` (nested roots hold it both), with the path relative to each.
 ---@param file string
----@return string|nil workspace, string|nil relative_path
-function M.workspace_of(file)
+---@return { [1]: string, [2]: string }[] pairs of workspace name and relative path
+function M.workspaces_of(file)
   file = absolute(file)
+  local found = {}
   for name, root in pairs(M.workspaces) do
     if file:sub(1, #root + 1) == root .. '/' then
-      return name, file:sub(#root + 2)
+      table.insert(found, { name, file:sub(#root + 2) })
     end
   end
+  return found
 end
 
 --- The configured workspaces the engine does not know yet: add them, then call `done`.
@@ -319,9 +341,16 @@ function M.on_save(file)
   if M.phase ~= 'ready' or not M.config.index_on_save then
     return
   end
-  local ws, relpath = M.workspace_of(file)
-  if ws then
-    M.index(ws, nil, { relpath }, true)
+  for _, found in ipairs(M.workspaces_of(file)) do
+    local ws, relpath = found[1], found[2]
+    if M.indexing[ws] then
+      -- The run under way holds the engine's index lock: asking now would park a second host worker
+      -- behind it, and searches would queue behind both. Ask when it ends.
+      M.saved_meanwhile[ws] = M.saved_meanwhile[ws] or {}
+      M.saved_meanwhile[ws][relpath] = true
+    else
+      M.index(ws, nil, { relpath }, true)
+    end
   end
 end
 
