@@ -171,6 +171,27 @@ def test_a_save_during_an_index_run_waits_for_it_and_searches_still_answer(tmp_p
         wait_for(lambda: finds(nvim, "narwhal"), timeout=120)
 
 
+def test_searches_answer_while_two_new_workspaces_index(tmp_path: Path, kb: Path) -> None:
+    """Two new workspaces are indexed at start-up. Each run took one of the host's two workers (the second
+    waiting on the first's write lock), so a search waited for both; index runs now queue on a thread of
+    their own. The first run is held at its 120th document: the search must answer meanwhile."""
+    other = tmp_path / "other"
+    for i in range(300):
+        write(kb, f"n{i:03}.md", f"# Note {i}\n\nbody {i}\n")
+        write(other, f"m{i:03}.md", f"# Memo {i}\n\nmemo {i}\n")
+    release = tmp_path / "release"
+    env = {"AUTODOC_TEST_HOLD_AT": "index.document:120", "AUTODOC_TEST_RELEASE_FILE": str(release)}
+    init = rtp(PROJECT) + python_line() + "require('autodoc').setup({ scan_ms = 0, db = " + \
+        f"{lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }}, " + \
+        f"{{ name = 'other', path = {lua_string(other)} }} }} }})\n"
+    with neovim(tmp_path, init, env) as nvim:
+        wait_for(lambda: nvim.exec_lua("local a = require('autodoc') return a.indexing.kb and a.indexing.other"),
+                 timeout=60)
+        assert not finds(nvim, "zeppelin")  # answered while both runs are still due
+        release.touch()
+        wait_for(lambda: finds(nvim, "memo", "other") and finds(nvim, '"body 299"'), timeout=120)
+
+
 def test_indexing_progress_updates_in_place(tmp_path: Path, kb: Path) -> None:
     """The host's start-up index of 300 files is held at its 120th document (a checkpoint hold, released
     by a file): the progress message says "indexing 120/300 files" with a rate, then ends as the run's

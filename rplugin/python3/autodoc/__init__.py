@@ -3,9 +3,10 @@
 Importing this module is cheap (every Python remote plugin shares one host, which imports them all
 before answering Neovim's first blocking call): the engine, numpy and the model load lazily in a
 worker thread. Requests are asynchronous: Lua sends (request id, method, params, lane) and the
-answer comes back through ``exec_lua`` via ``nvim.async_call``. Within a lane only the newest
-request runs; older ones still queued are answered as cancelled. Nothing is printed: stdout is
-the RPC pipe. Logs go to ``stdpath('log')/autodoc.log``.
+answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answer requests;
+``workspace.index`` runs one at a time on a third, so searches never wait behind index runs.
+Within a lane only the newest request runs; older ones still queued are answered as cancelled.
+Nothing is printed: stdout is the RPC pipe. Logs go to ``stdpath('log')/autodoc.log``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class AutodocPlugin:
         self._engine_lock = threading.Lock()
         self._db: str | None = None
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="autodoc")
+        # Index runs queue on their own thread: two at once (two new workspaces, a save or a scan during a
+        # run) would otherwise hold both workers, one waiting on the other's lock, and searches behind them.
+        self._index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autodoc-index")
         self._latest: dict[str, int] = {}
         self._latest_lock = threading.Lock()
 
@@ -42,7 +46,8 @@ class AutodocPlugin:
         if lane:
             with self._latest_lock:
                 self._latest[lane] = request_id
-        self._pool.submit(self._run, request_id, method, params, lane)
+        pool = self._index_pool if method == "workspace.index" else self._pool
+        pool.submit(self._run, request_id, method, params, lane)
 
     def _superseded(self, request_id: int, lane: str | None) -> bool:
         with self._latest_lock:
