@@ -238,6 +238,45 @@ def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces['second-kb'] ~= nil"))
 
 
+def test_workspace_add_counts_with_a_bounded_walk(nvim, tmp_path: Path) -> None:
+    """The folder list counts Markdown files on the editor's thread at each keystroke: it looks at a
+    bounded number of entries (a folder like $HOME used to be walked whole, through node_modules and .git)
+    and says "N+" when it stopped early; hidden folders and node_modules are not counted."""
+    ready(nvim)
+    small = tmp_path / "small-kb"
+    write(small, "x.md", "# X\n")
+    write(small, "node_modules/pkg/README.md", "# pkg\n")
+    write(small, ".git/notes.md", "# hidden\n")
+    nvim.command(f"AutodocWorkspaceAdd {small}/")
+    wait_for(lambda: list_lines(nvim) and str(small) in list_lines(nvim)[0])
+    assert "1 Markdown files" in list_lines(nvim)[0]
+    nvim.input("<Esc>")
+    big = tmp_path / "big-kb"
+    walk = lua(nvim, "return require('autodoc.picker.finder').LIST_WALK")
+    for i in range(walk + 50):
+        write(big, f"n{i:05}.md", "# n\n")
+    nvim.command(f"AutodocWorkspaceAdd {big}/")
+    wait_for(lambda: list_lines(nvim) and str(big) in list_lines(nvim)[0])
+    assert f"{walk}+ Markdown files" in list_lines(nvim)[0]
+
+
+def test_preview_of_a_file_that_shrank_since_indexing(nvim, kb: Path) -> None:
+    """A hit's file cut short on disk (or deleted) before the next scan: the preview shows what is there
+    and keeps the cursor inside it; it used to raise "Cursor position outside buffer"."""
+    ready(nvim)
+    wait_for(lambda: lua(nvim, "return _G.autodoc_indexed") >= 1)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: list_lines(nvim) and "notes/cooking.md" in list_lines(nvim)[0])
+    hit_start = picker(nvim, "hits")[0]["line_start"]
+    assert hit_start > 1
+    (kb / "notes" / "cooking.md").write_text("# Cooking\n")
+    assert lua(nvim, "return pcall(require('autodoc.picker.render').preview, require('autodoc.picker').state)")
+    (kb / "notes" / "cooking.md").unlink()
+    assert lua(nvim, "return pcall(require('autodoc.picker.render').preview, require('autodoc.picker').state)")
+    assert lua(nvim, "local s = require('autodoc.picker').state; "
+                     "return vim.api.nvim_buf_get_lines(s.preview_buf, 0, 1, false)[1]").startswith("cannot read")
+
+
 def test_hidden_stage_cannot_be_flipped_and_choice_survives_a_restart(nvim, tmp_path: Path) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

@@ -65,6 +65,33 @@ function M.documents(workspace, query, limit, callback)
   end, 'documents')
 end
 
+--- Entries a folder's walk looks at, at most, for the list (per folder) and for the preview: the walk
+--- runs on the editor's thread at every keystroke, and a folder like $HOME holds millions.
+M.LIST_WALK = 2000
+M.PREVIEW_WALK = 20000
+
+--- The Markdown files under `path` (relative to it), hidden folders and node_modules skipped, looking
+--- at no more than `budget` entries; `complete` is false when the walk stopped early.
+---@param path string
+---@param budget integer
+---@return string[] files, boolean complete
+function M.markdown_files(path, budget)
+  local files, seen = {}, 0
+  local skip = function(dir)
+    return not vim.startswith(vim.fs.basename(dir), '.') and vim.fs.basename(dir) ~= 'node_modules'
+  end
+  for name, kind in vim.fs.dir(path, { depth = 32, skip = skip }) do
+    seen = seen + 1
+    if seen > budget then
+      return files, false
+    end
+    if kind == 'file' and (name:match('%.md$') or name:match('%.markdown$')) then
+      table.insert(files, name)
+    end
+  end
+  return files, true
+end
+
 --- :AutodocWorkspaceAdd: folders completed from what is typed, the typed one first.
 ---@param query string
 ---@return autodoc.Answer
@@ -76,7 +103,8 @@ function M.folders(query)
   end
   for _, dir in ipairs(candidates) do
     local path = vim.fn.fnamemodify(vim.fn.expand(dir), ':p'):gsub('/$', '')
-    local count = #vim.fn.globpath(path, '**/*.md', false, true)
+    local files, complete = M.markdown_files(path, M.LIST_WALK)
+    local count = complete and tostring(#files) or (#files .. '+')
     table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
       relevance = 1, via = { 'folder' }, folder = true })
   end

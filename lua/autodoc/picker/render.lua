@@ -1,4 +1,5 @@
 --- What the picker shows: hit lines, the list title, the stage checkboxes and the preview.
+local finder = require('autodoc.picker.finder')
 local stages = require('autodoc.stages')
 
 local M = {}
@@ -104,7 +105,13 @@ end
 function M.preview_lines(hit, root)
   local path = hit.folder and hit.path or root .. '/' .. hit.path
   if hit.folder then
-    return vim.fn.globpath(path, '**/*.md', false, true)
+    local files, complete = finder.markdown_files(path, finder.PREVIEW_WALK)
+    table.sort(files)
+    if not complete then
+      table.insert(files, 1, string.format('(more: the first %d entries of %s were looked at)',
+        finder.PREVIEW_WALK, path))
+    end
+    return files
   end
   local ok, lines = pcall(vim.fn.readfile, path)
   return ok and lines or { 'cannot read ' .. path }
@@ -121,13 +128,15 @@ function M.preview(state)
     return
   end
   set_lines(buf, M.preview_lines(hit, state.root))
-  local last = math.min(hit.line_end, vim.api.nvim_buf_line_count(buf))
+  local line_count = vim.api.nvim_buf_line_count(buf)
+  local last = math.min(hit.line_end, line_count)
   for line = hit.line_start, last do
     vim.api.nvim_buf_set_extmark(buf, M.ns, line - 1, 0, { line_hl_group = 'Visual' })
   end
   M.mark_words(buf, state.words or {})
   if vim.api.nvim_win_is_valid(state.preview_win) then
-    vim.api.nvim_win_set_cursor(state.preview_win, { math.max(1, hit.line_start), 0 })
+    -- The file may have shrunk since it was indexed (or be gone: one "cannot read" line).
+    vim.api.nvim_win_set_cursor(state.preview_win, { math.max(1, math.min(hit.line_start, line_count)), 0 })
     vim.api.nvim_win_call(state.preview_win, function()
       vim.cmd('normal! zz')
     end)
