@@ -4,6 +4,8 @@ outside Neovim are noticed without :AutodocIndex. Real headless Neovim, the toy 
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 from tests.conftest import PROJECT, write
@@ -190,6 +192,27 @@ def test_searches_answer_while_two_new_workspaces_index(tmp_path: Path, kb: Path
         assert not finds(nvim, "zeppelin")  # answered while both runs are still due
         release.touch()
         wait_for(lambda: finds(nvim, "memo", "other") and finds(nvim, '"body 299"'), timeout=120)
+
+
+def test_a_host_that_dies_is_noticed_and_the_next_search_starts_another(tmp_path: Path, kb: Path) -> None:
+    """The Python host is killed (out of memory, a crash): Neovim used to keep notifying its dead channel,
+    an error at every scan and keystroke, and requests waited for ever. Now the requests under way fail
+    with why, one message says what happened, and the next search opens the engine in a new host, on
+    the configured database."""
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+        assert finds(nvim, "yeast")
+        pid = nvim.exec_lua("return vim.fn.jobpid(require('autodoc.host').state.channel)")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.host').state.phase") == "idle")
+        assert "the Python host exited (code " in nvim.exec_lua("return vim.fn.execute('messages')")
+        nvim.command("AutodocSearch yeast")
+        wait_for(lambda: (nvim.exec_lua("local s = require('autodoc.picker').state; return s and "
+                                        "vim.api.nvim_buf_get_lines(s.list_buf, 0, 1, false)[1]") or "")
+                 .startswith("n"), timeout=120)
+        assert nvim.exec_lua("return require('autodoc').phase") == "ready"
+        assert nvim.exec_lua("return require('autodoc.host').state.channel") not in (None, 0)
 
 
 def test_indexing_progress_updates_in_place(tmp_path: Path, kb: Path) -> None:

@@ -32,6 +32,34 @@ M.state = { phase = 'idle', tried = {} }
 local waiting = {} ---@type fun(err: string|nil)[]
 local checked = {} ---@type table<string, string|false> prog -> error, or false when it can run the host
 local registered = false
+local exit_listeners = {} ---@type fun(message: string)[]
+
+--- Call `listener(message)` whenever a running host exits (killed, out of memory, a crash).
+---@param listener fun(message: string)
+function M.on_exit(listener)
+  table.insert(exit_listeners, listener)
+end
+
+--- The host on `channel` ended. If it was the one in use, forget it (a fresh host entry, so the next
+--- request starts another), say so once, and tell the listeners (pending requests fail, the engine
+--- is to be opened again).
+---@param channel integer
+---@param code integer
+---@param stderr string[]
+local function exited(channel, code, stderr)
+  if M.state.phase ~= 'ready' or M.state.channel ~= channel then
+    return -- a host that never started, or Neovim quitting after a restart
+  end
+  local lines = vim.tbl_filter(function(line) return line ~= '' end, stderr)
+  local message = string.format('autodoc: the Python host exited (code %d%s); the next request starts it again',
+    code, lines[#lines] and ': ' .. lines[#lines] or '')
+  M.state = { phase = 'idle', tried = {} }
+  vim.fn['remote#host#Register'](NAME, '*', M.factory) -- remote#host would hand out the dead channel
+  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' })
+  for _, listener in ipairs(exit_listeners) do
+    listener(message)
+  end
+end
 
 --- The interpreters to try, in order (setup's `python` comes from the config).
 ---@return autodoc.PythonCandidate[]
@@ -86,6 +114,11 @@ function M.factory()
     rpc = true,
     on_stderr = function(_, data)
       vim.list_extend(stderr, data)
+    end,
+    on_exit = function(job, code)
+      if vim.v.exiting == vim.NIL then
+        vim.schedule(function() exited(job, code, stderr) end)
+      end
     end,
   })
   if started and channel > 0 then

@@ -21,7 +21,8 @@ end
 
 --- Run `fn` once the engine is open and the configured workspaces are added, opening it if nobody
 --- has (setup() never called: the defaults, and the workspaces already in the database).
---- `on_error(message)` runs instead when it cannot open.
+--- `on_error(message)` runs instead when it cannot open (default: the message as an error, so a
+--- command never fails in silence).
 ---@param fn fun()
 ---@param on_error fun(message: string)|nil
 function M.when_ready(fn, on_error)
@@ -29,7 +30,9 @@ function M.when_ready(fn, on_error)
     fn()
     return
   end
-  table.insert(waiting, { ready = fn, failed = on_error })
+  table.insert(waiting, { ready = fn, failed = on_error or function(message)
+    notify(message, vim.log.levels.ERROR)
+  end })
   if M.phase ~= 'starting' then
     M.start()
   end
@@ -307,6 +310,11 @@ local function add_configured(done)
   end
   one_done()
 end
+
+-- After the host exits, the next request opens the engine again (in a new host) the way the first did.
+require('autodoc.host').on_exit(function()
+  M.phase = 'idle'
+end)
 
 --- Open the engine (once): the database, the workspaces it holds, then the configured ones; then a quiet
 --- scan of those it held (the ones just added are being indexed).

@@ -74,6 +74,17 @@ function M._resolve(id, result, err)
   entry.callback(err, result)
 end
 
+-- A host that exits answers nothing more: its requests fail with why, as a host that cannot start does.
+host.on_exit(function(message)
+  local unanswered = pending
+  pending = {}
+  for id, entry in pairs(unanswered) do
+    if not entry.lane or latest[entry.lane] == id then
+      entry.callback({ code = -1, message = 'autodoc.host', data = { reason = message } })
+    end
+  end
+end)
+
 --- A readable message for an error object from the engine.
 ---@param err table
 ---@return string

@@ -94,6 +94,18 @@ function M.search(state)
       render.message(state, autodoc.error) -- the host could not start: said once, shown here
     end
     return -- the engine is still opening: the search runs once it is
+  elseif state.mode ~= 'folders' and autodoc.phase ~= 'ready' then
+    -- The host exited since the picker opened: open the engine again first, then search.
+    autodoc.when_ready(function()
+      if current() then
+        M.search(state)
+      end
+    end, function(message)
+      if current() then
+        render.message(state, message)
+      end
+    end)
+    return
   elseif state.mode == 'folders' then
     render.answer(state, finder.folders(query))
   elseif state.mode == 'documents' then

@@ -46,6 +46,8 @@ class AutodocPlugin:
         if lane:
             with self._latest_lock:
                 self._latest[lane] = request_id
+        if method == "plugin.setup" and params and isinstance(params[0], dict) and params[0].get("db"):
+            self._db = params[0]["db"]  # now, in arrival order: a search on the other worker must not open the default
         pool = self._index_pool if method == "workspace.index" else self._pool
         pool.submit(self._run, request_id, method, params, lane)
 
