@@ -42,15 +42,20 @@ end, {
   desc = 'AutoDoc: search in telescope, fzf-lua, snacks or mini.pick',
 })
 
-vim.api.nvim_create_autocmd('VimEnter', {
-  group = vim.api.nvim_create_augroup('autodoc-sources', { clear = true }),
-  once = true,
-  callback = function()
-    if type(_G.MiniPick) == 'table' and type(_G.MiniPick.registry) == 'table' then
-      _G.MiniPick.registry.autodoc = function() require('autodoc.sources.mini_pick').search() end -- :Pick autodoc
-    end
-  end,
-})
+local function register_mini_pick()
+  if type(_G.MiniPick) == 'table' and type(_G.MiniPick.registry) == 'table' then
+    _G.MiniPick.registry.autodoc = function() require('autodoc.sources.mini_pick').search() end -- :Pick autodoc
+  end
+end
+if vim.v.vim_did_enter == 1 then
+  register_mini_pick() -- loaded lazily (a plugin manager's cmd/keys), after VimEnter
+else
+  vim.api.nvim_create_autocmd('VimEnter', {
+    group = vim.api.nvim_create_augroup('autodoc-sources', { clear = true }),
+    once = true,
+    callback = register_mini_pick,
+  })
+end
 
 command('AutodocOpen', function(cmd)
   require('autodoc.picker').open({ mode = 'documents', query = cmd.args })

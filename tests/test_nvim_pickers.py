@@ -214,7 +214,9 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
     *plugins, after = OPEN[module]
     name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
     session = session_of(module)
-    with neovim(tmp_path, picker_init(tmp_path, notes, *plugins, after=after)) as nvim:
+    init = picker_init(tmp_path, notes, *plugins, after=after).replace(  # a stage may have a list of keys
+        "require('autodoc').setup({ ", "require('autodoc').setup({ keys = { toggle_semantic = { '<M-s>', '<M-y>' } }, ")
+    with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
         wait_for(lambda: semantic_state(nvim) == "ready", timeout=60)  # the local model embedded both notes
         nvim.input(f":AutodocPick {name}<CR>")
@@ -226,7 +228,7 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic == false and s.answer ~= nil "
                                        "and s.level == 2 and #s.answer.stages.performed == 1"))
         assert nvim.exec_lua(f"return {session}.answer.stages.performed") == ["lexical"]
-        nvim.input("<M-s>")
+        nvim.input("<M-y>")  # the list's second key
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic and s.answer ~= nil "
                                        "and s.level == 2 and #s.answer.stages.performed == 2"))
         nvim.input("<M-l>")  # lexical off: the semantic stage alone
@@ -242,3 +244,15 @@ def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes:
         text = "\n".join(nvim.current.buffer[:])
         assert "mini.pick: :AutodocPick mini.pick" in text and "snacks: :AutodocPick snacks" in text
         assert "telescope: not installed" in text and "fzf-lua: not installed" in text
+
+
+def test_pick_autodoc_is_registered_whenever_the_plugin_loads(tmp_path: Path) -> None:
+    """At start-up :Pick autodoc is registered on VimEnter; a plugin manager that loads the plugin later
+    (lazy.nvim's cmd or keys) sources plugin/ after VimEnter, which used to leave it unregistered."""
+    mini = with_plugins("mini.pick") + "require('mini.pick').setup()\n"
+    with neovim(tmp_path, rtp(PROJECT) + mini) as nvim:
+        assert nvim.exec_lua("return type(MiniPick.registry.autodoc)") == "function"
+    with neovim(tmp_path, mini) as nvim:
+        assert nvim.exec_lua("return MiniPick.registry.autodoc") is None
+        nvim.exec_lua("vim.opt.runtimepath:prepend(...); vim.cmd('runtime plugin/autodoc.lua')", str(PROJECT))
+        assert nvim.exec_lua("return type(MiniPick.registry.autodoc)") == "function"

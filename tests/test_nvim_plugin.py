@@ -277,6 +277,23 @@ def test_preview_of_a_file_that_shrank_since_indexing(nvim, kb: Path) -> None:
                      "return vim.api.nvim_buf_get_lines(s.preview_buf, 0, 1, false)[1]").startswith("cannot read")
 
 
+def test_an_empty_prompt_shows_no_rerank_box_without_a_ranker(nvim) -> None:
+    """The empty prompt's answer (nothing asked) used to mark rerank available: '[x] Rerank' showed with no
+    ranker configured, and the next search asked for it. The workspace's status now says."""
+    ready(nvim)
+    nvim.command("AutodocSearch")
+    toggles = "local s = require('autodoc.picker').state; " \
+              "return vim.api.nvim_buf_get_lines(s.toggles_buf, 0, -1, false)[1]"
+    wait_for(lambda: lua(nvim, "local s = require('autodoc.picker').state; return s.available.rerank == false"))
+    assert "Rerank" not in lua(nvim, toggles)
+    nvim.input("bread")
+    wait_for(lambda: picker(nvim, "answer") and picker(nvim, "answer").get("hits"))
+    nvim.input("<C-u>")
+    wait_for(lambda: picker(nvim, "query") == "")
+    assert "Rerank" not in lua(nvim, toggles)
+    assert "rerank" not in picker(nvim, "last_stages")["requested"]
+
+
 def test_hidden_stage_cannot_be_flipped_and_choice_survives_a_restart(nvim, tmp_path: Path) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

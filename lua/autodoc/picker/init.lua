@@ -120,7 +120,7 @@ function M.search(state)
       render.answer(state, answer)
     end)
   elseif query:match('^%s*$') then
-    render.answer(state, { hits = {}, semantic = state.available.semantic == false and 'off' or 'ready', rank = {} })
+    render.answer(state, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true })
   else
     finder.stream({
       workspace = state.workspace,
@@ -320,6 +320,14 @@ function M._engine_ready(state)
     end
     state.root = autodoc.workspaces[state.workspace] or ''
     vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
+    -- Which stages the workspace can run, before the first answer says so (an empty prompt asks nothing).
+    rpc.request('workspace.status', { state.workspace }, function(err, status)
+      if not err and M.state == state and status then
+        state.available.semantic = status.semantic ~= 'off'
+        state.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
+        render.toggles(state)
+      end
+    end)
   end
   M.search(state)
 end

@@ -186,9 +186,11 @@ function M.answer(state, answer)
     vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   end
   vim.api.nvim_win_set_config(state.list_win, { title = M.list_title(answer), title_pos = 'left' })
-  state.available.semantic = answer.semantic ~= 'off'
-  state.available.rerank = (answer.rank or {}).state ~= 'off'
-  state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
+  if not answer.empty_prompt then -- nothing was asked: it says nothing about the stages
+    state.available.semantic = answer.semantic ~= 'off'
+    state.available.rerank = (answer.rank or {}).state ~= 'off'
+    state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
+  end
   M.toggles(state)
   M.preview(state)
 end

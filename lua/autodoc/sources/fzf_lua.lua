@@ -68,11 +68,9 @@ end
 ---@param session autodoc.SourceSession
 ---@return table<string, table> fzf-lua actions flipping the stages
 local function stage_actions(session)
-  local keys = require('autodoc').config.keys
   local actions = {}
   for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-    local key_list = keys['toggle_' .. name]
-    for _, key in ipairs(type(key_list) == 'table' and key_list or { key_list }) do
+    for _, key in ipairs(sources.stage_keys(name)) do
       local fzf_key = M.fzf_key(key)
       if fzf_key then
         actions[fzf_key] = { fn = function() sources.toggle(session, name) end, exec_silent = true }

@@ -18,6 +18,14 @@ local M = {}
 ---@field on_update fun(session: autodoc.SourceSession)
 ---@field lane string
 
+--- The keys that flip stage `name` (the config allows one key or a list).
+---@param name 'lexical'|'semantic'|'rerank'
+---@return string[]
+function M.stage_keys(name)
+  local keys = autodoc.config.keys['toggle_' .. name]
+  return type(keys) == 'table' and keys or { keys }
+end
+
 --- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
 ---@param lane string requests of one source supersede each other only
 ---@param on_update fun(session: autodoc.SourceSession)

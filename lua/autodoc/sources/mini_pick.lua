@@ -11,22 +11,17 @@ local function items_of(session)
   return sources.items(session)
 end
 
----@param key string|string[]
----@return string
-local function first_key(key)
-  return type(key) == 'table' and key[1] or key
-end
-
 ---@param session autodoc.SourceSession
----@return table<string, { char: string, func: fun() }>
+---@return table<string, { char: string, func: fun() }> one mapping per key (mini.pick takes one char each)
 local function stage_mappings(session)
-  local keys = require('autodoc').config.keys
   local mappings = {}
   for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-    mappings['autodoc_' .. name] = {
-      char = first_key(keys['toggle_' .. name]),
-      func = function() sources.toggle(session, name) end,
-    }
+    for index, key in ipairs(sources.stage_keys(name)) do
+      mappings['autodoc_' .. name .. (index > 1 and '_' .. index or '')] = {
+        char = key,
+        func = function() sources.toggle(session, name) end,
+      }
+    end
   end
   return mappings
 end

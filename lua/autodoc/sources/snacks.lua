@@ -16,12 +16,10 @@ end
 ---@param session autodoc.SourceSession
 ---@return table<string, fun()>, table<string, table>
 local function stage_actions(session)
-  local keys = require('autodoc').config.keys
   local actions, mappings = {}, {}
   for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
     actions['autodoc_' .. name] = function() sources.toggle(session, name) end
-    for _, key in ipairs(type(keys['toggle_' .. name]) == 'table' and keys['toggle_' .. name]
-      or { keys['toggle_' .. name] }) do
+    for _, key in ipairs(sources.stage_keys(name)) do
       mappings[key] = { 'autodoc_' .. name, mode = { 'i', 'n' } }
     end
   end

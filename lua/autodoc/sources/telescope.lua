@@ -12,7 +12,6 @@ local function open(session, opts)
   local previewers = require('telescope.previewers')
   local actions = require('telescope.actions')
   local action_state = require('telescope.actions.state')
-  local config = require('autodoc').config
 
   local function entry(hit, index)
     return { value = hit, display = sources.display(hit), ordinal = sources.display(hit), index = index,
@@ -53,7 +52,9 @@ local function open(session, opts)
         end
       end)
       for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-        map({ 'i', 'n' }, config.keys['toggle_' .. name], function() sources.toggle(session, name) end)
+        for _, key in ipairs(sources.stage_keys(name)) do
+          map({ 'i', 'n' }, key, function() sources.toggle(session, name) end)
+        end
       end
       return true
     end,
