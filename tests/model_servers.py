@@ -136,6 +136,11 @@ class _Handler(BaseHTTPRequestHandler):
             if "texts" not in body or "query" not in body:
                 self._send(422, {"error": "missing field", "error_type": "Validation"})
                 return
+            if len(body["texts"]) > 32:  # TEI's default max_client_batch_size, as for /embed
+                size = len(body["texts"])
+                self._send(422, {"error": f"batch size {size} > maximum allowed batch size 32",
+                                 "error_type": "Validation"})
+                return
             self._send(200, [{"index": i, "score": s} for i, s in self._rerank_scores(body["query"], body["texts"])])
             return
         if self.path != "/embed":

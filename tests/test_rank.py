@@ -138,3 +138,24 @@ def test_bad_ranker_config_is_invalid_params(ranked_kb, ranker) -> None:
     with pytest.raises(AutodocError) as caught:
         ranked_kb.workspace_configure("kb", {"ranker": ranker})
     assert caught.value.code == -32602
+
+
+def test_tei_ranker_sends_a_full_window_in_the_servers_batches(engine, kb: Path) -> None:
+    """A stock TEI takes at most 32 texts per /rerank (422 above); the default window is 40, so every query
+    with 33+ hits came back not re-ranked. The window goes in batches of the limit /info gives, and a huge
+    section is cut before it is sent."""
+    for i in range(45):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nalpha {'bread oven' if i % 5 == 0 else 'sockets'} {'x' * (i * 10)}\n")
+    write(kb, "huge.md", "# Huge\n\nalpha " + "crumb " * 50_000 + "\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    engine.workspace_index("kb")
+    with model_server("tei") as server:
+        engine.workspace_configure("kb", {"ranker": {"provider": "tei", "url": server.url}})  # window 40
+        answer = search(engine, "alpha bread", limit=46)
+        assert answer["rank"]["state"] == "ranked", answer["rank"]
+        assert sum(1 for hit in answer["hits"] if hit["rank_score"] is not None) == 40
+        sent = [len(r["body"]["texts"]) for r in server.behaviour.requests if r["path"] == "/rerank"]
+        assert sent == [32, 8]
+        longest = max(len(t) for r in server.behaviour.requests if r["path"] == "/rerank" for t in r["body"]["texts"])
+        assert longest <= 8000

@@ -143,10 +143,24 @@ def bearer(config: dict[str, Any]) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"} if key else {}
 
 
+TEI_MAX_CLIENT_BATCH = 32  # TEI's default --max-client-batch-size, when /info does not say
+
+
+def tei_info(url: str, timeout: float, headers: dict[str, str], retries: int) -> dict[str, Any]:
+    """``GET /info`` of a TEI server (an empty dict when the answer is not an object)."""
+    info = with_retries(lambda: request_json("GET", f"{url}/info", None, timeout, headers), retries)
+    return info if isinstance(info, dict) else {}
+
+
 def tei_model_id(url: str, timeout: float, headers: dict[str, str], retries: int) -> str:
     """The model a TEI server runs, from ``GET /info``."""
-    info = with_retries(lambda: request_json("GET", f"{url}/info", None, timeout, headers), retries)
-    return str(info.get("model_id") or "unknown") if isinstance(info, dict) else "unknown"
+    return str(tei_info(url, timeout, headers, retries).get("model_id") or "unknown")
+
+
+def tei_batch_limit(info: dict[str, Any]) -> int:
+    """How many inputs one request may carry (TEI answers 422 above it)."""
+    value = info.get("max_client_batch_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else TEI_MAX_CLIENT_BATCH
 
 
 def cohere_client(config: dict[str, Any], timeout: float, retries: int) -> Any:

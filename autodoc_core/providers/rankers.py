@@ -18,7 +18,8 @@ from autodoc_core.providers.base import (
     check_seconds,
     check_url,
     cohere_client,
-    tei_model_id,
+    tei_batch_limit,
+    tei_info,
 )
 from autodoc_core.providers.http import ProviderError, post_json, with_retries
 
@@ -27,6 +28,9 @@ RANKER_KEYS = {"provider", "url", "model", "window", "api_key_env", "timeout"}
 DEFAULT_WINDOW = 40
 WINDOW_RANGE = (10, 100)
 DEFAULT_TIMEOUT = 5.0
+# Cross-encoders read 512 tokens of query and text together; 8,000 characters is well past that, and
+# keeps a window of 100 huge sections far under TEI's 2,000,000-byte payload limit.
+MAX_TEXT_CHARS = 8000
 
 
 class Ranker:
@@ -79,17 +83,36 @@ class TeiRanker(Ranker):
     def __init__(self, config: dict[str, Any]) -> None:
         super().__init__(config)
         self.url = check_url(config, "ranker")
+        self.batch_limit: int | None = None  # from /info, read once with the model's name
 
-    def _model_name(self) -> None:
-        if not self.model:
-            self.model = tei_model_id(self.url, self.timeout, bearer(self.config), retries=0)
+    def _read_info(self) -> int:
+        """The server's batch limit (and the model's name when not configured), from /info, once. A
+        configured model does without /info (a proxy may not pass it): then TEI's default limit."""
+        if self.batch_limit is None:
+            try:
+                info = tei_info(self.url, self.timeout, bearer(self.config), retries=0)
+            except ProviderError:
+                if not self.model:
+                    raise
+                info = {}
+            self.model = self.model or str(info.get("model_id") or "unknown")
+            self.batch_limit = tei_batch_limit(info)
+        return self.batch_limit
 
     def _scores(self, query: str, texts: list[str]) -> list[float]:
-        self._model_name()
-        body = {"query": query, "texts": texts, "raw_scores": False, "truncate": True}
-        answer = with_retries(lambda: post_json(f"{self.url}/rerank", body, self.timeout, bearer(self.config)),
-                              retries=1)
-        return scores_from_pairs(answer, len(texts), "score")
+        """The window in requests of at most the server's batch limit (a stock TEI takes 32 texts, the
+        default window is 40); each text cut to what the model can read anyway, so no request nears the
+        server's payload limit."""
+        limit = self._read_info()
+        texts = [text[:MAX_TEXT_CHARS] for text in texts]
+        scores: list[float] = []
+        for start in range(0, len(texts), limit):
+            part = texts[start : start + limit]
+            body = {"query": query, "texts": part, "raw_scores": False, "truncate": True}
+            answer = with_retries(lambda body=body: post_json(f"{self.url}/rerank", body, self.timeout,
+                                                              bearer(self.config)), retries=1)
+            scores.extend(scores_from_pairs(answer, len(part), "score"))
+        return scores
 
 
 class CohereRanker(Ranker):
