@@ -42,6 +42,7 @@ class Behaviour:
     release: threading.Event = field(default_factory=threading.Event)
     batches: int = 0  # requests with more than one text (a query embedding or a probe has one)
     hold_texts: set[str] = field(default_factory=set)  # hold the first request with each of these texts
+    max_text_chars: int | None = None  # refuse (413, as TEI does over its payload limit) a longer input
     held: int = 0  # requests held so far
     holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -92,6 +93,9 @@ class _Handler(BaseHTTPRequestHandler):
             behaviour.release.wait(timeout=HOLD_LIMIT_SECONDS)
         if behaviour.delay:
             time.sleep(behaviour.delay)
+        if status is None and behaviour.max_text_chars is not None and isinstance(texts, list) \
+                and any(len(text) > behaviour.max_text_chars for text in texts):
+            status = 413
         if status:
             error = self._error(status)
             if behaviour.echo_auth:

@@ -156,6 +156,29 @@ def test_server_dying_mid_fill_keeps_progress_and_resumes(engine, kb: Path) -> N
     assert status["embedder"]["calls"]["failures"] >= 1
 
 
+def test_a_section_the_server_refuses_does_not_stop_the_fill(engine, kb: Path) -> None:
+    """A server refuses a text as sent (TEI: 413 over its payload limit; OpenAI: 400 past the context).
+    The failing batch came first again after every back-off, so nothing after it was ever embedded.
+    Now the batch is halved down to the refused section, which gets its heading's vector, and the
+    workspace becomes ready; status says how many and why."""
+    for i in range(20):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nbody text number {i}\n")
+    fence = "\n".join(f"log line {i}: gecko" for i in range(400))
+    write(kb, "logs.md", f"# Logs\n\n## Full dump\n\n```\n{fence}\n```\n")
+    engine.workspace_add("kb", str(kb))
+    with model_server("tei", Behaviour(max_text_chars=3000)) as server:
+        engine.workspace_configure("kb", tei_config(server.url))
+        report = engine.workspace_index("kb", {"wait": "semantic"})
+        assert report["semantic"] == "ready"
+        status = engine.workspace_status("kb")
+        assert status["semantic"] == "ready" and status["embedder"]["embedded"] == status["embedder"]["total"]
+        progress = status["embedder"]["progress"]
+        assert progress["heading_only"] == 1 and "413" in progress["refused"]
+        sent = [t for r in server.behaviour.requests if r["path"] == "/embed" for t in r["body"]["inputs"]]
+        assert max(len(t) for t in sent) <= 6000  # cut before sending, whatever the server's limit
+        assert "Logs › Full dump" in sent
+
+
 def test_api_key_never_reaches_the_database(engine, kb: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MY_EMBED_KEY", SECRET)
     notes(kb)

@@ -24,6 +24,11 @@ from autodoc_core.retrieve.semantic import sign_bits
 from autodoc_core.store.database import Store
 
 OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
+# What a section sends to the model at most. Models read 256-8,192 tokens; a section with a huge code
+# fence or table (never split) would otherwise go whole, past a server's payload or context limit.
+MAX_TEXT_CHARS = 6000
+# A server's answer to a request it will not take as sent (payload too large, input too long).
+REFUSED_STATUS = {400, 413, 422}
 
 
 @dataclass
@@ -35,13 +40,15 @@ class Progress:
     started: float = field(default_factory=time.monotonic)
     done_this_run: int = 0
     error: str | None = None
+    heading_only: int = 0  # sections the server refused, embedded from their heading alone (this run)
+    refused: str | None = None  # the server's reason, for the last of them
 
     def as_dict(self) -> dict[str, Any]:
         remaining = max(self.total - self.embedded, 0)
         eta = remaining / self.rate if self.rate > 0 else None
         return {"model_fp": self.model_fp, "embedded": self.embedded, "total": self.total,
                 "rate": round(self.rate, 2), "eta_seconds": round(eta, 1) if eta is not None else None,
-                "error": self.error}
+                "error": self.error, "heading_only": self.heading_only, "refused": self.refused}
 
 
 def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
@@ -98,9 +105,9 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
             ).fetchall()
         if not missing:
             return _activate(store, ws_id, fingerprint, embedder.config)
-        texts = [f"{crumb}\n{body}" if body else crumb for _, crumb, body in missing]
+        texts = [(f"{crumb}\n{body}" if body else crumb)[:MAX_TEXT_CHARS] for _, crumb, body in missing]
         try:
-            vectors = embedder.embed(texts, "document")
+            vectors = _embed_isolating(embedder, texts, [crumb for _, crumb, _ in missing], progress)
         except ProviderError as exc:
             progress.error = exc.reason
             raise
@@ -112,6 +119,26 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         elapsed = time.monotonic() - progress.started
         progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
     return False
+
+
+def _embed_isolating(embedder: Embedder, texts: list[str], headings: list[str], progress: Progress) -> np.ndarray:
+    """The batch's vectors. A batch the server refuses as sent (400, 413, 422) is halved until the text it
+    refuses is found; that section gets the vector of its heading alone, and the rest of the workspace
+    fills. Without this, the same batch came first again after every back-off and nothing after it was
+    ever embedded."""
+    try:
+        return embedder.embed(texts, "document")
+    except ProviderError as exc:
+        if exc.status not in REFUSED_STATUS:
+            raise
+        if len(texts) > 1:
+            middle = len(texts) // 2
+            return np.vstack([_embed_isolating(embedder, texts[:middle], headings[:middle], progress),
+                              _embed_isolating(embedder, texts[middle:], headings[middle:], progress)])
+        vector = embedder.embed([headings[0][:MAX_TEXT_CHARS]], "document")  # refused too: a real fault
+        progress.heading_only += 1
+        progress.refused = exc.reason
+        return vector
 
 
 def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
