@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autodoc_core.errors import AutodocError
 from autodoc_core.index.indexer import Indexer
 from tests.conftest import paths, search, write
 
@@ -131,6 +132,56 @@ def test_binary_huge_and_invalid_utf8_files(engine, kb: Path, indexed) -> None:
     status = engine.workspace_status("kb")
     assert {p["path"] for p in status["problems"]} >= {"binary.md", "huge.md", "latin1.md"}
     assert status["documents"] == 2
+
+
+def test_a_root_that_cannot_be_listed_changes_nothing(engine, kb: Path, tmp_path: Path, indexed) -> None:
+    """A drive not mounted or a root moved away walked as an empty folder: every document was deleted
+    (and the start-up scan runs on every known workspace). Now the run stops, saying why."""
+    write(kb, "a.md", "# A\n\nokapi\n")
+    write(kb, "sub/b.md", "# B\n\nokapi too\n")
+    indexed()
+    kb.rename(tmp_path / "unmounted")
+    with pytest.raises(AutodocError) as caught:
+        engine.workspace_index("kb")
+    assert caught.value.code == -32064 and "cannot list the workspace root" in caught.value.reason
+    assert sorted(paths(search(engine, "okapi"))) == ["a.md", "sub/b.md"]
+    (tmp_path / "unmounted").rename(kb)
+    again = indexed()
+    assert (again["deleted"], again["unchanged"]) == (0, 2)
+
+
+def test_a_folder_that_cannot_be_listed_keeps_its_documents(engine, kb: Path, indexed, monkeypatch) -> None:
+    """A subfolder the walk cannot list (permissions, an I/O error) is not an empty one."""
+    write(kb, "a.md", "# A\n\nokapi\n")
+    write(kb, "private/b.md", "# B\n\nokapi too\n")
+    indexed()
+    real_scandir = os.scandir
+
+    def scandir(path):  # the operating system refusing one folder (root ignores chmod, so fake the refusal)
+        if os.path.basename(str(path)) == "private":
+            raise PermissionError(13, "Permission denied")
+        return real_scandir(path)
+
+    monkeypatch.setattr("autodoc_core.parse.walk.os.scandir", scandir)
+    report = indexed()
+    assert report["deleted"] == 0
+    assert {"path": "private/", "kind": "skipped",
+            "reason": "the folder cannot be listed; its documents stay as last indexed"} in report["problems"]
+    assert sorted(paths(search(engine, "okapi"))) == ["a.md", "private/b.md"]
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_indexed(engine, kb: Path, indexed) -> None:
+    """A name from an old archive (Latin-1 bytes) reached the database as unencodable text: the batch rolled
+    back and every run stopped there, leaving the files after it unindexed."""
+    write(kb, "a.md", "# A\n\nokapi\n")
+    fd = os.open(os.fsencode(kb) + b"/caf\xe9.md", os.O_WRONLY | os.O_CREAT)
+    os.write(fd, b"# Cafe\n\nokapi latin\n")
+    os.close(fd)
+    write(kb, "z.md", "# Z\n\nokapi last\n")
+    report = indexed()
+    assert {"path": "caf\\xe9.md", "kind": "skipped",
+            "reason": "the file name is not valid UTF-8; rename the file to index it"} in report["problems"]
+    assert sorted(paths(search(engine, "okapi"))) == ["a.md", "z.md"]
 
 
 def test_file_deleted_mid_index_is_reported_and_the_rest_indexed(engine, kb: Path) -> None:

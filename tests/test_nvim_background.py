@@ -122,6 +122,27 @@ def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, k
         assert not finds(nvim, '"bread number 3"')  # the old text is gone from the index
 
 
+def test_a_root_not_mounted_at_start_up_keeps_its_index_and_says_so_once(tmp_path: Path, kb: Path) -> None:
+    """The start-up scan of a workspace whose folder is gone (a drive not mounted) used to walk it as
+    empty and delete every document. Now the run stops, one message says why, and later scans do not
+    repeat it."""
+    seven_notes(kb)
+    with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
+    kb.rename(tmp_path / "unmounted")
+    database = lua_string(tmp_path / "a.db")
+    init = rtp(PROJECT) + python_line() + f"require('autodoc').setup({{ scan_ms = 0, db = {database} }})\n"
+    with neovim(tmp_path, init) as nvim:
+        def said() -> int:
+            return nvim.exec_lua("return vim.fn.execute('messages')").count("cannot list the workspace root")
+        nvim.exec_lua("require('autodoc').when_ready(function() end)")
+        wait_for(lambda: said() == 1)
+        for _ in range(2):
+            nvim.command("doautocmd FocusGained")
+        wait_for(lambda: nvim.exec_lua("return next(require('autodoc').indexing) == nil"))
+        assert finds(nvim, "yeast") and said() == 1
+
+
 def test_a_root_given_through_a_symlink_indexes_on_save(tmp_path: Path, kb: Path) -> None:
     """The engine keeps a root's real path; buffers opened through the symlink were compared against it
     unresolved, so a save indexed nothing, and every start added the workspace again (a full, loud run)."""

@@ -23,13 +23,22 @@ from typing import Any
 
 import apsw
 
+from autodoc_core.errors import IO_ERROR, AutodocError
 from autodoc_core.index import checkpoints
 from autodoc_core.index.links import link_signature, resolve_links
 from autodoc_core.index.parsing import parse_all
 from autodoc_core.index.vectors import bump_epoch
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.document import ParsedDocument
-from autodoc_core.parse.walk import FoundFile, OutsideRoot, listed_markdown_files, markdown_files, open_inside
+from autodoc_core.parse.walk import (
+    FoundFile,
+    OutsideRoot,
+    RootUnlisted,
+    WalkNotes,
+    listed_markdown_files,
+    markdown_files,
+    open_inside,
+)
 from autodoc_core.retrieve.lexical import fts_table, head_text
 from autodoc_core.retrieve.symbols import store_symbols
 from autodoc_core.store.database import Store
@@ -119,7 +128,8 @@ class Indexer:
         """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
         started = time.perf_counter()
         existing = self._existing(only)
-        found = self._found(only)
+        notes = WalkNotes()
+        found = self._found(only, notes)
         self.report.scanned = len(found)
         pending: list[tuple[FoundFile, bytes, str]] = []
         touched: list[tuple[FoundFile, _Existing]] = []
@@ -143,12 +153,17 @@ class Indexer:
             else:
                 pending.append((item, raw, digest))
 
-        gone = {p: e for p, e in existing.items() if p not in found or p in skipped}
+        for name in notes.bad_names:
+            skipped[name] = "the file name is not valid UTF-8; rename the file to index it"
+        for folder in notes.unlisted:  # an unreadable folder is not an empty one: its documents stay
+            skipped[f"{folder}/"] = "the folder cannot be listed; its documents stay as last indexed"
+        gone = {p: e for p, e in existing.items()
+                if (p not in found or p in skipped) and not any(p.startswith(f"{f}/") for f in notes.unlisted)}
         if only is not None:
             gone = {p: e for p, e in gone.items() if p in only}
         renames = self._pair_renames(gone, pending)
         # Problems of files that are gone (deleted, or skipped before and deleted since) go with them.
-        self.stale_problems = set() if only is not None else self.paths_with_problems - set(found)
+        self.stale_problems = set() if only is not None else self.paths_with_problems - set(found) - set(skipped)
         self.progress.phase, self.progress.to_write = "writing", len(pending)
         self.progress.writing_since = time.monotonic()
         self._write(pending, touched, renames, gone, skipped, existing)
@@ -169,9 +184,15 @@ class Indexer:
                         for row in conn.execute(f"{columns} AND path = ?", (self.ws.id, path))]
             return {r[0]: _Existing(*r[1:]) for r in rows}
 
-    def _found(self, only: list[str] | None) -> dict[str, FoundFile]:
-        files = markdown_files(self.ws.root) if only is None else listed_markdown_files(self.ws.root, only)
-        return {item.relpath: item for item in files}
+    def _found(self, only: list[str] | None, notes: WalkNotes) -> dict[str, FoundFile]:
+        """The files the walk finds. A root that cannot be listed (a drive not mounted, a folder moved)
+        stops the run before anything is written: walked as empty, it deleted every document."""
+        try:
+            files = markdown_files(self.ws.root, notes) if only is None else listed_markdown_files(self.ws.root, only)
+            return {item.relpath: item for item in files}
+        except RootUnlisted as exc:
+            raise AutodocError(IO_ERROR, f"{exc}; the index is unchanged (is the drive mounted?)",
+                               path=self.ws.root) from None
 
     def _read(self, item: FoundFile) -> tuple[bytes | None, str | None]:
         limit = self.ws.option("max_file_bytes")

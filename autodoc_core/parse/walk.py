@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 import pathspec
@@ -26,6 +26,31 @@ class FoundFile:
     abspath: str
     size: int
     mtime_ns: int
+
+
+@dataclass
+class WalkNotes:
+    """What a walk could not look at: its files are neither found nor gone."""
+
+    unlisted: list[str] = field(default_factory=list)  # folders (relative) that could not be listed
+    bad_names: list[str] = field(default_factory=list)  # names that are not UTF-8, shown escaped
+
+
+class RootUnlisted(OSError):
+    """The workspace root itself cannot be listed (not mounted, moved, no permission)."""
+
+
+def shown_name(name: str) -> str:
+    """A file name as text even when its bytes are not UTF-8 (``caf\\xe9.md``)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # surrogate-escaped bytes: the database stores text
+        return False
+    return True
 
 
 def is_inside(root: str, path: str) -> bool:
@@ -75,9 +100,11 @@ def _ignored(specs: list[tuple[str, pathspec.PathSpec]], relpath: str, is_dir: b
     return False
 
 
-def markdown_files(root: str) -> Iterator[FoundFile]:
+def markdown_files(root: str, notes: WalkNotes | None = None) -> Iterator[FoundFile]:
+    """Every Markdown file under ``root`` the rules admit. Raises RootUnlisted when the root itself
+    cannot be listed; a folder below it that cannot be, or a name that is not UTF-8, goes in ``notes``."""
     real_root = os.path.realpath(root)
-    yield from _walk(real_root, real_root, "", [], {real_root})
+    yield from _walk(real_root, real_root, "", [], {real_root}, notes or WalkNotes())
 
 
 def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]:
@@ -111,18 +138,25 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
             yield FoundFile("/".join(parts), target, info.st_size, info.st_mtime_ns)
 
 
-def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str]) -> Iterator[FoundFile]:
+def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
+          notes: WalkNotes) -> Iterator[FoundFile]:
     spec = _gitignore(folder)
     if spec is not None:
         specs = [*specs, (relfolder, spec)]
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        if not relfolder:
+            raise RootUnlisted(f"cannot list the workspace root {folder}: {exc.strerror or exc}") from None
+        notes.unlisted.append(relfolder)
         return
     for entry in entries:
         if _skipped_name(entry.name):
             continue
         relpath = f"{relfolder}/{entry.name}" if relfolder else entry.name
+        if not _utf8(entry.name):
+            notes.bad_names.append(shown_name(relpath))
+            continue
         target = entry.path
         try:
             if entry.is_symlink():
@@ -137,7 +171,7 @@ def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str]) -
         if is_dir:
             real = os.path.realpath(target)
             if real not in seen:
-                yield from _walk(root, target, relpath, specs, seen | {real})
+                yield from _walk(root, target, relpath, specs, seen | {real}, notes)
         elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
             try:
                 stat = os.stat(target)

@@ -119,6 +119,7 @@ end
 
 M.indexing = {} ---@type table<string, boolean> workspaces whose index run is under way
 M.saved_meanwhile = {} ---@type table<string, table<string, boolean>> files saved during a run, per workspace
+local last_quiet_error = {} ---@type table<string, string|nil> the last quiet run's error, per workspace
 
 --- The files saved while `ws` was indexing, indexed now that its run ended.
 ---@param ws string
@@ -153,9 +154,17 @@ function M.index(name, callback, paths, quiet)
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
       M.indexing[ws] = nil
       index_saved_meanwhile(ws)
+      -- A quiet run (a save, a scan) says a lasting fault, such as a root not mounted, once, not every scan_ms.
+      local message = err and rpc.describe(err) or nil
+      local repeated = quiet and message == last_quiet_error[ws]
+      if quiet then
+        last_quiet_error[ws] = message
+      end
       if err then
-        progress.indexed(ws, nil)
-        notify(rpc.describe(err), vim.log.levels.ERROR)
+        if not repeated then
+          progress.indexed(ws, nil)
+          notify(message, vim.log.levels.ERROR)
+        end
         return
       end
       if not quiet or changed_files(result) then
