@@ -76,6 +76,33 @@ def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engi
         assert embedded_rows(engine) == 4  # the old text's vector is gone
 
 
+def chunk_id(engine, breadcrumb: str) -> int:
+    with engine.store.snapshot() as conn:
+        return conn.execute("SELECT id FROM chunks WHERE breadcrumb = ?", (breadcrumb,)).fetchone()[0]
+
+
+def test_a_reused_chunk_id_gets_its_own_vector(engine, kb: Path) -> None:
+    """SQLite gives a new chunk the id of the highest one deleted. Delete a note's last section, save, add
+    another, save, with no search in between: the new section had the deleted one's id and document,
+    and the in-memory index kept the deleted section's vector for it."""
+    write(kb, "other.md", "# Other\n\n## Weather\n\nrain and clouds over the hills\n")
+    write(kb, "zz-garden.md", "# Garden\n\n## Roses\n\nprune the roses in spring\n\n## Ovens\n\nbake sourdough bread\n")
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        assert paths(search(engine, "bake sourdough bread", stages=["semantic"]))[0] == "zz-garden.md"  # held now
+        ovens = chunk_id(engine, "Garden › Ovens")
+        write(kb, "zz-garden.md", "# Garden\n\n## Roses\n\nprune the roses in spring\n")
+        engine.workspace_index("kb", {"wait": "semantic"})
+        write(kb, "zz-garden.md", "# Garden\n\n## Roses\n\nprune the roses in spring\n\n## Rain\n\n"
+                                  "rain and clouds over the hills\n")
+        engine.workspace_index("kb", {"wait": "semantic"})
+        assert chunk_id(engine, "Garden › Rain") == ovens  # the case: SQLite reused the id
+        hits = search(engine, "bake sourdough bread", stages=["semantic"])["hits"]
+        assert not any("Rain" in hit["breadcrumb"] and hit["relevance"] > 0.9 for hit in hits)
+        rain = search(engine, "rain and clouds over the hills", stages=["semantic"])["hits"]
+        assert {"Garden › Rain", "Other › Weather"} <= {hit["breadcrumb"] for hit in rain[:2]}
+
+
 def test_partial_while_vectors_are_missing(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:

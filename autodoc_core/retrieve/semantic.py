@@ -114,6 +114,7 @@ class VectorIndex:
         self.epoch = -1
         self.chunk_ids = np.zeros(0, dtype=np.int64)
         self.doc_ids = np.zeros(0, dtype=np.int64)
+        self.embedding_ids = np.zeros(0, dtype=np.int64)  # the row each vector came from
         self.codes = np.zeros((0, 0), dtype=np.uint64)  # [words, n]: one contiguous row per word
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
@@ -133,8 +134,10 @@ class VectorIndex:
                 (self.model_fp, self.ws_id),
             ).fetchall()
             current = {chunk: (doc, emb) for chunk, doc, emb in rows}
-            keep = np.array([int(c) in current and current[int(c)][0] == d
-                             for c, d in zip(self.chunk_ids, self.doc_ids, strict=True)], dtype=bool)
+            # SQLite hands a deleted chunk's id to the next chunk inserted: the same id (and document) with
+            # other text, hence another embedding row, is a new vector, not the one held.
+            keep = np.array([current.get(int(c)) == (int(d), int(e)) for c, d, e in
+                             zip(self.chunk_ids, self.doc_ids, self.embedding_ids, strict=True)], dtype=bool)
             known = set(self.chunk_ids[keep].tolist())
             new = [(chunk, doc, emb) for chunk, (doc, emb) in current.items() if chunk not in known]
             self._compact(keep)
@@ -154,6 +157,7 @@ class VectorIndex:
         self._sorted = None
         self.chunk_ids = self.chunk_ids[keep]
         self.doc_ids = self.doc_ids[keep]
+        self.embedding_ids = self.embedding_ids[keep]
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.vectors = self.vectors[keep]
 
@@ -188,6 +192,7 @@ class VectorIndex:
         self._sorted = None
         self.chunk_ids = np.concatenate([self.chunk_ids, np.array([c for c, _, _ in new], dtype=np.int64)])
         self.doc_ids = np.concatenate([self.doc_ids, np.array([d for _, d, _ in new], dtype=np.int64)])
+        self.embedding_ids = np.concatenate([self.embedding_ids, np.array([e for _, _, e in new], dtype=np.int64)])
         return complete
 
     def search(self, query: np.ndarray, allowed_docs: np.ndarray | None, k: int = CANDIDATES,
