@@ -70,6 +70,19 @@ def test_delete_and_rename(engine, kb: Path, indexed) -> None:
     assert chunk_rows(engine)["Moving"] == ids_before["Moving"]  # chunks (and later vectors) reused
 
 
+def test_a_file_moved_over_another_leaves_no_ghost(engine, kb: Path, indexed) -> None:
+    """`mv draft.md b.md` where b.md exists: b.md changed, draft.md is gone. The move was paired as a
+    rename of draft.md, which then was never deleted: search kept returning a file that did not exist."""
+    write(kb, "draft.md", "# Draft\n\nokapi draft text\n")
+    write(kb, "b.md", "# B\n\nold text of b\n")
+    indexed()
+    (kb / "draft.md").replace(kb / "b.md")
+    report = indexed()
+    assert (report["changed"], report["deleted"], report["renamed"]) == (1, 1, 0)
+    assert paths(search(engine, "okapi")) == ["b.md"]
+    assert engine.workspace_status("kb")["documents"] == 1
+
+
 def test_generation_is_monotonic_per_change(engine, kb: Path, indexed) -> None:
     path = write(kb, "g.md", "# G\n\nv1 gnu\n")
     indexed()

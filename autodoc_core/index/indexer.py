@@ -161,7 +161,9 @@ class Indexer:
                 if (p not in found or p in skipped) and not any(p.startswith(f"{f}/") for f in notes.unlisted)}
         if only is not None:
             gone = {p: e for p, e in gone.items() if p in only}
-        renames = self._pair_renames(gone, pending)
+        # Only a new path can be a rename: a file moved over an existing one is that document changed,
+        # and the moved-away path must still go (paired, it stayed as a ghost).
+        renames = self._pair_renames(gone, [p for p in pending if p[0].relpath not in existing])
         # Problems of files that are gone (deleted, or skipped before and deleted since) go with them.
         self.stale_problems = set() if only is not None else self.paths_with_problems - set(found) - set(skipped)
         self.progress.phase, self.progress.to_write = "writing", len(pending)
