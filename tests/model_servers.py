@@ -36,6 +36,7 @@ class Behaviour:
     delay: float = 0.0
     drop_after: int | None = None  # answer this many embed requests, then drop every connection
     garbage: bool = False
+    cut_answer: bool = False  # promise a longer body than is sent, then close (http.client.IncompleteRead)
     wrong_indices: bool = False
     echo_auth: bool = False  # error bodies quote the Authorization header, as careless servers do
     hold_after: int | None = None  # answer this many batches (2+ texts), then hold later ones until `release`
@@ -104,6 +105,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if behaviour.garbage:
             self._send(200, b"{not json")
+            return
+        if behaviour.cut_answer:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'[{"index": 0, ')
+            self.close_connection = True
             return
         getattr(self, f"_answer_{self.flavour}")(body)
 

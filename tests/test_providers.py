@@ -84,6 +84,9 @@ def test_openai_compatible_reorders_by_index_and_sends_the_key(monkeypatch) -> N
         assert request["path"] == "/v1/embeddings"
         assert request["body"] == {"model": "nomic-embed-text", "input": texts, "encoding_format": "float"}
         assert request["auth"] == f"Bearer {SECRET}"
+        for url in (f"{server.url}/v1", f"{server.url}/v1/embeddings"):  # the base_url an OpenAI client takes
+            OpenAIEmbedder({"provider": "openai", "url": url, "model": "m"}).embed(["x"])
+            assert server.behaviour.requests[-1]["path"] == "/v1/embeddings"
 
 
 def test_openai_error_shape_is_reported_without_the_key(monkeypatch) -> None:
@@ -130,6 +133,8 @@ def test_cohere_errors_and_missing_key(monkeypatch) -> None:
     {"provider": "tei"}, {"provider": "openai", "url": "http://x"}, {"provider": "magic"},
     {"provider": "cohere", "model": "m", "api_key": "inline-secret"}, {"provider": "tei", "url": "ftp://x"},
     {"provider": "local", "colour": 1}, 42,
+    {"provider": "tei", "url": "http://x", "batch_size": 0}, {"provider": "tei", "url": "http://x", "batch_size": -5},
+    {"provider": "tei", "url": "http://x", "batch_size": True}, {"provider": "tei", "url": "http://x", "retries": 40},
 ])
 def test_bad_embedder_configs_are_invalid_params(config) -> None:
     with pytest.raises(AutodocError) as caught:

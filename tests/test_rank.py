@@ -68,6 +68,7 @@ def test_rerank_left_out_of_stages_is_never_ranked(ranked_kb) -> None:
     (Behaviour(garbage=True), "malformed JSON"),
     (Behaviour(wrong_indices=True), "impossible index"),
     (Behaviour(fail_status=[503, 503]), "HTTP 503"),
+    (Behaviour(cut_answer=True), "no usable HTTP answer"),  # failed the whole search before
 ])
 def test_a_failing_ranker_keeps_the_fused_order(ranked_kb, behaviour, expected) -> None:
     fused = paths(search(ranked_kb, "alpha bread", stages=["lexical"]))

@@ -204,7 +204,7 @@ class OpenAIEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
-        url = self.url if self.url.endswith("/v1/embeddings") else f"{self.url}/v1/embeddings"
+        url = self.url if self.url.endswith("/v1/embeddings") else f"{self.url.removesuffix('/v1')}/v1/embeddings"
         answer = with_retries(lambda: post_json(url, body, self._timeout(), bearer(self.config)), self._retries())
         try:
             items = sorted(answer["data"], key=lambda item: item["index"])
@@ -264,7 +264,15 @@ def validate_embedder(value: Any) -> dict[str, Any]:
     if provider in ("openai", "cohere") and not value.get("model"):
         raise invalid_params(f"the {provider} embedder needs 'model'")
     check_seconds(value, "embedder", "timeout", 600)
+    _check_count(value, "batch_size", 1, 2048)  # 0 looped for ever; a negative one read every chunk at once
+    _check_count(value, "retries", 0, 10)  # each retry doubles the wait: 40 held the fill for days
     return dict(value)
+
+
+def _check_count(config: dict[str, Any], key: str, low: int, high: int) -> None:
+    value = config.get(key)
+    if key in config and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+        raise invalid_params(f"embedder '{key}' must be a whole number from {low} to {high}, got {value!r}")
 
 
 def make_embedder(config: dict[str, Any]) -> Embedder | None:

@@ -3,6 +3,7 @@ errors that say what the server said (never the API key)."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import time
 import urllib.error
@@ -52,6 +53,10 @@ def request_json(method: str, url: str, body: Any, timeout: float, headers: dict
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             raise ProviderError(f"timeout after {timeout:g} s calling {url}", retryable=True) from None
         raise ProviderError(f"cannot reach {url}: {reason}", retryable=True) from None
+    except http.client.HTTPException as exc:  # cut off mid-answer, not HTTP at all (a TLS port), a bad port
+        raise ProviderError(f"no usable HTTP answer from {url} ({type(exc).__name__})", retryable=True) from None
+    except ValueError as exc:  # urllib's word for a URL it cannot use
+        raise ProviderError(f"cannot call {url}: {exc}") from None
     try:
         return json.loads(payload)
     except ValueError:
