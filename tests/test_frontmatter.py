@@ -99,10 +99,14 @@ def test_a_schema_whose_aliases_repeat_a_long_mapping_is_cut_and_reported(kb: Pa
     assert "... and" in schema.problem and len(schema.problem) < 5_000
 
 
-def test_frontmatter_that_is_not_a_mapping_is_reported(engine, kb: Path, indexed) -> None:
+def test_frontmatter_that_is_not_a_mapping_is_reported_and_read_as_body(engine, kb: Path, indexed) -> None:
+    """A note that opens with a '---' rule, prose, another rule: the prose was blanked out of the index."""
     write(kb, "list.md", "---\n- just\n- a list\n---\nbody words here\n")
+    write(kb, "rule.md", "---\nA thought about zeppelins\n---\n\n# Airships\n\nMore text.\n")
     report = indexed()
-    assert any("not a mapping" in p["reason"] for p in report["problems"])
+    assert any("not a mapping" in p["reason"] and "read as body text" in p["reason"] for p in report["problems"])
+    hit = search(engine, "zeppelins")["hits"][0]
+    assert hit["path"] == "rule.md" and hit["line_start"] <= 2 <= hit["line_end"]
 
 
 def test_abstract_field_yields_a_chunk_that_can_be_excluded(engine, kb: Path, indexed) -> None:

@@ -67,9 +67,10 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
         return Frontmatter({}, line_count, f"malformed YAML frontmatter: {exc}")
     if data is None:
         return Frontmatter({}, line_count)
-    if not isinstance(data, dict):
+    if not isinstance(data, dict):  # a '---' rule, prose, another '---': text to index, not fields
         kind = type(data).__name__
-        return Frontmatter({}, line_count, f"frontmatter is a {kind}, not a mapping of fields; ignored")
+        return Frontmatter({}, 0, f"the '---' block on line 1 is a YAML {kind}, not a mapping of fields; "
+                                  "read as body text")
     characters = max(MAX_FRONTMATTER_CHARS, 2 * len(text))
     budget = _Budget(MAX_FRONTMATTER_VALUES + 1, characters)  # +1: the mapping itself
     try:
