@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import apsw
 
-from autodoc_core.errors import EMBED_FAILED, AutodocError, invalid_params
+from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress, file_problem_summary, remove_workspace_rows
 from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from autodoc_core.parse import frontmatter as fm
@@ -292,8 +292,12 @@ class Engine:
         paths = opts.get("paths")
         if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
             raise invalid_params("'paths' must be a list of paths relative to the root")
-        ws = self._workspace(name)
-        with self._index_lock(ws.id), self.store.exclusive():
+        waited_for = self._workspace(name)
+        with self._index_lock(waited_for.id), self.store.exclusive():
+            ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
+            if ws.id != waited_for.id:
+                raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while this "
+                                   "index run waited; run it again", name=name)
             progress = self._indexing[ws.id] = IndexProgress()
             try:
                 report = Indexer(self.store, ws, progress).run(only=paths)
