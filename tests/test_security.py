@@ -95,3 +95,18 @@ def test_yaml_tags_that_build_objects_are_refused(engine, kb: Path, tmp_path: Pa
     assert report["added"] == 1  # the body is still indexed
     problems = engine.workspace_status("kb")["problems"]
     assert any(p["path"] == "evil.md" and "malformed YAML frontmatter" in p["reason"] for p in problems)
+
+
+def test_schema_and_gitignore_symlinked_outside_the_root_are_not_read(engine, kb: Path, tmp_path: Path,
+                                                                      indexed) -> None:
+    """No file outside a root is read: the facet schema and a .gitignore were opened wherever their
+    symlinks led (a schema's YAML errors quote the file they read)."""
+    write(tmp_path, "outside/schema.yaml", "common:\n  secret_field: string\n")
+    write(tmp_path, "outside/ignore", "*.md\n")
+    (kb / "_schema").mkdir()
+    (kb / "_schema" / "frontmatter.yaml").symlink_to(tmp_path / "outside" / "schema.yaml")
+    (kb / ".gitignore").symlink_to(tmp_path / "outside" / "ignore")
+    write(kb, "note.md", "# Note\n\nokapi\n")
+    report = indexed()
+    assert report["added"] == 1  # the outside ignore rules were not applied
+    assert engine.workspace_status("kb")["schema"]["common"] == {}  # nor the outside schema read

@@ -38,6 +38,7 @@ from autodoc_core.parse.walk import (
     listed_markdown_files,
     markdown_files,
     open_inside,
+    read_inside,
 )
 from autodoc_core.retrieve.lexical import fts_table, head_text
 from autodoc_core.retrieve.symbols import store_symbols
@@ -115,8 +116,8 @@ class Indexer:
         self.progress = progress or IndexProgress()
         self.on_file = on_file  # called with each file's path as the scan reaches it
         self.schema = fm.load_schema(Path(ws.root))
-        schema_file = Path(ws.root) / fm.SCHEMA_RELPATH
-        schema_digest = content_hash(schema_file.read_bytes())[:8] if schema_file.is_file() else "none"
+        schema_raw = read_inside(ws.root, str(Path(ws.root) / fm.SCHEMA_RELPATH))
+        schema_digest = content_hash(schema_raw)[:8] if schema_raw is not None else "none"
         self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
         self.report = IndexReport()
         self.fts = fts_table(ws.id)

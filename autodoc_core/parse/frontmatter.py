@@ -13,12 +13,15 @@ The facet schema lives at ``<root>/_schema/frontmatter.yaml``::
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from autodoc_core.parse.walk import read_inside
 
 FACET_TYPES = ("string", "integer", "date", "boolean", "list")
 SCHEMA_RELPATH = "_schema/frontmatter.yaml"
@@ -168,12 +171,12 @@ class FacetSchema:
 
 
 def load_schema(root: Path) -> FacetSchema:
-    path = root / SCHEMA_RELPATH
-    if not path.is_file():
+    raw = read_inside(os.path.realpath(root), str(root / SCHEMA_RELPATH))  # never a file outside the root
+    if raw is None:
         return FacetSchema()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         return FacetSchema(problem=f"{SCHEMA_RELPATH}: cannot be read: {str(exc).splitlines()[0]}")
     if data is None:
         return FacetSchema()

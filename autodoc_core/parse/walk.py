@@ -83,13 +83,20 @@ def _skipped_name(name: str) -> bool:
     return name.startswith(".") or name in ALWAYS_SKIPPED
 
 
-def _gitignore(folder: str) -> pathspec.PathSpec | None:
-    path = os.path.join(folder, ".gitignore")
+def read_inside(root: str, path: str) -> bytes | None:
+    """A small file's bytes if it is a file inside ``root`` (followed symlinks included), else None."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return pathspec.GitIgnoreSpec.from_lines(handle)
-    except OSError:
+        with open_inside(root, path) as handle:
+            return handle.read()
+    except OSError:  # missing, a folder, unreadable, or outside the root (OutsideRoot)
         return None
+
+
+def _gitignore(root: str, folder: str) -> pathspec.PathSpec | None:
+    raw = read_inside(root, os.path.join(folder, ".gitignore"))
+    if raw is None:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(raw.decode("utf-8", "replace").splitlines())
 
 
 def _ignored(specs: list[tuple[str, pathspec.PathSpec]], relpath: str, is_dir: bool) -> bool:
@@ -121,7 +128,7 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
         ignored = False
         for depth in range(len(parts)):
             base = "/".join(parts[:depth])
-            spec = _gitignore(os.path.join(real_root, *parts[:depth]))
+            spec = _gitignore(real_root, os.path.join(real_root, *parts[:depth]))
             if spec is not None:
                 specs.append((base, spec))
             if _ignored(specs, "/".join(parts[: depth + 1]), is_dir=depth < len(parts) - 1):
@@ -140,7 +147,7 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
 
 def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
           notes: WalkNotes) -> Iterator[FoundFile]:
-    spec = _gitignore(folder)
+    spec = _gitignore(root, folder)
     if spec is not None:
         specs = [*specs, (relfolder, spec)]
     try:
