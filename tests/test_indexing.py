@@ -111,6 +111,26 @@ def test_hidden_ignored_and_node_modules_are_skipped(engine, kb: Path, indexed) 
     assert sorted(paths(search(engine, "seen", limit=50))) == ["drafts/keep.md", "visible.md"]
 
 
+def test_gitignore_rules_decide_as_git_does(engine, kb: Path, indexed) -> None:
+    """The last matching pattern wins, deeper .gitignore files after the ones above them, and a folder is
+    not skipped whole when a negation may re-include something inside it. Each of these kept or dropped
+    the wrong files before (a whitelist .gitignore indexed nothing below the top level)."""
+    write(kb, ".gitignore", "notes/**\n!notes/README.md\n*.draft.md\n")
+    write(kb, "notes/README.md", "# Readme\n\nseen\n")
+    write(kb, "notes/private.md", "# Private\n\nseen\n")
+    write(kb, "d/.gitignore", "!keep.draft.md\n")
+    write(kb, "d/keep.draft.md", "# Keep\n\nseen\n")
+    write(kb, "d/other.draft.md", "# Other\n\nseen\n")
+    write(kb, "wl/.gitignore", "*\n!*/\n!*.md\n")
+    write(kb, "wl/a/b.md", "# B\n\nseen\n")
+    write(kb, "wl/a/c.txt", "seen\n")
+    expected = ["d/keep.draft.md", "notes/README.md", "wl/a/b.md"]
+    listed = ["notes/README.md", "notes/private.md", "d/keep.draft.md", "d/other.draft.md", "wl/a/b.md"]
+    assert indexed(paths=listed)["scanned"] == 3  # a listed path obeys the same rules as the walk
+    indexed()
+    assert sorted(paths(search(engine, "seen", limit=50))) == expected
+
+
 def test_symlinks_never_lead_out_of_the_root(engine, kb: Path, tmp_path: Path, indexed) -> None:
     outside = tmp_path / "outside"
     write(outside, "private.md", "# Private\n\nsecret ocelot\n")

@@ -100,11 +100,19 @@ def _gitignore(root: str, folder: str) -> pathspec.PathSpec | None:
 
 
 def _ignored(specs: list[tuple[str, pathspec.PathSpec]], relpath: str, is_dir: bool) -> bool:
+    """As git decides: the last pattern that matches wins, a deeper .gitignore after the ones above it
+    (so its `!keep.md` re-includes what a parent ignored). A folder is skipped whole only when no
+    negation could re-include something inside it (`notes/**` with `!notes/README.md`, or `*`, `!*/`,
+    `!*.md`); otherwise it is walked and its files decide."""
+    verdict = None
     for base, spec in specs:
         local = relpath[len(base) + 1 :] if base else relpath
-        if spec.match_file(local + "/" if is_dir else local):
-            return True
-    return False
+        include = spec.check_file(local + "/" if is_dir else local).include
+        if include is not None:
+            verdict = include
+    if is_dir and verdict and any(pattern.include is False for _, spec in specs for pattern in spec.patterns):
+        return False
+    return bool(verdict)
 
 
 def markdown_files(root: str, notes: WalkNotes | None = None) -> Iterator[FoundFile]:
