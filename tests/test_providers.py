@@ -8,6 +8,7 @@ import pytest
 
 from autodoc_core.errors import AutodocError
 from autodoc_core.providers.embedders import (
+    QUERY_TIMEOUT,
     CohereEmbedder,
     OpenAIEmbedder,
     TeiEmbedder,
@@ -87,6 +88,20 @@ def test_openai_compatible_reorders_by_index_and_sends_the_key(monkeypatch) -> N
         for url in (f"{server.url}/v1", f"{server.url}/v1/embeddings"):  # the base_url an OpenAI client takes
             OpenAIEmbedder({"provider": "openai", "url": url, "model": "m"}).embed(["x"])
             assert server.behaviour.requests[-1]["path"] == "/v1/embeddings"
+
+
+def test_a_query_embedding_is_tried_once_and_bounded(monkeypatch) -> None:
+    """A search stops waiting for the query's vector after semantic_deadline; its call used the fill's
+    retries and timeout (30 s x 3), so a hanging server kept a thread and a socket per keystroke."""
+    with model_server("tei", Behaviour(fail_status=[503] * 6)) as server:
+        embedder = TeiEmbedder({"provider": "tei", "url": server.url, "model": "m", "retries": 2, "timeout": 30})
+        with pytest.raises(ProviderError):
+            embedder.embed(["a query"], "query")
+        assert len([r for r in server.behaviour.requests if r["path"] == "/embed"]) == 1
+        with pytest.raises(ProviderError):
+            embedder.embed(["a section", "another"], "document")
+        assert len([r for r in server.behaviour.requests if r["path"] == "/embed"]) == 4  # 1 + 3 tries
+    assert embedder._timeout("query") == QUERY_TIMEOUT < embedder._timeout("document") == 30
 
 
 def test_openai_error_shape_is_reported_without_the_key(monkeypatch) -> None:

@@ -40,6 +40,7 @@ BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 # nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
 BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
+QUERY_TIMEOUT = 5.0  # seconds a query embedding may take, at most, whatever the fill's timeout
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
 
@@ -119,11 +120,15 @@ class Embedder:
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         raise NotImplementedError
 
-    def _timeout(self) -> float:
-        return float(self.config.get("timeout", 30.0))
+    def _timeout(self, kind: str = "document") -> float:
+        """A query's call is bounded tighter: the search stops waiting after its semantic_deadline (2 s by
+        default), and a hanging server would otherwise keep a thread and a socket per keystroke for
+        timeout x (retries + 1), 90 s by default."""
+        timeout = float(self.config.get("timeout", 30.0))
+        return min(timeout, QUERY_TIMEOUT) if kind == "query" else timeout
 
-    def _retries(self) -> int:
-        return int(self.config.get("retries", 2))
+    def _retries(self, kind: str = "document") -> int:
+        return 0 if kind == "query" else int(self.config.get("retries", 2))
 
 
 
@@ -185,8 +190,8 @@ class TeiEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"inputs": texts, "truncate": True, "normalize": True}
-        answer = with_retries(lambda: post_json(f"{self.url}/embed", body, self._timeout(), bearer(self.config)),
-                              self._retries())
+        answer = with_retries(lambda: post_json(f"{self.url}/embed", body, self._timeout(kind), bearer(self.config)),
+                              self._retries(kind))
         return normalise(answer, len(texts))
 
 
@@ -205,7 +210,8 @@ class OpenAIEmbedder(Embedder):
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         body = {"model": self.model, "input": texts, "encoding_format": "float"}
         url = self.url if self.url.endswith("/v1/embeddings") else f"{self.url.removesuffix('/v1')}/v1/embeddings"
-        answer = with_retries(lambda: post_json(url, body, self._timeout(), bearer(self.config)), self._retries())
+        answer = with_retries(lambda: post_json(url, body, self._timeout(kind), bearer(self.config)),
+                              self._retries(kind))
         try:
             items = sorted(answer["data"], key=lambda item: item["index"])
             rows = [item["embedding"] for item in items]
