@@ -137,6 +137,13 @@ def test_cohere_errors_and_missing_key(monkeypatch) -> None:
         with pytest.raises(ProviderError) as caught:
             embedder.embed(["x"])
         assert "429" in caught.value.reason and SECRET not in caught.value.reason
+        assert "model is overloaded" in caught.value.reason and server.url in caught.value.reason  # what it said
+    with model_server("cohere", Behaviour(fail_status=[401], echo_auth=True)) as server:
+        embedder = CohereEmbedder({"provider": "cohere", "url": server.url, "model": "m", "retries": 0})
+        with pytest.raises(ProviderError) as caught:
+            embedder.embed(["x"])
+        assert "401" in caught.value.reason and "check the key in CO_API_KEY" in caught.value.reason
+        assert SECRET not in caught.value.reason and "[redacted]" in caught.value.reason
     monkeypatch.delenv("CO_API_KEY")
     keyless = CohereEmbedder({"provider": "cohere", "url": server.url, "model": "m"})
     with pytest.raises(ProviderError) as caught:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from autodoc_core.errors import invalid_params
-from autodoc_core.providers.http import ProviderError, request_json, with_retries
+from autodoc_core.providers.http import ProviderError, request_json, with_retries, without_secrets
 
 T = TypeVar("T")
 _thread_role = threading.local()
@@ -161,6 +161,21 @@ def tei_batch_limit(info: dict[str, Any]) -> int:
     """How many inputs one request may carry (TEI answers 422 above it)."""
     value = info.get("max_client_batch_size")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else TEI_MAX_CLIENT_BATCH
+
+
+def cohere_api_error(what: str, exc: Any, config: dict[str, Any]) -> ProviderError:
+    """The SDK's ApiError as a ProviderError that says what the server said (its key redacted) and, when
+    the key was refused, which environment variable to set."""
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    detail = str(body.get("message") or body) if isinstance(body, dict) else str(body or "")
+    detail = without_secrets(detail[:300], bearer(config) | {"key": api_key(config, "CO_API_KEY") or ""})
+    hint = ""
+    if status in (401, 403):
+        hint = f"; check the key in {config.get('api_key_env') or 'CO_API_KEY'}"
+    where = f" at {config['url']}" if config.get("url") else ""
+    return ProviderError(f"cohere {what}{where} answered HTTP {status}{': ' + detail if detail else ''}{hint}",
+                         status=status, retryable=status in (429, 503))
 
 
 def cohere_client(config: dict[str, Any], timeout: float, retries: int) -> Any:

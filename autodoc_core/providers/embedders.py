@@ -23,6 +23,7 @@ from autodoc_core.providers.base import (
     check_provider_config,
     check_seconds,
     check_url,
+    cohere_api_error,
     cohere_client,
     in_background_thread,
     tei_model_id,
@@ -246,8 +247,7 @@ class CohereEmbedder(Embedder):
             answer = client.embed(model=self.model, texts=texts, input_type=input_type, embedding_types=["float"])
             rows = answer.embeddings.float_
         except cohere.core.api_error.ApiError as exc:
-            raise ProviderError(f"cohere embed answered HTTP {exc.status_code}",
-                                status=exc.status_code, retryable=exc.status_code in (429, 503)) from None
+            raise cohere_api_error("embed", exc, self.config) from None
         except Exception as exc:  # the SDK raises httpx and pydantic errors of many kinds
             raise ProviderError(f"cohere embed failed: {type(exc).__name__}") from None
         return normalise(rows, len(texts))

@@ -42,7 +42,7 @@ def request_json(method: str, url: str, body: Any, timeout: float, headers: dict
         with urllib.request.urlopen(request, timeout=timeout) as response:
             payload = response.read()
     except urllib.error.HTTPError as exc:
-        detail = _without_secrets(_error_detail(exc.read()), headers or {})
+        detail = without_secrets(_error_detail(exc.read()), headers or {})
         raise ProviderError(
             f"{url} answered HTTP {exc.code}{': ' + detail if detail else ''}",
             status=exc.code,
@@ -77,7 +77,7 @@ def _error_detail(payload: bytes) -> str:
     return ""
 
 
-def _without_secrets(text: str, headers: dict[str, str]) -> str:
+def without_secrets(text: str, headers: dict[str, str]) -> str:
     """A server may echo the credentials it rejected: never pass them on to errors and logs."""
     for value in headers.values():
         for secret in {value, value.removeprefix("Bearer ").strip()}:

@@ -17,6 +17,7 @@ from autodoc_core.providers.base import (
     check_provider_config,
     check_seconds,
     check_url,
+    cohere_api_error,
     cohere_client,
     tei_batch_limit,
     tei_info,
@@ -137,7 +138,7 @@ class CohereRanker(Ranker):
         try:
             answer = client.rerank(model=self.model, query=query, documents=texts, top_n=len(texts))
         except cohere.core.api_error.ApiError as exc:
-            raise ProviderError(f"cohere rerank answered HTTP {exc.status_code}", status=exc.status_code) from None
+            raise cohere_api_error("rerank", exc, self.config) from None
         except httpx.TimeoutException:
             raise ProviderError(f"timeout after {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
