@@ -13,6 +13,7 @@ from autodoc_core.rank.fuse import (
     lexical_shares,
     linear,
 )
+from autodoc_core.rank.hits import Hit, demote_superseded
 
 
 def ids(fused: list[Fused]) -> list[int]:
@@ -180,3 +181,21 @@ def test_auto_weight_falls_by_a_tenth_per_tenfold_sections_to_a_floor() -> None:
     assert auto_weight(10) == approx(0.3)
     assert auto_weight(55) == approx(0.4 - 0.1 * 1.7404, abs=1e-4)
     assert auto_weight(100) == auto_weight(10_000) == approx(0.2)
+
+
+def ranked_hits(*docs: tuple[int, int | None]) -> list[Hit]:
+    """Hits in rank order, each (doc_id, successor's doc_id or None)."""
+    return [Hit(path=f"d{doc}.md", title=None, breadcrumb=None, kind="section", byte_start=0, byte_end=1,
+                line_start=1, line_end=1, relevance=1.0, score=1.0, via=("lexical",), generation=1,
+                superseded=successor is not None, superseded_by=None, doc_id=doc, successor_id=successor)
+            for doc, successor in docs]
+
+
+def test_a_superseded_hit_moves_down_below_its_successor_and_never_up() -> None:
+    order = lambda hits: [h.doc_id for h in demote_superseded(hits)]  # noqa: E731
+    assert order(ranked_hits((1, 2), (2, None), (3, None))) == [2, 1, 3]  # above its successor: moved down
+    # Below it already (40th against 2nd): it stays, where it used to be pulled up to 3rd.
+    assert order(ranked_hits((1, None), (2, None), (3, None), (4, None), (5, 2))) == [1, 2, 3, 4, 5]
+    # Cycles (A <-> B, A -> B -> C -> A) keep every hit; they used to go to the end, past the limit.
+    assert order(ranked_hits((1, 2), (2, 1), (3, None))) == [2, 1, 3]
+    assert order(ranked_hits((1, 2), (2, 3), (3, 1), (4, None))) == [3, 2, 1, 4]

@@ -160,13 +160,17 @@ def cap_per_document(hits: list[Hit], cap: int = MAX_PER_DOCUMENT) -> list[Hit]:
 
 
 def demote_superseded(hits: list[Hit]) -> list[Hit]:
-    """Move each superseded document's hits directly below its successor's hits, when both appear."""
-    present = {h.doc_id for h in hits}
-    pending = [h for h in hits if h.superseded and h.successor_id in present]
+    """Move each hit of a superseded document that ranks above its successor's hits directly below them.
+    A hit already below its successor stays where it is (moving it up would promote stale text), and as
+    only hits above their successor move, a supersession cycle cannot hold every one of its hits back."""
+    first = {}
+    for position, hit in enumerate(hits):
+        first.setdefault(hit.doc_id, position)
+    pending = [h for i, h in enumerate(hits) if h.superseded and first.get(h.successor_id, -1) > i]
     result = [h for h in hits if h not in pending]
     while pending:
         placed = [h for h in pending if any(r.doc_id == h.successor_id for r in result)]
-        if not placed:  # a supersession cycle: keep the rest in their order, at the end
+        if not placed:  # cannot happen (see above); never drop hits if it did
             return result + pending
         for hit in placed:
             index = max(i for i, r in enumerate(result) if r.doc_id == hit.successor_id)
