@@ -52,6 +52,7 @@ def test_quoted_phrase_and_prefix(notes) -> None:
     assert paths(search(notes, '"log write-ahead"')) == []
     assert sorted(paths(search(notes, "check*"))) == ["ops/runbook.md", "storage.md"]
     assert paths(search(notes, "sock*")) == ["network.md"]
+    assert paths(search(notes, "stor* type:adr -status:superseded")) == ["adr/0002.md"]  # a facet is no word
 
 
 DISK = {"storage.md", "ops/runbook.md", "ops/deep/alerts.md"}  # the notes that say "disk"

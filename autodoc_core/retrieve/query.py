@@ -103,8 +103,10 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     tokens = [match.group(0) for match in matches]
     kept_tokens = []
     typed, typed_from = [], 0
+    facets = [_facet(token, schema, query) for token in tokens]
+    last_word = max((i for i, facet in enumerate(facets) if facet is None), default=-1)  # `kube* tag:k8s`
     for position, token in enumerate(tokens):
-        facet = _facet(token, schema, query)
+        facet = facets[position]
         if facet is not None:
             query.facets.append(facet)
             typed.append(raw[typed_from : matches[position].start()])
@@ -116,8 +118,7 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             if fts_tokens(text):
                 query.terms.append(Term(text, phrase=len(fts_tokens(text)) > 1))
             continue
-        is_last = position == len(tokens) - 1
-        prefix = is_last and token.endswith("*") and len(token.rstrip("*")) > 0
+        prefix = position == last_word and token.endswith("*") and len(token.rstrip("*")) > 0
         pieces = fts_tokens(token.rstrip("*") if prefix else token)
         if not prefix and _is_compound_identifier(token, pieces):
             # --usage-report-enforce-initial-report, proxy_busy_buffers_size: the pieces in order
