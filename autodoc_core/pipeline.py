@@ -27,7 +27,7 @@ from autodoc_core.retrieve import lexical, semantic_stage, symbols
 from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.options import SearchOptions, parse_options, wants_semantic
-from autodoc_core.retrieve.query import FacetFilter, ParsedQuery, parse_query
+from autodoc_core.retrieve.query import FacetFilter, ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
 
@@ -104,7 +104,11 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     if not query.terms and facets:
         return _answer(run, _facet_only(run, ranker), "facet")
 
-    embedding = semantic_stage.start_query_embedding(query, semantic) if "semantic" in options.stages else None
+    wants_semantic = "semantic" in options.stages
+    if wants_semantic and not fts_tokens(query.semantic_text):  # "???", "-": its vector would rank at random
+        run.report.skipped["semantic"] = "the query has no words to search for"
+        wants_semantic = False
+    embedding = semantic_stage.start_query_embedding(query, semantic) if wants_semantic else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}
     if "lexical" in options.stages:
@@ -117,7 +121,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         rankings["symbol"] = _symbols(run, query_shape.tokens, read)
     run.report.query_info["query_shape"] = query_shape.as_dict()
     cosines: dict[int, float] = {}
-    if "semantic" in options.stages:
+    if wants_semantic:
         found = _semantic(run, embedding)
         if found is not None:
             rankings["semantic"] = found.chunk_ids
@@ -146,6 +150,10 @@ def _facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
     clauses = [c for c in run.filters.clauses if not c.startswith("c.")]
     listed = hits.document_hits(run.conn, run.ws.id, clauses, run.filters.params, run.options.limit)
     run.timer.lap("facet")
+    run.report.performed.append("facet")
+    for stage in ("lexical", "semantic"):
+        if stage in run.options.stages:
+            run.report.skipped[stage] = "a facet-only query lists the documents that have the facets"
     if ranker is not None and "rerank" in run.options.stages:
         run.report.rank["state"] = "not_applicable"
         run.report.skipped["rerank"] = "a facet-only query lists files; there is nothing to re-rank"

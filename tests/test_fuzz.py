@@ -41,7 +41,9 @@ def assert_well_formed(answer: dict) -> None:
         assert 1 <= hit["line_start"] <= hit["line_end"] <= LINES[hit["path"]]
         assert 0 <= hit["relevance"] <= 1
     stages = answer["stages"]
-    assert set(stages["performed"]) <= {*stages["requested"], "symbol"}  # the identifier backstop runs unasked
+    # The identifier backstop runs unasked, and a facet-only query lists documents instead of searching.
+    assert set(stages["performed"]) <= {*stages["requested"], "symbol", "facet"}
+    assert set(stages["requested"]) <= {*stages["performed"], *stages["skipped"]}  # each ran, or says why not
     assert set(stages["skipped"]) <= set(stages["requested"]) - set(stages["performed"])
 
 

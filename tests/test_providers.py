@@ -102,6 +102,8 @@ def test_a_query_embedding_is_tried_once_and_bounded(monkeypatch) -> None:
             embedder.embed(["a section", "another"], "document")
         assert len([r for r in server.behaviour.requests if r["path"] == "/embed"]) == 4  # 1 + 3 tries
     assert embedder._timeout("query") == QUERY_TIMEOUT < embedder._timeout("document") == 30
+    embedder.query_wait = 12.0  # a workspace whose searches wait 12 s for the query's vector
+    assert embedder._timeout("query") == 12.0
 
 
 def test_openai_error_shape_is_reported_without_the_key(monkeypatch) -> None:

@@ -103,6 +103,21 @@ def test_a_reused_chunk_id_gets_its_own_vector(engine, kb: Path) -> None:
         assert {"Garden › Rain", "Other › Weather"} <= {hit["breadcrumb"] for hit in rain[:2]}
 
 
+def test_a_query_with_no_words_is_not_embedded(engine, kb: Path) -> None:
+    """'???' or '-' has no word to search for: the lexical stage finds nothing, and its vector ranked
+    every section at random, so a hybrid search answered with arbitrary hits."""
+    notes(kb)
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        for text in ("???", "-", " "):
+            answer = search(engine, text)
+            assert answer["hits"] == []
+            assert answer["stages"]["skipped"]["semantic"] == "the query has no words to search for"
+        facets_only = search(engine, "tag:none")
+        assert facets_only["stages"]["performed"] == ["facet"]
+        assert set(facets_only["stages"]["skipped"]) >= {"lexical", "semantic"}
+
+
 def test_partial_while_vectors_are_missing(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:

@@ -41,7 +41,7 @@ BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 # nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
 BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
-QUERY_TIMEOUT = 5.0  # seconds a query embedding may take, at most, whatever the fill's timeout
+QUERY_TIMEOUT = 5.0  # seconds a query embedding may take (longer when the search waits longer for it)
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
 
@@ -70,6 +70,7 @@ class Embedder:
         self.model = str(config.get("model") or "")
         self.dimensions: int | None = None
         self._query_cache: dict[tuple[str, str], np.ndarray] = {}
+        self.query_wait = 0.0  # the workspace's semantic_deadline: a query's call may take this long
         self._cache_lock = threading.Lock()
 
     @property
@@ -124,9 +125,9 @@ class Embedder:
     def _timeout(self, kind: str = "document") -> float:
         """A query's call is bounded tighter: the search stops waiting after its semantic_deadline (2 s by
         default), and a hanging server would otherwise keep a thread and a socket per keystroke for
-        timeout x (retries + 1), 90 s by default."""
+        timeout x (retries + 1), 90 s by default. So: the longer of QUERY_TIMEOUT and that deadline."""
         timeout = float(self.config.get("timeout", 30.0))
-        return min(timeout, QUERY_TIMEOUT) if kind == "query" else timeout
+        return min(timeout, max(QUERY_TIMEOUT, self.query_wait)) if kind == "query" else timeout
 
     def _retries(self, kind: str = "document") -> int:
         return 0 if kind == "query" else int(self.config.get("retries", 2))

@@ -107,7 +107,10 @@ class Engine:
             return cache[key]
 
     def _embedder(self, ws: Workspace) -> Embedder | None:
-        return self._provider(self._embedders, ws, "embedder", make_embedder)
+        embedder = self._provider(self._embedders, ws, "embedder", make_embedder)
+        if embedder is not None:  # how long a search waits for its query's vector bounds the call
+            embedder.query_wait = float(ws.option("semantic_deadline"))
+        return embedder
 
     def _usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
         """The embedder, or why the configured one cannot be used (e.g. the model is not installed)."""
