@@ -83,6 +83,19 @@ def test_a_file_moved_over_another_leaves_no_ghost(engine, kb: Path, indexed) ->
     assert engine.workspace_status("kb")["documents"] == 1
 
 
+def test_a_same_size_rewrite_within_the_same_time_tick_is_found(engine, kb: Path, indexed) -> None:
+    """A file rewritten to the same length in the same timestamp tick as the run that read it (coarse
+    file-system clocks, or a fast editor) looked unchanged by size and time for good; a file written
+    within 2 s of the last run is now read and compared by content."""
+    path = write(kb, "a.md", "# A\n\nversion one\n")
+    indexed()
+    before = path.stat().st_mtime_ns
+    path.write_text("# A\n\nversion two\n")
+    os.utime(path, ns=(before, before))  # same size, same time: only the content tells
+    assert indexed()["changed"] == 1
+    assert paths(search(engine, "two")) == ["a.md"]
+
+
 def test_generation_is_monotonic_per_change(engine, kb: Path, indexed) -> None:
     path = write(kb, "g.md", "# G\n\nv1 gnu\n")
     indexed()

@@ -72,6 +72,9 @@ class IndexProgress:
                 "seconds": round(time.monotonic() - self.started, 1)}
 
 
+RACY_SECONDS = 2.0  # file systems keep times to 1-2 s (FAT, some network mounts); most to 1-10 ms
+
+
 @dataclass
 class IndexReport:
     scanned: int = 0
@@ -135,12 +138,16 @@ class Indexer:
         pending: list[tuple[FoundFile, bytes, str]] = []
         touched: list[tuple[FoundFile, _Existing]] = []
         skipped: dict[str, str] = {}
+        # "Racily clean", as git calls it: a file written within a timestamp tick of the last run may have
+        # been rewritten since to the same size within that same tick; such files are read and hashed.
+        racy_from = int(((self.ws.indexed_at or 0.0) - RACY_SECONDS) * 1e9)
         for item in found.values():
             self.progress.scanned += 1
             if self.on_file:
                 self.on_file(item.relpath)
             old = existing.get(item.relpath)
-            if old and old.size == item.size and old.mtime_ns == item.mtime_ns and old.parsed_with == self.parsed_with:
+            if old and old.size == item.size and old.mtime_ns == item.mtime_ns and old.parsed_with == self.parsed_with \
+                    and item.mtime_ns < racy_from:
                 self.report.unchanged += 1
                 continue
             raw, reason = self._read(item)
