@@ -20,6 +20,16 @@ from autodoc_core.service.engine import Engine
 PROJECT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model servers are on 127.0.0.1: a CI runner's proxy variables would send their requests
+    (urllib, httpx, and every child process) to the proxy instead."""
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+
+
 def write(root: Path, relpath: str, text: str | bytes) -> Path:
     path = root / relpath
     path.parent.mkdir(parents=True, exist_ok=True)

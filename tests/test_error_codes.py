@@ -48,7 +48,7 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
     # -32067: the model server the vectors came from is gone
     with model_server("tei") as tei:
         embedder = {"provider": "tei", "url": tei.url, "retries": 0, "timeout": 5}
-        assert cli(db, "workspace.configure", ["kb", {"embedder": embedder}])[0] == 0
+        assert cli(db, "workspace.configure", ["kb", {"embedder": embedder, "semantic_deadline": 60}])[0] == 0
         assert cli(db, "workspace.index", ["kb", {"wait": "semantic"}])[0] == 0
         # a fresh process asks the model for its dimensions first: complete vectors are "ready", not "switching"
         code, answer = cli(db, "search.query", ["kb", "sockets", SEMANTIC_ONLY])
@@ -64,7 +64,7 @@ def test_unsupported_embed_failed_and_switching_through_both_surfaces(tmp_path: 
     # -32069: another model is configured and its vectors are not complete yet
     with model_server("openai") as other:
         embedder = {"provider": "openai", "url": other.url, "model": "toy", "retries": 0, "timeout": 5}
-        assert cli(db, "workspace.configure", ["kb", {"embedder": embedder}])[0] == 0
+        assert cli(db, "workspace.configure", ["kb", {"embedder": embedder, "semantic_deadline": 60}])[0] == 0
         code, answer = cli(db, "search.query", ["kb", "sockets", SEMANTIC_ONLY])
         assert code == 1 and error_code(answer) == -32069
         server = StdioServer(db)

@@ -93,6 +93,7 @@ def test_focus_gained_notices_a_file_added_outside_neovim(tmp_path: Path, kb: Pa
         assert not finds(nvim, "zeppelin")
         nvim.command("doautocmd FocusGained")
         wait_for(lambda: finds(nvim, "zeppelin"))
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 2)  # the scan's answer, after its commit
         messages = nvim.exec_lua("return vim.fn.execute('messages')")
         assert "kb: 8 files scanned, 1 changed" in messages  # a quiet scan speaks only when files changed
 
@@ -135,10 +136,17 @@ def test_a_root_not_mounted_at_start_up_keeps_its_index_and_says_so_once(tmp_pat
     with neovim(tmp_path, init) as nvim:
         def said() -> int:
             return nvim.exec_lua("return vim.fn.execute('messages')").count("cannot list the workspace root")
+        nvim.exec_lua("""local rpc = require('autodoc.rpc'); local request = rpc.request; _G.index_runs = 0
+            rpc.request = function(method, ...)  -- count the index runs asked for
+              if method == 'workspace.index' then _G.index_runs = _G.index_runs + 1 end
+              return request(method, ...)
+            end""")
         nvim.exec_lua("require('autodoc').when_ready(function() end)")
         wait_for(lambda: said() == 1)
-        for _ in range(2):
+        for runs in (2, 3):  # two more scans, one after the other, each failing the same way
+            wait_for(lambda: nvim.exec_lua("return next(require('autodoc').indexing) == nil"))
             nvim.command("doautocmd FocusGained")
+            wait_for(lambda runs=runs: nvim.exec_lua("return _G.index_runs") == runs)
         wait_for(lambda: nvim.exec_lua("return next(require('autodoc').indexing) == nil"))
         assert finds(nvim, "yeast") and said() == 1
 

@@ -291,6 +291,9 @@ def test_an_empty_prompt_shows_no_rerank_box_without_a_ranker(nvim) -> None:
     nvim.input("<C-u>")
     wait_for(lambda: picker(nvim, "query") == "")
     assert "Rerank" not in lua(nvim, toggles)
+    nvim.input("salt")  # the search after the empty prompt
+    wait_for(lambda: picker(nvim, "query") == "salt" and picker(nvim, "answer").get("hits"))
+    wait_for(lambda: picker(nvim, "last_stages") and "semantic" in picker(nvim, "last_stages")["requested"])
     assert "rerank" not in picker(nvim, "last_stages")["requested"]
 
 

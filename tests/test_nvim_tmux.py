@@ -18,8 +18,12 @@ from tests.test_nvim_plugin import nvim_binary
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+SOCKET = f"autodoc-test-{os.getpid()}"  # a tmux server of its own, without the user's ~/.tmux.conf
+
+
 def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", *args], capture_output=True, text=True,
+                          check=True).stdout
 
 
 def screen(session: str) -> str:
@@ -89,4 +93,4 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         assert "3,1" in shown  # the cursor on the hit's first line
         assert "AutoDoc · kb" not in shown  # the picker closed
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)

@@ -50,7 +50,9 @@ def test_local_model_gives_hybrid_search(engine, kb: Path) -> None:
 
 
 def tei_config(url: str) -> dict:
-    return {"embedder": {"provider": "tei", "url": url, "retries": 0, "timeout": 5}}
+    # A search waits up to 60 s for the query's vector (the default 2 s can pass on a starved machine);
+    # the tests of the deadline itself set their own.
+    return {"embedder": {"provider": "tei", "url": url, "retries": 0, "timeout": 5}, "semantic_deadline": 60}
 
 
 def embed_with_tei(engine, kb: Path, url: str, **settings) -> dict:
