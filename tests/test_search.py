@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
+from autodoc_core.rank.hits import snippet
 from tests.conftest import paths, search, write
 
 SCHEMA = "common: {status: string}\ntypes:\n  adr: {number: integer}\n"
@@ -109,6 +110,8 @@ def test_paths_tags_and_limit_options(notes) -> None:
     assert sorted(paths(search(notes, "disk", paths=["ops"]))) == ["ops/deep/alerts.md", "ops/runbook.md"]
     assert paths(search(notes, "disk", paths=["ops/deep"])) == ["ops/deep/alerts.md"]
     assert paths(search(notes, "disk", paths=["op"])) == []  # a folder prefix, not a string prefix
+    for spelled in ("./ops/deep", "ops\\deep\\", "ops//deep/", "/ops/deep"):  # folders as people type them
+        assert paths(search(notes, "disk", paths=[spelled])) == ["ops/deep/alerts.md"], spelled
     assert paths(search(notes, "disk", tags=["database"])) == ["storage.md"]
     assert paths(search(notes, "disk tag:database")) == ["storage.md"]
     # Tags are stored lower-case: any case, with or without '#', in every place a tag is named.
@@ -120,7 +123,7 @@ def test_paths_tags_and_limit_options(notes) -> None:
 
 @pytest.mark.parametrize("opts", [
     {"limit": 0}, {"limit": "3"}, {"stages": ["rerank"]}, {"stages": ["fast"]}, {"mode": "fuzzy"},
-    {"bogus": 1}, {"retrieval": {"abstract_chunk": "no"}}, {"paths": [3]},
+    {"bogus": 1}, {"retrieval": {"abstract_chunk": "no"}}, {"paths": [3]}, {"mode": []}, {"mode": {"a": 1}},
 ])
 def test_bad_options_are_invalid_params(notes, opts) -> None:
     with pytest.raises(AutodocError) as caught:
@@ -214,3 +217,14 @@ def test_unknown_workspace(engine) -> None:
     with pytest.raises(AutodocError) as caught:
         engine.search_query("nope", "x", None)
     assert caught.value.code == -32060
+
+
+def test_snippets_show_the_word_and_end_at_a_word() -> None:
+    """İ lowers to two characters, which moved the window off the word (to an empty snippet); and the
+    window's end cut the last word in two."""
+    turkish = "İ" * 300 + " the target word sits here"
+    assert "target" in snippet(turkish, ["target"])
+    prose = " ".join(f"extraordinary{i}" for i in range(100))
+    text = snippet(prose, ["extraordinary5"])
+    assert text.endswith("…") and all(word.startswith("extraordinary") and word[13:].isdigit()
+                                      for word in text.strip("…").split())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -191,19 +192,20 @@ def with_snippets(conn: apsw.Connection, hits: list[Hit], words: list[str]) -> l
 
 
 def snippet(body: str, words: list[str], size: int = SNIPPET_CHARS) -> str:
-    """About ``size`` characters of the body around the first query word, whitespace folded."""
-    lower = body.lower()
-    position = -1
-    for word in words:
-        found = lower.find(word[: max(4, len(word) - 2)])
-        if found != -1 and (position == -1 or found < position):
-            position = found
+    """About ``size`` characters of the body around the first query word, whitespace folded, cut at
+    word ends. The word is found case-blind in the body itself: ``body.lower()`` can be longer than the
+    body (İ lowers to two characters), which shifted the window away from the word."""
+    stems = [re.escape(word[: max(4, len(word) - 2)]) for word in words if word]
+    found = re.search("|".join(stems), body, re.IGNORECASE) if stems else None
+    position = found.start() if found else -1
     start = 0 if position <= size // 3 else position - size // 3
     if start:
         space = body.find(" ", start, position)
         start = space + 1 if space != -1 else start
     window = " ".join(body[start : start + size * 2].split())  # 5x faster than re.sub(r"\s+"), same text
     text = window[:size].rstrip()
+    if len(window) > size and window[size] != " " and (space := text.rfind(" ")) > size // 2:
+        text = text[:space]  # not half a word
     prefix = "…" if start else ""
     suffix = "…" if len(window) > size or start + size * 2 < len(body) else ""
     return prefix + text + suffix

@@ -5,6 +5,7 @@ Every problem is an invalid-params error that names the option and says what it 
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,9 @@ def _paths(value: Any) -> list[str]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise invalid_params("'paths' must be a list of folder prefixes")
-    return [p.strip("/").replace("\\", "/") for p in value if p.strip("/")]
+    # "./adr", "docs\\", "adr//x/" name the folders the index spells "adr", "docs", "adr/x"
+    folders = [posixpath.normpath(p.replace("\\", "/")).strip("/") for p in value]
+    return [folder for folder in folders if folder not in ("", ".")]
 
 
 def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFilter]:
@@ -110,7 +113,7 @@ def parse_stages(stages: Any, mode: Any) -> list[str]:
     if stages is None:
         if mode is None:
             return list(STAGES)
-        if mode not in MODES:
+        if not isinstance(mode, str) or mode not in MODES:  # a list or an object is unhashable
             raise invalid_params(f"'mode' must be one of {', '.join(MODES)}, got {mode!r}")
         return list(MODES[mode])
     if not isinstance(stages, list) or not all(s in STAGES for s in stages):
