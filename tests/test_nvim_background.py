@@ -187,13 +187,14 @@ def test_a_save_under_nested_roots_indexes_both_workspaces(tmp_path: Path, kb: P
 def test_a_save_during_an_index_run_waits_for_it_and_searches_still_answer(tmp_path: Path, kb: Path) -> None:
     """The start-up index of 300 files is held at its 120th document. A save meanwhile used to send its
     own index request, which took the host's second worker and waited on the run's lock, so the search
-    after it waited too, until the run ended (here: never, until the release). Now the save is queued."""
+    after it waited too, until the run ended (here: never, until the release). Now index runs queue on
+    the host's index thread, and the save is indexed after the run."""
     for i in range(300):
         write(kb, f"n{i:03}.md", f"# Note {i}\n\nbody {i}\n")
     release = tmp_path / "release"
     env = {"AUTODOC_TEST_HOLD_AT": "index.document:120", "AUTODOC_TEST_RELEASE_FILE": str(release)}
     with neovim(tmp_path, started(tmp_path, kb, scan_ms=0), env) as nvim:
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').indexing.kb == true"), timeout=60)
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').indexing.kb ~= nil"), timeout=60)
         nvim.command(f"edit {kb / 'n007.md'}")
         nvim.current.buffer.append(["", "A narwhal swims by."])
         nvim.command("write")
@@ -236,6 +237,9 @@ def test_a_host_that_dies_is_noticed_and_the_next_search_starts_another(tmp_path
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: nvim.exec_lua("return require('autodoc.host').state.phase") == "idle")
         assert "the Python host exited (code " in nvim.exec_lua("return vim.fn.execute('messages')")
+        # A request outside the picker and the commands (a picker source, a status poll) starts the new
+        # host: it must open the configured database, not the default one.
+        wait_for(lambda: finds(nvim, "yeast"), timeout=120)
         nvim.command("AutodocSearch yeast")
         wait_for(lambda: (nvim.exec_lua("local s = require('autodoc.picker').state; return s and "
                                         "vim.api.nvim_buf_get_lines(s.list_buf, 0, 1, false)[1]") or "")

@@ -33,6 +33,13 @@ local waiting = {} ---@type fun(err: string|nil)[]
 local checked = {} ---@type table<string, string|false> prog -> error, or false when it can run the host
 local registered = false
 local exit_listeners = {} ---@type fun(message: string)[]
+local start_listeners = {} ---@type fun()[]
+
+--- Call `listener()` each time a host starts, before any queued request is sent to it.
+---@param listener fun()
+function M.on_start(listener)
+  table.insert(start_listeners, listener)
+end
 
 --- Call `listener(message)` whenever a running host exits (killed, out of memory, a crash).
 ---@param listener fun(message: string)
@@ -163,6 +170,9 @@ local function start_host()
   -- anyone calling it from Vimscript; rpc.lua notifies the channel directly.
   pcall(vim.fn['remote#define#FunctionOnChannel'], channel, M.method, 0, 'AutodocRequest', vim.empty_dict())
   M.state.phase = 'ready'
+  for _, listener in ipairs(start_listeners) do
+    listener()
+  end
   flush(nil)
 end
 

@@ -117,19 +117,8 @@ function M.watch_semantic(ws, restart)
   poll()
 end
 
-M.indexing = {} ---@type table<string, boolean> workspaces whose index run is under way
-M.saved_meanwhile = {} ---@type table<string, table<string, boolean>> files saved during a run, per workspace
+M.indexing = {} ---@type table<string, integer> index runs asked for and not answered yet, per workspace
 local last_quiet_error = {} ---@type table<string, string|nil> the last quiet run's error, per workspace
-
---- The files saved while `ws` was indexing, indexed now that its run ended.
----@param ws string
-local function index_saved_meanwhile(ws)
-  local saved = M.saved_meanwhile[ws]
-  if saved then
-    M.saved_meanwhile[ws] = nil
-    M.index(ws, nil, vim.tbl_keys(saved), true)
-  end
-end
 
 ---@param report table workspace.index's answer
 ---@return boolean
@@ -146,22 +135,20 @@ end
 function M.index(name, callback, paths, quiet)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
   for _, ws in ipairs(names) do
-    M.indexing[ws] = true
+    M.indexing[ws] = (M.indexing[ws] or 0) + 1
     if not quiet then
       progress.indexing(ws)
       M.watch_indexing(ws)
     end
     rpc.request('workspace.index', { ws, { wait = 'lexical', paths = paths } }, function(err, result)
-      M.indexing[ws] = nil
-      index_saved_meanwhile(ws)
+      M.indexing[ws] = M.indexing[ws] > 1 and M.indexing[ws] - 1 or nil
       -- A quiet run (a save, a scan) says a lasting fault, such as a root not mounted, once, not every scan_ms.
       local message = err and rpc.describe(err) or nil
       local repeated = quiet and message == last_quiet_error[ws]
-      if quiet then
-        last_quiet_error[ws] = message
-      end
+      last_quiet_error[ws] = message
       if err then
-        if not repeated then
+        -- A host that exited has said so once (autodoc.host); its unanswered runs need not repeat it.
+        if not repeated and err.message ~= 'autodoc.host' then
           progress.indexed(ws, nil)
           notify(message, vim.log.levels.ERROR)
         end
@@ -182,7 +169,7 @@ function M.index(name, callback, paths, quiet)
 end
 
 --- While `ws` indexes, ask for its progress every `poll_ms` and update the message (count, rate,
---- time left). The host answers from its second worker while the first one indexes.
+--- time left). The host answers from its request workers while its index thread runs.
 ---@param ws string
 function M.watch_indexing(ws)
   local function poll()
@@ -325,6 +312,15 @@ require('autodoc.host').on_exit(function()
   M.phase = 'idle'
 end)
 
+-- Whatever request starts a new host after one exited (a status poll, a picker source, a save), its first
+-- message opens the engine on the configured database; otherwise that request would open the default one.
+require('autodoc.host').on_start(function()
+  if M.phase ~= 'starting' then -- the first start sends plugin.setup itself
+    rpc.request('plugin.setup', { { db = M.config.db, log = vim.fn.stdpath('log') .. '/autodoc.log' } },
+      function() end)
+  end
+end)
+
 --- Open the engine (once): the database, the workspaces it holds, then the configured ones; then a quiet
 --- scan of those it held (the ones just added are being indexed).
 function M.start()
@@ -359,15 +355,7 @@ function M.on_save(file)
     return
   end
   for _, found in ipairs(M.workspaces_of(file)) do
-    local ws, relpath = found[1], found[2]
-    if M.indexing[ws] then
-      -- The run under way holds the engine's index lock: asking now would park a second host worker
-      -- behind it, and searches would queue behind both. Ask when it ends.
-      M.saved_meanwhile[ws] = M.saved_meanwhile[ws] or {}
-      M.saved_meanwhile[ws][relpath] = true
-    else
-      M.index(ws, nil, { relpath }, true)
-    end
+    M.index(found[1], nil, { found[2] }, true) -- queued in the host behind a run under way, never a search
   end
 end
 

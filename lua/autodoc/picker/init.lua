@@ -325,6 +325,7 @@ function M._engine_ready(state)
       if not err and M.state == state and status then
         state.available.semantic = status.semantic ~= 'off'
         state.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
+        state.rank_model = state.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil
         render.toggles(state)
       end
     end)
