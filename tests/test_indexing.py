@@ -10,6 +10,7 @@ import pytest
 
 from autodoc_core.errors import AutodocError
 from autodoc_core.index.indexer import Indexer
+from autodoc_core.parse.walk import markdown_files
 from tests.conftest import paths, search, write
 
 
@@ -138,11 +139,31 @@ def test_gitignore_rules_decide_as_git_does(engine, kb: Path, indexed) -> None:
     write(kb, "wl/.gitignore", "*\n!*/\n!*.md\n")
     write(kb, "wl/a/b.md", "# B\n\nseen\n")
     write(kb, "wl/a/c.txt", "seen\n")
+    write(kb, "js/.gitignore", "dist/\n!.yarn/patches\n")  # a negation elsewhere does not open dist/
+    write(kb, "js/dist/bundle.md", "# Bundle\n\nseen\n")
     expected = ["d/keep.draft.md", "notes/README.md", "wl/a/b.md"]
     listed = ["notes/README.md", "notes/private.md", "d/keep.draft.md", "d/other.draft.md", "wl/a/b.md"]
     assert indexed(paths=listed)["scanned"] == 3  # a listed path obeys the same rules as the walk
     indexed()
     assert sorted(paths(search(engine, "seen", limit=50))) == expected
+
+
+def test_an_ignored_folder_is_skipped_unless_a_negation_reaches_inside(kb: Path, monkeypatch) -> None:
+    """One `!` anywhere (GitHub's Node .gitignore has `!.yarn/patches`) used to have every ignored folder
+    walked entry by entry at every scan; only a negation that can match inside a folder opens it."""
+    write(kb, ".gitignore", "dist/\nnotes/**\n!.yarn/patches\n!notes/README.md\n")
+    write(kb, "dist/bundle.md", "# Bundle\n")
+    write(kb, "notes/README.md", "# Readme\n")
+    listed: list[str] = []
+    real_scandir = os.scandir
+
+    def scandir(path):
+        listed.append(os.path.relpath(path, kb))
+        return real_scandir(path)
+
+    monkeypatch.setattr("autodoc_core.parse.walk.os.scandir", scandir)
+    assert [f.relpath for f in markdown_files(str(kb))] == ["notes/README.md"]
+    assert "notes" in listed and "dist" not in listed
 
 
 def test_symlinks_never_lead_out_of_the_root(engine, kb: Path, tmp_path: Path, indexed) -> None:
@@ -195,6 +216,12 @@ def test_a_root_that_cannot_be_listed_changes_nothing(engine, kb: Path, tmp_path
     (tmp_path / "unmounted").rename(kb)
     again = indexed()
     assert (again["deleted"], again["unchanged"]) == (0, 2)
+    kb.rename(tmp_path / "unmounted")
+    kb.mkdir()  # a mount point: the empty folder a drive not mounted leaves
+    with pytest.raises(AutodocError) as caught:
+        engine.workspace_index("kb")
+    assert caught.value.code == -32064 and "is empty but the index holds 2 documents" in caught.value.reason
+    assert sorted(paths(search(engine, "okapi"))) == ["a.md", "sub/b.md"]
 
 
 def test_a_folder_that_cannot_be_listed_keeps_its_documents(engine, kb: Path, indexed, monkeypatch) -> None:
@@ -228,7 +255,7 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_indexed(engine, k
     write(kb, "z.md", "# Z\n\nokapi last\n")
     report = indexed()
     assert {"path": "caf\\xe9.md", "kind": "skipped",
-            "reason": "the file name is not valid UTF-8; rename the file to index it"} in report["problems"]
+            "reason": "the name is not valid UTF-8; rename it to index what it holds"} in report["problems"]
     assert sorted(paths(search(engine, "okapi"))) == ["a.md", "z.md"]
 
 
@@ -258,6 +285,7 @@ def test_fixed_file_clears_its_problem(engine, kb: Path, indexed) -> None:
 
 
 def test_problems_leave_with_their_files(engine, kb: Path, indexed) -> None:
+    write(kb, "fine.md", "# Fine\n")  # not an empty root afterwards: that one is refused (a mount point?)
     binary = write(kb, "binary.md", b"\x00\x01" * 10)
     warned = write(kb, "warned.md", "---\ntitle: [bad\n---\n# W\n\ntext\n")
     indexed()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,6 @@ from autodoc_core.parse.walk import (
     listed_markdown_files,
     markdown_files,
     open_inside,
-    read_inside,
 )
 from autodoc_core.retrieve.lexical import fts_table, head_text
 from autodoc_core.retrieve.symbols import store_symbols
@@ -118,8 +118,8 @@ class Indexer:
         self.ws = ws
         self.progress = progress or IndexProgress()
         self.on_file = on_file  # called with each file's path as the scan reaches it
-        self.schema = fm.load_schema(Path(ws.root))
-        schema_raw = read_inside(ws.root, str(Path(ws.root) / fm.SCHEMA_RELPATH))
+        schema_raw = fm.schema_bytes(Path(ws.root))  # read once: the digest names the schema parsed
+        self.schema = fm.load_schema(Path(ws.root), schema_raw)
         schema_digest = content_hash(schema_raw)[:8] if schema_raw is not None else "none"
         self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
         self.report = IndexReport()
@@ -127,27 +127,31 @@ class Indexer:
         self.paths_with_problems: set[str] = set()
         self.stale_problems: set[str] = set()
         self.links_changed = False  # a written document's keys, links or supersession changed
+        self.started_ns = time.time_ns()  # when run() began: files written since (or just before) are racy
 
     def run(self, only: list[str] | None = None) -> IndexReport:
         """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
         started = time.perf_counter()
+        self.started_ns = time.time_ns()
         existing = self._existing(only)
         notes = WalkNotes()
         found = self._found(only, notes)
+        if only is None and existing and not found and not os.listdir(self.ws.root):
+            # An empty folder where documents were: most likely a mount point whose drive is not mounted.
+            raise AutodocError(IO_ERROR, f"the workspace root {self.ws.root} is empty but the index holds "
+                               f"{len(existing)} documents (a drive not mounted?); the index is unchanged. If the "
+                               "files are gone for good, remove the workspace (workspace.remove)",
+                               path=self.ws.root)
         self.report.scanned = len(found)
         pending: list[tuple[FoundFile, bytes, str]] = []
         touched: list[tuple[FoundFile, _Existing]] = []
         skipped: dict[str, str] = {}
-        # "Racily clean", as git calls it: a file written within a timestamp tick of the last run may have
-        # been rewritten since to the same size within that same tick; such files are read and hashed.
-        racy_from = int(((self.ws.indexed_at or 0.0) - RACY_SECONDS) * 1e9)
         for item in found.values():
             self.progress.scanned += 1
             if self.on_file:
                 self.on_file(item.relpath)
             old = existing.get(item.relpath)
-            if old and old.size == item.size and old.mtime_ns == item.mtime_ns and old.parsed_with == self.parsed_with \
-                    and item.mtime_ns < racy_from:
+            if old and old.size == item.size and old.mtime_ns == item.mtime_ns and old.parsed_with == self.parsed_with:
                 self.report.unchanged += 1
                 continue
             raw, reason = self._read(item)
@@ -162,7 +166,7 @@ class Indexer:
                 pending.append((item, raw, digest))
 
         for name in notes.bad_names:
-            skipped[name] = "the file name is not valid UTF-8; rename the file to index it"
+            skipped[name] = "the name is not valid UTF-8; rename it to index what it holds"
         for folder in notes.unlisted:  # an unreadable folder is not an empty one: its documents stay
             skipped[f"{folder}/"] = "the folder cannot be listed; its documents stay as last indexed"
         gone = {p: e for p, e in existing.items()
@@ -248,7 +252,8 @@ class Indexer:
             with self.store.write() as conn:
                 for item, old in touched:
                     conn.execute(
-                        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?", (item.size, item.mtime_ns, old.id)
+                        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+                        (item.size, self._stored_mtime(item), old.id)
                     )
         parsed_documents = parse_all([(raw, item.relpath) for item, raw, _ in pending], self.schema,
                                      self.ws.option("section_tokens"))
@@ -282,6 +287,12 @@ class Indexer:
             self._prune_change_log(conn)
             conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (time.time(), self.ws.id))
 
+    def _stored_mtime(self, item: FoundFile) -> int:
+        """The file's time, or 0 when it was written within RACY_SECONDS of this run's start: a same-size
+        rewrite in the same timestamp tick would look unchanged for good ("racily clean", as git calls
+        it), so such a file is read and compared by content next time, until its time is old enough."""
+        return item.mtime_ns if item.mtime_ns < self.started_ns - int(RACY_SECONDS * 1e9) else 0
+
     def _next_generation(self, conn: apsw.Connection) -> int:
         generation = conn.execute(
             "UPDATE workspaces SET next_generation = next_generation + 1 WHERE id = ? RETURNING next_generation - 1",
@@ -296,7 +307,7 @@ class Indexer:
         if old is None and item.relpath in renames:
             renamed_from, old = renames[item.relpath]
         values = (
-            item.relpath, item.size, item.mtime_ns, digest, self.parsed_with, generation, parsed.title,
+            item.relpath, item.size, self._stored_mtime(item), digest, self.parsed_with, generation, parsed.title,
             parsed.doc_type, parsed.status, json.dumps(parsed.aliases), json.dumps(parsed.tags),
             json.dumps(parsed.meta, ensure_ascii=False), json.dumps(parsed.supersedes),
             json.dumps(parsed.superseded_by), parsed.line_count,

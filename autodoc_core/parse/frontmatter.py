@@ -170,8 +170,14 @@ class FacetSchema:
         return fields
 
 
-def load_schema(root: Path) -> FacetSchema:
-    raw = read_inside(os.path.realpath(root), str(root / SCHEMA_RELPATH))  # never a file outside the root
+def schema_bytes(root: Path) -> bytes | None:
+    """The schema file's bytes, or None when there is none inside the root."""
+    return read_inside(os.path.realpath(root), str(root / SCHEMA_RELPATH))  # never a file outside the root
+
+
+def load_schema(root: Path, raw: bytes | None = None) -> FacetSchema:
+    """The root's facet schema; ``raw``: the file's bytes when the caller has read them already."""
+    raw = schema_bytes(root) if raw is None else raw
     if raw is None:
         return FacetSchema()
     try:

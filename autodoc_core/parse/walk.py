@@ -7,6 +7,7 @@ Symlinks are followed only when they resolve inside the root.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 from collections.abc import Iterator
@@ -110,9 +111,27 @@ def _ignored(specs: list[tuple[str, pathspec.PathSpec]], relpath: str, is_dir: b
         include = spec.check_file(local + "/" if is_dir else local).include
         if include is not None:
             verdict = include
-    if is_dir and verdict and any(pattern.include is False for _, spec in specs for pattern in spec.patterns):
+    if is_dir and verdict and any(_may_reinclude_below(base, relpath, pattern.pattern)
+                                  for base, spec in specs for pattern in spec.patterns if pattern.include is False):
         return False
     return bool(verdict)
+
+
+def _may_reinclude_below(base: str, folder: str, negation: str) -> bool:
+    """Whether a `!pattern` of the .gitignore at ``base`` could match something inside ``folder``: one with
+    no inner slash matches at any depth (`!*.md`); one with a path (`!.yarn/patches`) only where its
+    leading segments match the folder's (so it keeps no one walking `dist/`)."""
+    pattern = negation.removeprefix("!").strip("/")
+    if "/" not in pattern:
+        return True
+    local = folder[len(base) + 1 :] if base else folder
+    segments = pattern.split("/")
+    for depth, name in enumerate(local.split("/")):
+        if depth >= len(segments) or segments[depth] == "**":
+            return True
+        if not fnmatch.fnmatchcase(name, segments[depth]):
+            return False
+    return True
 
 
 def markdown_files(root: str, notes: WalkNotes | None = None) -> Iterator[FoundFile]:
@@ -130,7 +149,7 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
         parts = relpath.replace(os.sep, "/").split("/")
         if not relpath or any(not p or _skipped_name(p) for p in parts):  # "." and ".." start with "."
             continue
-        if not parts[-1].lower().endswith(MARKDOWN_SUFFIXES):
+        if not parts[-1].lower().endswith(MARKDOWN_SUFFIXES) or not _utf8(relpath):  # a full walk reports it
             continue
         specs: list[tuple[str, pathspec.PathSpec]] = []
         ignored = False
