@@ -104,11 +104,11 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     if not query.terms and facets:
         return _answer(run, _facet_only(run, ranker), "facet")
 
-    wants_semantic = "semantic" in options.stages
-    if wants_semantic and not fts_tokens(query.semantic_text):  # "???", "-": its vector would rank at random
+    semantic_runs = "semantic" in options.stages
+    if semantic_runs and not fts_tokens(query.semantic_text):  # "???", "-": its vector would rank at random
         run.report.skipped["semantic"] = "the query has no words to search for"
-        wants_semantic = False
-    embedding = semantic_stage.start_query_embedding(query, semantic) if wants_semantic else None
+        semantic_runs = False
+    embedding = semantic_stage.start_query_embedding(query, semantic) if semantic_runs else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}
     if "lexical" in options.stages:
@@ -121,7 +121,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         rankings["symbol"] = _symbols(run, query_shape.tokens, read)
     run.report.query_info["query_shape"] = query_shape.as_dict()
     cosines: dict[int, float] = {}
-    if wants_semantic:
+    if semantic_runs:
         found = _semantic(run, embedding)
         if found is not None:
             rankings["semantic"] = found.chunk_ids

@@ -431,3 +431,15 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
     assert "structuredContent" not in answers[3]["result"]
     assert answers[4]["result"]["structuredContent"]["hits"]
     assert answers[5]["error"]["code"] == -32602
+
+
+def test_a_search_budget_is_not_spent_on_one_long_line() -> None:
+    """Only read cuts a line too long for what is left: in a search, a hit that opens with a line of
+    base64 used to take the whole budget, leaving every later hit without text."""
+    from autodoc_core.surface.mcp import Budget
+
+    search_budget = Budget(100)
+    assert search_budget.take(["x" * 4000]) == [] and search_budget.trimmed
+    assert search_budget.take(["a short section line"]) == ["a short section line"]
+    read_budget = Budget(100, cut_long_lines=True)
+    assert read_budget.take(["x" * 4000])[0].endswith(" …") and read_budget.line_cut and read_budget.left == 0

@@ -245,7 +245,8 @@ class CohereEmbedder(Embedder):
         client = self._client_for_call()
         input_type = "search_query" if kind == "query" else "search_document"
         try:
-            answer = client.embed(model=self.model, texts=texts, input_type=input_type, embedding_types=["float"])
+            answer = client.embed(model=self.model, texts=texts, input_type=input_type, embedding_types=["float"],
+                                  request_options={"timeout": self._timeout(kind), "max_retries": self._retries(kind)})
             rows = answer.embeddings.float_
         except cohere.core.api_error.ApiError as exc:
             raise cohere_api_error("embed", exc, self.config) from None

@@ -163,23 +163,25 @@ def line_tokens(line: str) -> int:
 class Budget:
     """Tokens left for texts; hands out whole lines, except a first line longer than what is left."""
 
-    def __init__(self, tokens: int) -> None:
+    def __init__(self, tokens: int, cut_long_lines: bool = False) -> None:
         self.total = tokens
         self.left = tokens
         self.trimmed = False
+        self.cut_long_lines = cut_long_lines  # read pages through a file; a search shares the budget
         self.line_cut = False  # the last take gave its first line only in part
 
     def take(self, lines: list[str]) -> list[str]:
-        """The longest leading run of ``lines`` that fits. When not even the first line fits (a line of
-        base64, a minified table), that line's start fills what is left, so a reader paging with
-        next_line moves past it instead of asking for it again and again."""
+        """The longest leading run of ``lines`` that fits. For read, when not even the first line fits (a
+        line of base64, a minified table), that line's start fills what is left, so a reader paging with
+        next_line moves past it instead of asking for it again and again. A search keeps what is left for
+        the next hits instead."""
         kept: list[str] = []
         self.line_cut = False
         for line in lines:
             cost = line_tokens(line)
             if cost > self.left:
                 self.trimmed = True
-                if not kept and self.left > 0:
+                if self.cut_long_lines and not kept and self.left > 0:
                     kept.append(line[: (self.left - 1) * 4] + CUT_MARK)
                     self.left, self.line_cut = 0, True
                 break
@@ -230,7 +232,7 @@ class Tools:
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, 0, MAX_TOKENS))
+        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, 0, MAX_TOKENS), cut_long_lines=True)
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         lines_wanted = {k: arguments[k] for k in ("line_start", "line_end") if arguments.get(k) is not None}
