@@ -47,7 +47,7 @@ def test_tei_ranker_reorders_the_window(ranked_kb) -> None:
         scores = [h["rank_score"] for h in ranked if not h["superseded"]]
         assert scores == sorted(scores, reverse=True)
         order = paths(answer)
-        assert order.index("old.md") == order.index("n04.md") + 1  # demotion holds after ranking
+        assert order.index("old.md") > order.index("n04.md")  # demotion holds after ranking: never above it
         request = next(r for r in server.behaviour.requests if r["path"] == "/rerank")
         assert set(request["body"]) == {"query", "texts", "raw_scores", "truncate"}
         assert len(request["body"]["texts"]) == 10
