@@ -359,6 +359,10 @@ class Engine:
         schema = self._schema(ws)
         failure = self._probe_remote_model(ws) if wants_semantic(opts) else None
         with self.store.snapshot() as conn:
+            # Read again inside the search's snapshot (nested reads share it): a batch committed since the
+            # first read would leave the vector index at the previous epoch, mapping reused chunk ids to
+            # their old documents for this one answer.
+            ws = self._workspace(name)
             source = self._semantic_source(conn, ws, failure)
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
