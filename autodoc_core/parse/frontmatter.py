@@ -161,6 +161,16 @@ class FacetSchema:
             return "string"
         return None
 
+    def spelled(self, name: str) -> str:
+        """The declared field a typed name means: itself when declared, else the one declared field that
+        differs from it only in case (`Status:draft` for `status`), else the name as typed."""
+        if self.declared(name) is not None:
+            return name
+        names = {*self.common, *(f for fields in self.types.values() for f in fields)}
+        names |= {"type"} if self.types else set()
+        matches = [field_name for field_name in names if field_name.lower() == name.lower()]
+        return matches[0] if len(matches) == 1 else name
+
     def fields_for(self, doc_type: str | None) -> dict[str, str]:
         fields = dict(self.common)
         if self.types:

@@ -155,6 +155,7 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
         return None
     name, _, value = body.partition(":")
     value = value.strip('"')
+    name = name if name.lower() in BUILTIN_FACETS else schema.spelled(name)
     kind = BUILTIN_FACETS.get(name.lower()) or schema.declared(name)
     if not kind or not value:
         return None
