@@ -55,6 +55,7 @@ def test_quoted_phrase_and_prefix(notes) -> None:
     assert paths(search(notes, "sock*")) == ["network.md"]
     assert paths(search(notes, "stor* type:adr -status:superseded")) == ["adr/0002.md"]  # a facet is no word
     assert paths(search(notes, "stor* Type:adr -Status:superseded")) == ["adr/0002.md"]  # fields in any case
+    assert paths(search(notes, "storage", facets={"Status": "accepted"})) == ["adr/0002.md"]
 
 
 DISK = {"storage.md", "ops/runbook.md", "ops/deep/alerts.md"}  # the notes that say "disk"

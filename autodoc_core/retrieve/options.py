@@ -88,7 +88,8 @@ def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFil
         return result
     if not isinstance(facets, dict):
         raise invalid_params("'facets' must be an object of field: value")
-    for name, value in facets.items():
+    for typed, value in facets.items():
+        name = typed if not isinstance(typed, str) or typed in BUILTIN_FACETS else schema.spelled(typed)
         kind = BUILTIN_FACETS.get(name) or schema.declared(name)
         if kind is None:
             declared = sorted(set(schema.common) | {f for t in schema.types.values() for f in t})
