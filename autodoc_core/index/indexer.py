@@ -119,7 +119,7 @@ class Indexer:
         self.progress = progress or IndexProgress()
         self.on_file = on_file  # called with each file's path as the scan reaches it
         schema_raw = fm.schema_bytes(Path(ws.root))  # read once: the digest names the schema parsed
-        self.schema = fm.load_schema(Path(ws.root), schema_raw)
+        self.schema = fm.parse_schema(schema_raw)
         schema_digest = content_hash(schema_raw)[:8] if schema_raw is not None else "none"
         self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
         self.report = IndexReport()

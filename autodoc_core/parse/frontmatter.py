@@ -185,9 +185,13 @@ def schema_bytes(root: Path) -> bytes | None:
     return read_inside(os.path.realpath(root), str(root / SCHEMA_RELPATH))  # never a file outside the root
 
 
-def load_schema(root: Path, raw: bytes | None = None) -> FacetSchema:
-    """The root's facet schema; ``raw``: the file's bytes when the caller has read them already."""
-    raw = schema_bytes(root) if raw is None else raw
+def load_schema(root: Path) -> FacetSchema:
+    """The root's facet schema."""
+    return parse_schema(schema_bytes(root))
+
+
+def parse_schema(raw: bytes | None) -> FacetSchema:
+    """A facet schema from the file's bytes (None: there is no schema file)."""
     if raw is None:
         return FacetSchema()
     try:
