@@ -312,12 +312,17 @@ require('autodoc.host').on_exit(function()
   M.phase = 'idle'
 end)
 
+--- plugin.setup's parameters: the configured database and the log file.
+---@return table[]
+local function setup_params()
+  return { { db = M.config.db, log = vim.fn.stdpath('log') .. '/autodoc.log' } }
+end
+
 -- Whatever request starts a new host after one exited (a status poll, a picker source, a save), its first
 -- message opens the engine on the configured database; otherwise that request would open the default one.
 require('autodoc.host').on_start(function()
   if M.phase ~= 'starting' then -- the first start sends plugin.setup itself
-    rpc.request('plugin.setup', { { db = M.config.db, log = vim.fn.stdpath('log') .. '/autodoc.log' } },
-      function() end)
+    rpc.request('plugin.setup', setup_params(), function() end)
   end
 end)
 
@@ -325,8 +330,7 @@ end)
 --- scan of those it held (the ones just added are being indexed).
 function M.start()
   M.phase = 'starting'
-  local log = vim.fn.stdpath('log') .. '/autodoc.log'
-  rpc.request('plugin.setup', { { db = M.config.db, log = log } }, function(err)
+  rpc.request('plugin.setup', setup_params(), function(err)
     if err then
       if err.message ~= 'autodoc.host' then -- the host already said why, once
         notify(rpc.describe(err), vim.log.levels.ERROR)
