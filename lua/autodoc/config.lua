@@ -72,6 +72,13 @@ local function is_integer_from(value, minimum)
   return type(value) == 'number' and value == math.floor(value) and value >= minimum
 end
 
+--- A keys option as a list: the config takes one key or a list of them.
+---@param lhs string|string[]
+---@return string[]
+function M.key_list(lhs)
+  return type(lhs) == 'table' and lhs or { lhs }
+end
+
 ---@param value any
 ---@return boolean
 local function is_keys(value)

@@ -1,5 +1,6 @@
 --- What the picker's keys do: open a hit, send hits to quickfix, move, flip a stage.
 local autodoc = require('autodoc')
+local config = require('autodoc.config')
 local render = require('autodoc.picker.render')
 
 local M = {}
@@ -84,7 +85,7 @@ end
 ---@param lhs string|string[]
 ---@param rhs function
 local function map(buf, modes, lhs, rhs)
-  for _, key in ipairs(type(lhs) == 'table' and lhs or { lhs }) do
+  for _, key in ipairs(config.key_list(lhs)) do
     vim.keymap.set(modes, key, rhs, { buffer = buf, nowait = true, silent = true })
   end
 end

@@ -2,6 +2,7 @@
 --- streams each query's stages (lexical first, replaced by the full answer; answers to an older
 --- query dropped), the preview of a hit's section, and the jump to its line span.
 local autodoc = require('autodoc')
+local config = require('autodoc.config')
 local stages = require('autodoc.stages')
 local finder = require('autodoc.picker.finder')
 
@@ -18,12 +19,11 @@ local M = {}
 ---@field on_update fun(session: autodoc.SourceSession)
 ---@field lane string
 
---- The keys that flip stage `name` (the config allows one key or a list).
+--- The keys that flip stage `name`.
 ---@param name 'lexical'|'semantic'|'rerank'
 ---@return string[]
 function M.stage_keys(name)
-  local keys = autodoc.config.keys['toggle_' .. name]
-  return type(keys) == 'table' and keys or { keys }
+  return config.key_list(autodoc.config.keys['toggle_' .. name])
 end
 
 --- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
