@@ -203,7 +203,7 @@ def parse_schema(raw: bytes | None) -> FacetSchema:
     if not isinstance(data, dict):
         return FacetSchema(problem=f"{SCHEMA_RELPATH}: expected a mapping with 'common' and 'types'")
     problems: list[str] = []
-    left = [MAX_SCHEMA_FIELDS]  # fields still to read, over all types: aliases can repeat a long mapping
+    left = _Budget(MAX_SCHEMA_FIELDS, 0)  # fields still to read, over all types: aliases can repeat a long mapping
     common = _field_types(data.get("common"), "common", problems, left)
     types: dict[str, dict[str, str]] = {}
     raw_types = data.get("types") or {}
@@ -212,7 +212,7 @@ def parse_schema(raw: bytes | None) -> FacetSchema:
             types[str(name)] = _field_types(fields, f"types.{name}", problems, left)
     else:
         problems.append("'types' must map type names to fields")
-    if left[0] < 0:
+    if left.values < 0:
         problems.insert(0, f"more than {MAX_SCHEMA_FIELDS:,} fields over all types; the rest are left out")
     return FacetSchema(common, types, _schema_problem(problems))
 
@@ -224,7 +224,7 @@ def _schema_problem(problems: list[str]) -> str | None:
     return "; ".join(shown) or None
 
 
-def _field_types(raw: Any, where: str, problems: list[str], left: list[int]) -> dict[str, str]:
+def _field_types(raw: Any, where: str, problems: list[str], left: _Budget) -> dict[str, str]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -232,8 +232,9 @@ def _field_types(raw: Any, where: str, problems: list[str], left: list[int]) -> 
         return {}
     fields = {}
     for name, kind in raw.items():
-        left[0] -= 1
-        if left[0] < 0:
+        try:
+            left.charge(1)
+        except _TooMuch:
             break
         if not isinstance(kind, str):  # str() of an aliased list would expand it
             problems.append(f"{where}.{name}: expected a type name (one of {', '.join(FACET_TYPES)})")
