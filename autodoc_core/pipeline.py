@@ -33,6 +33,8 @@ from autodoc_core.store.workspace import Workspace, median_sections_per_document
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
+FILL_FACTOR, FILL_ROUNDS = 4, 2  # see _filled
+
 
 class Timer:
     """Milliseconds per stage, each lap measured from the end of the one before."""
@@ -111,22 +113,21 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     embedding = semantic_stage.start_query_embedding(query, semantic) if semantic_runs else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}
+    pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
     if "lexical" in options.stages:
-        rankings["lexical"], bm25 = _lexical(run, frequencies)
+        rankings["lexical"], bm25 = _lexical(run, frequencies, pool)
     run.shape = query_shape = symbols.classify(query.semantic_text, query.typed_text)
     if query_shape.shape == "identifier" and options.symbol:
-        # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
-        # is encoded by CDKN2A") the words around it rank them better.
-        read = rankings.get("lexical", []) if query_shape.pasted else []
-        rankings["symbol"] = _symbols(run, query_shape.tokens, read)
+        rankings["symbol"] = _symbols(run, rankings.get("lexical", []), pool)
     run.report.query_info["query_shape"] = query_shape.as_dict()
     cosines: dict[int, float] = {}
-    if semantic_runs:
-        found = _semantic(run, embedding)
-        if found is not None:
-            rankings["semantic"] = found.chunk_ids
-            cosines = _blend_cosines(run, found, rankings.get("lexical", []))
+    found = _semantic(run, embedding, pool) if semantic_runs else None
+    if found is not None:
+        rankings["semantic"] = found.chunk_ids
+        cosines = _blend_cosines(run, found, rankings.get("lexical", []))
     ranked = _fused_hits(run, rankings, bm25, cosines)
+    if len(ranked) < options.limit:
+        ranked = _filled(run, ranked, rankings, pool, frequencies, found)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
         ranked = _rerank(run, ranked, ranker)
@@ -161,9 +162,9 @@ def _facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
     return listed
 
 
-def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies) -> tuple[list[int], dict[int, float]]:
-    result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies,
-                            max(lexical.CANDIDATES, run.options.limit))
+def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies,
+             pool: int) -> tuple[list[int], dict[int, float]]:
+    result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
     run.report.performed.append("lexical")
     run.report.query_info.update(strategy=result.strategy, candidates=len(result.chunk_ids),
                                  common_terms_left_out=result.common_terms_left_out)
@@ -171,12 +172,19 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies) -> tuple[
     return result.chunk_ids, result.scores
 
 
-def _symbols(run: SearchRun, tokens: list[str], lexical: list[int]) -> list[int]:
-    found = symbols.search(run.conn, run.ws.id, tokens, run.filters.sql(), tuple(run.filters.params),
-                           max(symbols.CANDIDATES, run.options.limit), lexical, run.folded)
+def _symbols(run: SearchRun, lexical_ids: list[int], pool: int) -> list[int]:
+    found = _symbol_ranking(run, lexical_ids, pool)
     run.report.performed.append("symbol")
     run.timer.lap("symbol")
     return found
+
+
+def _symbol_ranking(run: SearchRun, lexical_ids: list[int], pool: int) -> list[int]:
+    # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
+    # is encoded by CDKN2A") the words around it rank them better.
+    read = lexical_ids if run.shape.pasted else []
+    return symbols.search(run.conn, run.ws.id, run.shape.tokens, run.filters.sql(), tuple(run.filters.params),
+                          pool, read, run.folded)
 
 
 @dataclass
@@ -186,7 +194,7 @@ class SemanticFound:
     vector: np.ndarray
 
 
-def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None) -> SemanticFound | None:
+def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None, pool: int) -> SemanticFound | None:
     """The semantic ranking, or None when the stage was skipped (the report says why); a
     semantic-only search that cannot run raises its error."""
     query_vector = semantic_stage.collect(embedding, run.semantic, run.ws.option("semantic_deadline"))
@@ -200,12 +208,15 @@ def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None) -> Semantic
             raise AutodocError(code, reason, stage="semantic")
         run.report.skipped["semantic"] = reason
         return None
-    index = run.semantic.index
-    found = semantic_stage.recall(run.conn, run.ws.id, query_vector.vector, run.filters, index, run.options.limit)
+    found = _semantic_ranking(run, query_vector.vector, pool)
     run.report.performed.append("semantic")
     run.report.query_info.update(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist)
     run.timer.lap("semantic")
     return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector)
+
+
+def _semantic_ranking(run: SearchRun, vector: np.ndarray, pool: int) -> semantic_stage.SemanticResult:
+    return semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool)
 
 
 def _blend_cosines(run: SearchRun, found: SemanticFound, lexical_ids: list[int]) -> dict[int, float]:
@@ -246,6 +257,49 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
         run.report.query_info["holding_pasted"] = len(holding)
         fused = fuse.holders_first(fused, holding)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+
+
+def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], pool: int,
+            frequencies: lexical.DocumentFrequencies, found: SemanticFound | None) -> list[Hit]:
+    """Hits up to the limit where the per-document cap left fewer: a few long documents can fill every
+    retriever's candidates. The retrievers that came back full are asked for ``FILL_FACTOR`` times as many
+    (twice at most), and the sections that adds go below the ranked ones, so the top of an answer does not
+    depend on its limit. The query info keeps the first round's figures and says what the fill added."""
+    info = dict(run.report.query_info)
+    before = len(ranked)
+    for _ in range(FILL_ROUNDS):
+        if len(ranked) >= run.options.limit or not any(len(ids) >= pool for ids in rankings.values()):
+            break
+        pool *= FILL_FACTOR
+        rankings, bm25, cosines = _wider_rankings(run, rankings, pool, frequencies, found)
+        shown = {hit.chunk_id for hit in ranked}
+        more = [hit for hit in _fused_hits(run, rankings, bm25, cosines) if hit.chunk_id not in shown]
+        ranked = hits.cap_per_document(ranked + more)
+    run.report.query_info = info
+    added = min(len(ranked), run.options.limit) - before
+    if added:
+        info["filled"] = {"candidates": pool, "added": added}
+    return ranked
+
+
+def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], pool: int,
+                    frequencies: lexical.DocumentFrequencies,
+                    found: SemanticFound | None) -> tuple[dict[str, list[int]], dict[int, float], dict[int, float]]:
+    """The same retrievers as ``rankings`` came from, each asked for ``pool`` candidates."""
+    wider: dict[str, list[int]] = {}
+    bm25: dict[int, float] = {}
+    cosines: dict[int, float] = {}
+    if "lexical" in rankings:
+        result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
+        wider["lexical"], bm25 = result.chunk_ids, result.scores
+    if "symbol" in rankings:
+        wider["symbol"] = _symbol_ranking(run, wider.get("lexical", []), pool)
+    if "semantic" in rankings and found is not None:
+        recalled = _semantic_ranking(run, found.vector, pool)
+        wider["semantic"] = recalled.chunk_ids
+        more = SemanticFound(recalled.chunk_ids, recalled.cosines, found.vector)
+        cosines = _blend_cosines(run, more, wider.get("lexical", []))
+    return wider, bm25, cosines
 
 
 def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:

@@ -230,3 +230,23 @@ def test_snippets_show_the_word_and_end_at_a_word() -> None:
     text = snippet(prose, ["extraordinary5"])
     assert text.endswith("…") and all(word.startswith("extraordinary") and word[13:].isdigit()
                                       for word in text.strip("…").split())
+
+
+def test_long_documents_do_not_leave_an_answer_short_of_its_limit(engine, kb: Path, indexed) -> None:
+    """Five long notes fill the 50 lexical candidates with their sections, which the per-document cap cuts to
+    15 hits; the answer still has the 30 asked for, the short notes below, and its top is the answer to a
+    smaller limit. Broken on purpose: FILL_ROUNDS = 0 fails it."""
+    for n in range(5):
+        sections = "\n\n".join(f"## Part {i}\n\nnarwhal narwhal fact {i}" for i in range(20))
+        write(kb, f"long{n}.md", f"# Long {n}\n\n{sections}\n")
+    for n in range(20):
+        write(kb, f"short{n:02}.md", f"# Short {n}\n\nA note that names the narwhal once among many other words.\n")
+    indexed()
+    answer = search(engine, "narwhal", limit=30, stages=["lexical"])
+    found = paths(answer)
+    assert len(found) == 30
+    assert all(found.count(f"long{n}.md") == 3 for n in range(5))
+    assert all(p.startswith("long") for p in found[:15]) and all(p.startswith("short") for p in found[15:])
+    filled = answer["query"]["filled"]  # the 15 short notes at least: the first 50 candidates are long sections
+    assert filled["candidates"] == 200 and 15 <= filled["added"] <= 30
+    assert paths(search(engine, "narwhal", limit=10, stages=["lexical"])) == found[:10]

@@ -386,6 +386,24 @@ def test_at_most_three_sections_per_document_after_fusion(engine, kb: Path) -> N
     assert len({hit["line_start"] for hit in answer["hits"] if hit["path"] == "orchard.md"}) == 3
 
 
+def test_long_documents_do_not_leave_a_semantic_answer_short_of_its_limit(engine, kb: Path) -> None:
+    """Every section has a cosine, yet five long notes took all 50 semantic candidates and the cap left 15 hits
+    of the 30 asked for. Broken on purpose: FILL_ROUNDS = 0 fails it."""
+    for n in range(5):
+        sections = "\n".join(f"## Part {i}\n\nkiwi orchard kiwi orchard {i}.\n" for i in range(20))
+        write(kb, f"long{n}.md", f"# Long {n}\n\n{sections}")
+    for n in range(20):
+        write(kb, f"short{n:02}.md", f"# Short {n}\n\nA note that names a kiwi among many other unrelated words.\n")
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        for stages in (["semantic"], ["lexical", "semantic"]):
+            answer = search(engine, "kiwi orchard", limit=30, stages=stages)
+            found = paths(answer)
+            assert len(found) == 30 and max(found.count(path) for path in found) == 3, stages
+            assert "filled" in answer["query"] and found.count("short00.md") == 1, stages
+            assert paths(search(engine, "kiwi orchard", limit=12, stages=stages)) == found[:12], stages
+
+
 def test_a_fill_of_a_model_that_was_replaced_never_activates_it(engine, kb: Path) -> None:
     """The user switches models while the old one is still filling: when the old fill completes it
     must not become active, nor delete the new model's vectors. Broken on purpose: without the

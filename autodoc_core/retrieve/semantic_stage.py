@@ -17,7 +17,7 @@ from autodoc_core.providers.http import ProviderError
 from autodoc_core.retrieve.filters import allowed_documents
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.query import ParsedQuery
-from autodoc_core.retrieve.semantic import CANDIDATES, VectorIndex
+from autodoc_core.retrieve.semantic import CANDIDATES, SHORTLIST, VectorIndex
 
 
 @dataclass
@@ -89,5 +89,6 @@ class SemanticResult:
 def recall(conn: apsw.Connection, ws_id: int, vector: np.ndarray, filters: Filters, index: VectorIndex,
            limit: int) -> SemanticResult:
     """The chunks nearest the query vector among those the filters allow."""
-    found = index.search(vector, allowed_documents(conn, ws_id, filters), max(CANDIDATES, limit))
+    k = max(CANDIDATES, limit)
+    found = index.search(vector, allowed_documents(conn, ws_id, filters), k, max(SHORTLIST, 2 * k))
     return SemanticResult(found.chunk_ids, found.cosines, found.scanned, found.shortlist)
