@@ -139,6 +139,13 @@ def test_schema_coerces_values_and_reports_misfits(engine, kb: Path, indexed) ->
     assert paths(search(engine, "decided:2024-01-05")) == ["adr1.md"]
     assert paths(search(engine, "reviewed:true")) == ["adr1.md"]
     assert sorted(paths(search(engine, "type:adr"))) == ["adr1.md", "adr2.md"]
+    wrong = search(engine, "type:adr number:seven")
+    assert wrong["hits"] == [] and "number:seven: expected an integer" in wrong["query"]["problems"][0]
+    assert wrong["query"]["problems"][0].endswith("the filter matches nothing")
+    kept = search(engine, "type:adr -number:seven")
+    assert sorted(paths(kept)) == ["adr1.md", "adr2.md"]
+    assert kept["query"]["problems"][0].startswith("-number:seven: expected an integer")
+    assert kept["query"]["problems"][0].endswith("the filter excludes nothing")
 
 
 def test_coerce_rules() -> None:

@@ -165,7 +165,8 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     try:
         values = coerce(value.lstrip("#"), kind) if kind != "list" else [value.lstrip("#")]
     except CoercionError as exc:
-        query.problems.append(f"{name}:{value}: {exc}; the filter matches nothing")
+        effect = "excludes nothing" if negated else "matches nothing"
+        query.problems.append(f"{'-' if negated else ''}{name}:{value}: {exc}; the filter {effect}")
         values = ["\x00no-match"]
     return FacetFilter(field_name, values[0], negated)
 
