@@ -180,6 +180,24 @@ def test_symlinks_never_lead_out_of_the_root(engine, kb: Path, tmp_path: Path, i
     assert "inner/real.md" in found
 
 
+def test_a_file_reached_through_symlinks_is_indexed_once(engine, kb: Path, indexed) -> None:
+    """A linked folder and a linked file inside the root led to the same file: it was indexed (and found)
+    under every path. Now once, under its own path, or under the first link when only links reach it (a
+    hidden folder); a save through a link re-indexes the real file."""
+    write(kb, "inner/real.md", "# Real\n\nocelot inside\n")
+    write(kb, ".drafts/draft.md", "# Draft\n\nocelot draft\n")
+    os.symlink(kb / "inner", kb / "alias")
+    os.symlink(kb / "inner" / "real.md", kb / "also.md")
+    os.symlink(kb / ".drafts", kb / "drafts-a")
+    os.symlink(kb / ".drafts", kb / "drafts-b")
+    indexed()
+    assert sorted(paths(search(engine, "ocelot", limit=50))) == ["drafts-a/draft.md", "inner/real.md"]
+    write(kb, "inner/real.md", "# Real\n\nocelot inside, now with a tapir\n")
+    report = engine.workspace_index("kb", {"paths": ["alias/real.md"]})
+    assert (report["changed"], report["added"], report["deleted"]) == (1, 0, 0)
+    assert paths(search(engine, "tapir")) == ["inner/real.md"]
+
+
 def test_binary_huge_and_invalid_utf8_files(engine, kb: Path, indexed) -> None:
     write(kb, "binary.md", b"\x00\x01\x02PNG" * 100)
     huge = kb / "huge.md"

@@ -36,6 +36,7 @@ from autodoc_core.parse.walk import (
     OutsideRoot,
     RootUnlisted,
     WalkNotes,
+    canonical_relpaths,
     listed_markdown_files,
     markdown_files,
     open_inside,
@@ -131,6 +132,8 @@ class Indexer:
 
     def run(self, only: list[str] | None = None) -> IndexReport:
         """Index the workspace; ``only`` limits the pass to these relative paths (a saved buffer)."""
+        if only is not None:
+            only = canonical_relpaths(self.ws.root, only)
         started = time.perf_counter()
         self.started_ns = time.time_ns()
         existing = self._existing(only)

@@ -2,7 +2,8 @@
 
 Ignored: any name starting with ``.`` (``.git``, ``.obsidian``), ``node_modules``, and what the
 ``.gitignore`` files inside the root exclude (each applies to its own folder, as in git).
-Symlinks are followed only when they resolve inside the root.
+Symlinks are followed only when they resolve inside the root, and a file found both under its own path
+and through a symlink is indexed once, under its own path (else under the first link to it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class FoundFile:
     abspath: str
     size: int
     mtime_ns: int
+    linked: bool = False  # reached through a symlink: abspath need not be the file's real path
 
 
 @dataclass
@@ -138,7 +140,31 @@ def markdown_files(root: str, notes: WalkNotes | None = None) -> Iterator[FoundF
     """Every Markdown file under ``root`` the rules admit. Raises RootUnlisted when the root itself
     cannot be listed; a folder below it that cannot be, or a name that is not UTF-8, goes in ``notes``."""
     real_root = os.path.realpath(root)
-    yield from _walk(real_root, real_root, "", [], {real_root}, notes or WalkNotes())
+    own: set[str] = set()
+    linked: list[FoundFile] = []
+    for found in _walk(real_root, real_root, "", [], {real_root}, notes or WalkNotes(), linked=False):
+        if found.linked:
+            linked.append(found)
+        else:
+            own.add(found.abspath)
+            yield found
+    for found in linked:  # after the walk: only then is it known which files were found under their own path
+        real = os.path.realpath(found.abspath)
+        if real not in own:
+            own.add(real)
+            yield found
+
+
+def canonical_relpaths(root: str, relpaths: list[str]) -> list[str]:
+    """Each path as a full walk would index it: a path through a symlink becomes the file's own path when
+    the walk finds the file there (a buffer opened through a linked folder is saved to its real file)."""
+    real_root = os.path.realpath(root)
+    canonical = []
+    for relpath in relpaths:
+        listed = next(listed_markdown_files(root, [relpath]), None)  # abspath is the file's real path
+        own = os.path.relpath(listed.abspath, real_root).replace(os.sep, "/") if listed else relpath
+        canonical.append(own if own != relpath and any(listed_markdown_files(root, [own])) else relpath)
+    return canonical
 
 
 def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]:
@@ -173,7 +199,7 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
 
 
 def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
-          notes: WalkNotes) -> Iterator[FoundFile]:
+          notes: WalkNotes, linked: bool) -> Iterator[FoundFile]:
     spec = _gitignore(root, folder)
     if spec is not None:
         specs = [*specs, (relfolder, spec)]
@@ -193,7 +219,8 @@ def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
             continue
         target = entry.path
         try:
-            if entry.is_symlink():
+            symlink = entry.is_symlink()
+            if symlink:
                 target = os.path.realpath(entry.path)
                 if not is_inside(root, target):
                     continue
@@ -205,10 +232,10 @@ def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
         if is_dir:
             real = os.path.realpath(target)
             if real not in seen:
-                yield from _walk(root, target, relpath, specs, seen | {real}, notes)
+                yield from _walk(root, target, relpath, specs, seen | {real}, notes, linked or symlink)
         elif entry.name.lower().endswith(MARKDOWN_SUFFIXES):
             try:
                 stat = os.stat(target)
             except OSError:
                 continue
-            yield FoundFile(relpath, target, stat.st_size, stat.st_mtime_ns)
+            yield FoundFile(relpath, target, stat.st_size, stat.st_mtime_ns, linked or symlink)
