@@ -19,10 +19,11 @@ DIMS = 32
 HOLD_LIMIT_SECONDS = 120  # a held request is answered after this even if the test never releases it
 
 
-def toy_vector(text: str) -> list[float]:
+def toy_vector(text: str, model: str = "") -> list[float]:
+    """``model``: another toy model hashes words with it, so the same text gets an unrelated vector."""
     vector = [0.0] * DIMS
     for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+        digest = hashlib.blake2b((model + word).encode(), digest_size=4).digest()
         vector[digest[0] % DIMS] += 1.0 if digest[1] % 2 else -1.0
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector] if any(vector) else [1.0] + [0.0] * (DIMS - 1)
@@ -48,6 +49,7 @@ class Behaviour:
     holding: threading.Event = field(default_factory=threading.Event)  # set once a request is held
     requests: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    model: str = ""  # another value swaps the model behind the same name and dimensions (see toy_vector)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -164,11 +166,12 @@ class _Handler(BaseHTTPRequestHandler):
             size = len(inputs) if isinstance(inputs, list) else 0
             self._send(422, {"error": f"batch size {size} > maximum allowed batch size 32", "error_type": "Validation"})
             return
-        self._send(200, [toy_vector(text) for text in inputs])
+        self._send(200, [toy_vector(text, self.behaviour.model) for text in inputs])
 
     def _answer_openai(self, body: dict) -> None:
         inputs = body["input"]
-        data = [{"object": "embedding", "index": i, "embedding": toy_vector(t)} for i, t in enumerate(inputs)]
+        data = [{"object": "embedding", "index": i, "embedding": toy_vector(t, self.behaviour.model)}
+                for i, t in enumerate(inputs)]
         self._send(200, {"object": "list", "data": list(reversed(data)), "model": body["model"],
                          "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
@@ -179,7 +182,8 @@ class _Handler(BaseHTTPRequestHandler):
                              "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}})
             return
         texts = body["texts"]
-        self._send(200, {"id": "x", "embeddings": {"float": [toy_vector(t) for t in texts]}, "texts": texts,
+        vectors = [toy_vector(t, self.behaviour.model) for t in texts]
+        self._send(200, {"id": "x", "embeddings": {"float": vectors}, "texts": texts,
                          "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 1}},
                          "response_type": "embeddings_by_type"})
 

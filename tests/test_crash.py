@@ -23,6 +23,7 @@ import apsw
 import pytest
 
 from autodoc_core.index.indexer import BATCH_SIZE, content_hash
+from autodoc_core.index.vectors import MODEL_CHECK_TEXT
 from autodoc_core.service.engine import Engine
 from tests.conftest import PROJECT
 from tests.model_servers import model_server
@@ -149,8 +150,9 @@ def test_embedder_killed_at_random_points_keeps_every_stored_vector(tmp_path: Pa
         with Engine(db) as engine:
             before = len(server.behaviour.requests)
             final = engine.workspace_index("kb", {"wait": "semantic"})["embedding"]
+            checks = (["dimension probe"], [MODEL_CHECK_TEXT])
             sent = sum(len(r["body"]["inputs"]) for r in server.behaviour.requests[before:]
-                       if r["path"] == "/embed" and r["body"]["inputs"] != ["dimension probe"])
+                       if r["path"] == "/embed" and r["body"]["inputs"] not in checks)
     assert final["embedded"] == final["total"] >= FILES * 5 > counts[-1]
     assert sent == final["total"] - counts[-1]  # only what was missing went to the model again
 

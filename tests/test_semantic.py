@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autodoc_core.errors import AutodocError
 from autodoc_core.rank.fuse import auto_weight
+from autodoc_core.service.engine import Engine
 from tests.conftest import database_bytes, paths, search, write
-from tests.model_servers import Behaviour, model_server
+from tests.model_servers import Behaviour, model_server, toy_vector
 
 SECRET = "sk-never-stored-4242"
 
@@ -184,7 +186,7 @@ def test_server_dying_mid_fill_keeps_progress_and_resumes(engine, kb: Path) -> N
     for i in range(40):
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\nbody text number {i} about topic {i % 7}\n")
     engine.workspace_add("kb", str(kb))
-    with model_server("tei", Behaviour(drop_after=2)) as server:  # /info probe, one batch, then dies
+    with model_server("tei", Behaviour(drop_after=3)) as server:  # dimension probe, model check, a batch, dies
         config = tei_config(server.url)
         config["embedder"]["batch_size"] = 16
         engine.workspace_configure("kb", config)
@@ -402,6 +404,50 @@ def test_long_documents_do_not_leave_a_semantic_answer_short_of_its_limit(engine
             assert len(found) == 30 and max(found.count(path) for path in found) == 3, stages
             assert "filled" in answer["query"] and found.count("short00.md") == 1, stages
             assert paths(search(engine, "kiwi orchard", limit=12, stages=stages)) == found[:12], stages
+
+
+def stored_vector(engine, breadcrumb: str) -> list[float]:
+    with engine.store.snapshot() as conn:
+        raw = conn.execute("SELECT e.f32_bytes FROM embeddings e JOIN chunks c ON c.text_hash = e.text_hash "
+                           "WHERE c.breadcrumb = ?", (breadcrumb,)).fetchone()[0]
+    return np.frombuffer(raw, dtype=np.float32).tolist()
+
+
+def test_a_model_swapped_behind_the_same_name_is_embedded_again(engine, kb: Path, tmp_path: Path) -> None:
+    """The server is restarted with another model under the same name and dimensions (a TEI container or
+    a proxy alias re-pointed): the next process finds its vector for a fixed text moved, drops the old
+    vectors and makes them again, and says so. Before, every stored vector stayed and was compared with
+    query vectors of the new model."""
+    notes(kb)
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        url = server.url
+        assert stored_vector(engine, "Storage › Decision") == pytest.approx(toy_vector(
+            "Storage › Decision\nWe keep the index in an embedded relational database file.", ""), abs=1e-6)
+    engine.close()
+    with model_server("tei") as server:  # the same model again: nothing is made again
+        same = Engine(tmp_path / "autodoc.db")
+        try:
+            same.workspace_configure("kb", tei_config(server.url))
+            kept = same.workspace_index("kb", {"wait": "semantic"})
+            assert kept["embedding"]["model_replaced"] is None and server.behaviour.batches == 0
+        finally:
+            same.close()
+    with model_server("tei", Behaviour(model="another")) as server:
+        later = Engine(tmp_path / "autodoc.db")
+        try:
+            later.workspace_configure("kb", tei_config(server.url))
+            report = later.workspace_index("kb", {"wait": "semantic"})
+            assert report["embedding"]["embedded"] == 3 and report["semantic"] == "ready"
+            assert "changed" in report["embedding"]["model_replaced"]
+            assert stored_vector(later, "Storage › Decision") == pytest.approx(toy_vector(
+                "Storage › Decision\nWe keep the index in an embedded relational database file.", "another"),
+                abs=1e-6)
+            again = later.workspace_index("kb", {"wait": "semantic"})  # checked once per process
+            assert again["embedding"]["embedded"] == 3
+        finally:
+            later.close()
+    assert url != server.url
 
 
 def test_a_fill_of_a_model_that_was_replaced_never_activates_it(engine, kb: Path) -> None:

@@ -460,7 +460,7 @@ def file_problem_summary(conn: apsw.Connection, ws_id: int) -> list[dict]:
 
 
 def remove_workspace_rows(conn: apsw.Connection, ws_id: int) -> None:
-    for table in ("chunks", "symbols", "embeddings", "facets", "doc_keys", "links", "problems", "changes",
-                  "documents"):
+    for table in ("chunks", "symbols", "embeddings", "model_checks", "facets", "doc_keys", "links", "problems",
+                  "changes", "documents"):
         conn.execute(f"DELETE FROM {table} WHERE ws_id = ?", (ws_id,))
     conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))

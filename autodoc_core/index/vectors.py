@@ -29,6 +29,9 @@ OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
 MAX_TEXT_CHARS = 6000
 # A server's answer to a request it will not take as sent (payload too large, input too long).
 REFUSED_STATUS = {400, 413, 422}
+# The text whose vector tells whether a remote model is still the one the vectors were made with.
+MODEL_CHECK_TEXT = "AutoDoc model check: why we keep design decisions in Markdown, next to the code."
+SAME_MODEL_COSINE = 0.98
 
 
 @dataclass
@@ -42,13 +45,15 @@ class Progress:
     error: str | None = None
     heading_only: int = 0  # sections the server refused, embedded from their heading alone (this run)
     refused: str | None = None  # the server's reason, for the last of them
+    model_replaced: str | None = None  # what check_model found, when the server's model changed
 
     def as_dict(self) -> dict[str, Any]:
         remaining = max(self.total - self.embedded, 0)
         eta = remaining / self.rate if self.rate > 0 else None
         return {"model_fp": self.model_fp, "embedded": self.embedded, "total": self.total,
                 "rate": round(self.rate, 2), "eta_seconds": round(eta, 1) if eta is not None else None,
-                "error": self.error, "heading_only": self.heading_only, "refused": self.refused}
+                "error": self.error, "heading_only": self.heading_only, "refused": self.refused,
+                "model_replaced": self.model_replaced}
 
 
 def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
@@ -88,6 +93,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     """
     try:
         embedder.probe()
+        check_model(store, ws_id, embedder, progress)
     except ProviderError as exc:
         progress.error = exc.reason
         raise
@@ -119,6 +125,41 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         elapsed = time.monotonic() - progress.started
         progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
     return False
+
+
+def check_model(store: Store, ws_id: int, embedder: Embedder, progress: Progress) -> None:
+    """Once per process and workspace, ask a remote model for the vector of a fixed text and compare it with
+    the one stored when the workspace's vectors were made. A server that now runs another model behind the
+    same name and dimensions (a TEI container or a proxy's alias re-pointed) answers another vector: the
+    workspace's vectors for that name are dropped, to be made again, instead of being compared with
+    queries the new model embeds."""
+    if not embedder.remote or ws_id in embedder.checked_for:
+        return
+    vector = embedder.embed([MODEL_CHECK_TEXT], "document")[0].astype(np.float32)
+    fingerprint = embedder.model_fp
+    with store.write() as conn:
+        row = conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
+                           (ws_id, fingerprint)).fetchone()
+        if row is not None and not _same_model(np.frombuffer(row[0], dtype=np.float32), vector):
+            dropped = conn.execute("SELECT COUNT(*) FROM embeddings WHERE ws_id = ? AND model_fp = ?",
+                                   (ws_id, fingerprint)).fetchone()[0]
+            conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ?", (ws_id, fingerprint))
+            bump_epoch(conn, ws_id)
+            progress.model_replaced = (
+                f"the server's model behind {fingerprint} changed (its vector for a fixed text moved); "
+                f"its {dropped} vectors were dropped and are made again")
+        conn.execute("INSERT OR REPLACE INTO model_checks(ws_id, model_fp, vector) VALUES (?, ?, ?)",
+                     (ws_id, fingerprint, vector.tobytes()))
+    embedder.checked_for.add(ws_id)
+
+
+def _same_model(stored: np.ndarray, vector: np.ndarray) -> bool:
+    """One model answers the same text with the same vector up to float noise (another GPU, fp16: cosine
+    above 0.999); two models' vectors for it are unrelated."""
+    if stored.shape != vector.shape:
+        return False
+    norms = float(np.linalg.norm(stored) * np.linalg.norm(vector))
+    return norms > 0 and float(stored @ vector) / norms >= SAME_MODEL_COSINE
 
 
 def _embed_isolating(embedder: Embedder, texts: list[str], headings: list[str], progress: Progress) -> np.ndarray:
@@ -166,6 +207,7 @@ def _activate(store: Store, ws_id: int, fingerprint: str, config: dict[str, Any]
         if row[0] != fingerprint:
             conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (fingerprint, ws_id))
             conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
+            conn.execute("DELETE FROM model_checks WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
             bump_epoch(conn, ws_id)
         conn.execute(
             "DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ? AND text_hash NOT IN "

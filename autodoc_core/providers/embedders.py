@@ -71,6 +71,7 @@ class Embedder:
         self.dimensions: int | None = None
         self._query_cache: dict[tuple[str, str], np.ndarray] = {}
         self.query_wait = 0.0  # the workspace's semantic_deadline: a query's call may take this long
+        self.checked_for: set[int] = set()  # workspaces whose stored vectors this process found to be this model's
         self._cache_lock = threading.Lock()
 
     @property

@@ -223,7 +223,10 @@ class Engine:
             source = self._semantic_state(conn, ws)
         except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
             return False
-        return source.embedder is not None and source.state != READY
+        if source.embedder is None:
+            return False
+        unchecked = source.embedder.remote and ws.id not in source.embedder.checked_for  # see vectors.check_model
+        return source.state != READY or unchecked
 
     # -- helpers ---------------------------------------------------------------------------
 

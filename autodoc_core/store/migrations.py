@@ -132,6 +132,16 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE workspaces ADD COLUMN links_dirty INTEGER NOT NULL DEFAULT 0;
     """,
+    # 5: a remote model's vector for a fixed text, per workspace and model: a server that swaps the model
+    # behind the same name and dimensions changes it, and the workspace's vectors are made again.
+    """
+    CREATE TABLE model_checks(
+        ws_id INTEGER NOT NULL,
+        model_fp TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY(ws_id, model_fp)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
