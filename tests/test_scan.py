@@ -68,7 +68,7 @@ def test_exact_cosines_find_the_asked_chunks_wherever_the_index_holds_them() -> 
     # Ids as a refresh leaves them: mostly ascending, then a block appended out of order.
     index.chunk_ids = np.concatenate([np.arange(10, 4010, dtype=np.int64), rng.permutation(np.arange(9000, 10000))])
     index.doc_ids = index.chunk_ids // 10
-    index.embedding_ids = index.chunk_ids + 100_000
+    index.text_keys = index.chunk_ids + 100_000
     index.eligible = index.doc_ids != 42  # one document still waits for vectors
     query = rng.standard_normal(dims).astype(np.float32)
     asked = [9500, 425, 3, 9001, 20000, 425, 4009, 10]  # out of order, repeated, and ids it does not hold
@@ -82,7 +82,7 @@ def test_exact_cosines_find_the_asked_chunks_wherever_the_index_holds_them() -> 
     # A refresh replaces the ids: the next lookup reads the new ones, not a sorted copy of the old.
     index.chunk_ids = index.chunk_ids[::-1].copy()
     index.doc_ids = index.doc_ids[::-1].copy()
-    index.embedding_ids = index.embedding_ids[::-1].copy()
+    index.text_keys = index.text_keys[::-1].copy()
     index.eligible = index.eligible[::-1].copy()
     assert index.exact_cosines(query, asked) == pytest.approx(reference(asked))
     index.codes = np.ascontiguousarray(to_words(sign_bits(index.vectors)).T)

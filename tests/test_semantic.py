@@ -343,6 +343,33 @@ def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None
     assert search(engine, "kiwi", limit=60)["semantic"] == "ready"
 
 
+def test_documents_become_searchable_one_by_one_while_the_vectors_fill(engine, kb: Path) -> None:
+    """A document takes part in semantic search once all of its sections have vectors. The fill took texts
+    in hash order, so every document lacked one until the last minutes of a long fill; it goes document by
+    document now: with 3 batches of 4 stored, 3 four-section notes answer."""
+    for i in range(10):
+        parts = "".join(f"## Part {j}\n\nkiwi fact {i} {j}\n\n" for j in range(4))
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\n{parts}")
+    with model_server("tei", Behaviour(hold_after=3)) as server:
+        engine.workspace_add("kb", str(kb))
+        config = tei_config(server.url)
+        config["embedder"].update(batch_size=4, timeout=120)
+        engine.workspace_configure("kb", config)
+        engine.workspace_index("kb")
+        filler = threading.Thread(target=lambda: engine.workspace_index("kb", {"wait": "semantic"}))
+        filler.start()
+        try:
+            assert server.behaviour.holding.wait(timeout=60)
+            assert embedded_rows(engine) == 12
+            answer = search(engine, "kiwi fact", limit=50, stages=["semantic"])
+            assert answer["semantic"] == "partial"
+            assert len(set(paths(answer))) == 3
+        finally:
+            server.behaviour.release.set()
+            filler.join(timeout=120)
+    assert len(set(paths(search(engine, "kiwi fact", limit=50, stages=["semantic"])))) == 10
+
+
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:
@@ -489,10 +516,10 @@ def test_a_vector_that_cannot_be_read_is_left_out_and_read_again_next_time(engin
     size, epoch = len(index.chunk_ids), index.epoch
     assert size == 3 and epoch >= 0
     with engine.store.snapshot() as conn:
-        assert index._append(conn, [(10**9, 10**9, 10**9)]) is False  # an embedding id no row has
+        assert index._append(conn, [(10**9, 10**9, 1, 10**9)]) is False  # an embedding id no row has
     assert len(index.chunk_ids) == size
     with engine.store.snapshot() as conn:
         chunk, doc, emb = conn.execute("SELECT c.id, c.doc_id, e.id FROM chunks c JOIN embeddings e "
                                        "ON e.text_hash = c.text_hash LIMIT 1").fetchone()
-        assert index._append(conn, [(chunk, doc, emb), (10**9, 10**9, 10**9)]) is False
+        assert index._append(conn, [(chunk, doc, 1, emb), (10**9, 10**9, 1, 10**9)]) is False
     assert len(index.chunk_ids) == size + 1  # the readable one is in, the other left out

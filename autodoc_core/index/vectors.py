@@ -101,30 +101,48 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     progress.model_fp = fingerprint
     with store.snapshot() as conn:
         progress.embedded, progress.total = counts(conn, ws_id, fingerprint)
+    from_document = 0
     while not (stop and stop()):
         with store.snapshot() as conn:
-            missing = conn.execute(
-                "SELECT c.text_hash, c.breadcrumb, c.body FROM chunks c WHERE c.ws_id = ? AND NOT EXISTS "
-                "(SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) "
-                "GROUP BY c.text_hash LIMIT ?",
-                (ws_id, fingerprint, embedder.batch_size),
-            ).fetchall()
+            missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
+        if not missing and from_document:  # once more from the start: an edit adds chunks to earlier documents
+            from_document = 0
+            continue
         if not missing:
             return _activate(store, ws_id, fingerprint, embedder.config)
-        texts = [(f"{crumb}\n{body}" if body else crumb)[:MAX_TEXT_CHARS] for _, crumb, body in missing]
+        from_document = missing[-1][3]
+        texts = [(f"{crumb}\n{body}" if body else crumb)[:MAX_TEXT_CHARS] for _, crumb, body, _ in missing]
         try:
-            vectors = _embed_isolating(embedder, texts, [crumb for _, crumb, _ in missing], progress)
+            vectors = _embed_isolating(embedder, texts, [crumb for _, crumb, _, _ in missing], progress)
         except ProviderError as exc:
             progress.error = exc.reason
             raise
         progress.error = None
-        _store_vectors(store, ws_id, fingerprint, [h for h, _, _ in missing], vectors)
+        _store_vectors(store, ws_id, fingerprint, [h for h, _, _, _ in missing], vectors)
         checkpoints.reached("embed.batch")  # after the batch's commit
         progress.embedded += len(missing)
         progress.done_this_run += len(missing)
         elapsed = time.monotonic() - progress.started
         progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
     return False
+
+
+def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_document: int,
+                   size: int) -> list[tuple[str, str, str, int]]:
+    """Up to ``size`` distinct chunk texts without a vector for this model (hash, breadcrumb, body, document
+    id), in document order from ``from_document``: a search uses a document only once all of its chunks
+    have vectors, and texts in hash order left every document incomplete until the fill's last minutes.
+    Reading on from the last batch's document keeps each batch's query short on a large workspace."""
+    rows = conn.execute(
+        "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c WHERE c.ws_id = ? AND c.doc_id >= ? "
+        "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
+        "AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?",
+        (ws_id, from_document, fingerprint, size * 2),
+    )
+    distinct: dict[str, tuple[str, str, str, int]] = {}
+    for row in rows:
+        distinct.setdefault(row[0], row)
+    return list(distinct.values())[:size]
 
 
 def check_model(store: Store, ws_id: int, embedder: Embedder, progress: Progress) -> None:

@@ -105,6 +105,11 @@ class Recall:
     shortlist: int
 
 
+def _text_key(text_hash: str) -> int:
+    """A chunk text's hash as an int64 (its first 60 bits): which text a held vector is of."""
+    return int(text_hash[:15], 16)
+
+
 class VectorIndex:
     """One workspace's vectors for one model, held in memory."""
 
@@ -114,7 +119,7 @@ class VectorIndex:
         self.epoch = -1
         self.chunk_ids = np.zeros(0, dtype=np.int64)
         self.doc_ids = np.zeros(0, dtype=np.int64)
-        self.embedding_ids = np.zeros(0, dtype=np.int64)  # the row each vector came from
+        self.text_keys = np.zeros(0, dtype=np.int64)  # which text each vector is of (see _text_key)
         self.codes = np.zeros((0, 0), dtype=np.uint64)  # [words, n]: one contiguous row per word
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
@@ -129,17 +134,17 @@ class VectorIndex:
             if epoch == self.epoch:
                 return
             rows = conn.execute(
-                "SELECT c.id, c.doc_id, e.id FROM chunks c JOIN embeddings e "
+                "SELECT c.id, c.doc_id, c.text_hash, e.id FROM chunks c JOIN embeddings e "
                 "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash WHERE c.ws_id = ?",
                 (self.model_fp, self.ws_id),
             ).fetchall()
-            current = {chunk: (doc, emb) for chunk, doc, emb in rows}
-            # SQLite hands a deleted chunk's id to the next chunk inserted: the same id (and document) with
-            # other text, hence another embedding row, is a new vector, not the one held.
-            keep = np.array([current.get(int(c)) == (int(d), int(e)) for c, d, e in
-                             zip(self.chunk_ids, self.doc_ids, self.embedding_ids, strict=True)], dtype=bool)
+            current = {chunk: (doc, _text_key(text_hash), emb) for chunk, doc, text_hash, emb in rows}
+            # SQLite hands a deleted row's id to the next row inserted, for chunks and embeddings alike: the
+            # same chunk id (and document) with other text is a new vector, not the one held.
+            keep = np.array([current.get(int(c), (None, None))[:2] == (int(d), int(k)) for c, d, k in
+                             zip(self.chunk_ids, self.doc_ids, self.text_keys, strict=True)], dtype=bool)
             known = set(self.chunk_ids[keep].tolist())
-            new = [(chunk, doc, emb) for chunk, (doc, emb) in current.items() if chunk not in known]
+            new = [(chunk, doc, key, emb) for chunk, (doc, key, emb) in current.items() if chunk not in known]
             self._compact(keep)
             complete = self._append(conn, new) if new else True
             incomplete = {r[0] for r in conn.execute(
@@ -157,15 +162,15 @@ class VectorIndex:
         self._sorted = None
         self.chunk_ids = self.chunk_ids[keep]
         self.doc_ids = self.doc_ids[keep]
-        self.embedding_ids = self.embedding_ids[keep]
+        self.text_keys = self.text_keys[keep]
         self.codes = np.ascontiguousarray(self.codes[:, keep])
         self.vectors = self.vectors[keep]
 
-    def _append(self, conn: apsw.Connection, new: list[tuple[int, int, int]]) -> bool:
+    def _append(self, conn: apsw.Connection, new: list[tuple[int, int, int, int]]) -> bool:
         """Add the rows' vectors; False when some vector listed a moment ago could not be read (seen once
         in a host whose fill was writing, cause not found): those chunks are left out, not fatal."""
         blobs: dict[int, tuple[bytes, bytes]] = {}
-        embedding_ids = sorted({emb for _, _, emb in new})
+        embedding_ids = sorted({emb for _, _, _, emb in new})
         for start in range(0, len(embedding_ids), 500):
             part = embedding_ids[start : start + 500]
             marks = ", ".join("?" * len(part))
@@ -173,15 +178,15 @@ class VectorIndex:
                 f"SELECT id, bits_bytes, f32_bytes FROM embeddings WHERE id IN ({marks})", part
             ):
                 blobs[emb] = (bits, f32)
-        readable = [row for row in new if row[2] in blobs]
+        readable = [row for row in new if row[3] in blobs]
         if len(readable) < len(new):
             LOG.warning("%d of %d new vectors could not be read (autocommit %s); left out until the next search",
                         len(new) - len(readable), len(new), conn.getautocommit())
         if not readable:
             return False
         complete, new = len(readable) == len(new), readable
-        vectors = np.vstack([np.frombuffer(blobs[emb][1], dtype=np.float32) for _, _, emb in new])
-        bits = np.vstack([np.frombuffer(blobs[emb][0], dtype=np.uint8) for _, _, emb in new])
+        vectors = np.vstack([np.frombuffer(blobs[emb][1], dtype=np.float32) for _, _, _, emb in new])
+        bits = np.vstack([np.frombuffer(blobs[emb][0], dtype=np.uint8) for _, _, _, emb in new])
         words = to_words(bits).T
         if self.vectors.size == 0:
             self.vectors = vectors.copy()
@@ -190,9 +195,9 @@ class VectorIndex:
             self.vectors = np.vstack([self.vectors, vectors])
             self.codes = np.ascontiguousarray(np.hstack([self.codes, words]))
         self._sorted = None
-        self.chunk_ids = np.concatenate([self.chunk_ids, np.array([c for c, _, _ in new], dtype=np.int64)])
-        self.doc_ids = np.concatenate([self.doc_ids, np.array([d for _, d, _ in new], dtype=np.int64)])
-        self.embedding_ids = np.concatenate([self.embedding_ids, np.array([e for _, _, e in new], dtype=np.int64)])
+        self.chunk_ids = np.concatenate([self.chunk_ids, np.array([c for c, _, _, _ in new], dtype=np.int64)])
+        self.doc_ids = np.concatenate([self.doc_ids, np.array([d for _, d, _, _ in new], dtype=np.int64)])
+        self.text_keys = np.concatenate([self.text_keys, np.array([k for _, _, k, _ in new], dtype=np.int64)])
         return complete
 
     def search(self, query: np.ndarray, allowed_docs: np.ndarray | None, k: int = CANDIDATES,
