@@ -159,6 +159,32 @@ def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, n
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_a_file_edited_since_indexing_says_its_lines_may_be_off(tmp_path: Path, notes: Path) -> None:
+    """An agent edits a note and nothing re-indexes it yet (the server has no --allow-index, Neovim is
+    closed): a hit's stored line span now reads other lines. They were given as the section, complete."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    storage = notes / "storage.md"
+    storage.write_text("# Moved down\n\nthree new lines\n\n" + storage.read_text(encoding="utf-8"), encoding="utf-8")
+
+    async def scenario(session: ClientSession) -> None:
+        answer = (await call(session, "search", {"query": "gecko"})).structured_content
+        stale = [h for h in answer["hits"] if h["path"] == "storage.md"]
+        fresh = [h for h in answer["hits"] if h["path"] == "net/network.md"]
+        assert stale and fresh
+        assert all("changed since it was indexed" in h["text_problem"] for h in stale)
+        assert all("text_problem" not in h for h in fresh)
+        assert "(the file changed since it was indexed" in (await call(session, "search", {"query": "gecko"})
+                                                             ).content[0].text
+        read = await call(session, "read", {"path": "storage.md"})
+        assert read.structured_content["changed_since_indexed"] is True
+        assert "changed since it was indexed" in read.content[0].text
+        unchanged = await call(session, "read", {"path": "net/network.md"})
+        assert unchanged.structured_content["changed_since_indexed"] is False
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
 def test_reading_past_a_line_longer_than_the_budget_makes_progress(tmp_path: Path, notes: Path) -> None:
     """A 40,000-character line (an inlined image) is over the default 8,000-token read budget: read gave
     no text and next_line pointing at that same line, so an agent paging on asked for it forever. Now the
@@ -308,7 +334,7 @@ def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Pa
         assert gone["text"] == "" and not gone["text_complete"] and "does not exist" in gone["text_problem"]
         assert not short["text_complete"] and "shorter than when it was indexed" in short["text_problem"]
         assert short["text"] == file_lines(notes / "storage.md", 9, 11) and short["text_line_end"] == 11
-        assert whole["text_complete"] and "text_problem" not in whole
+        assert whole["text_complete"] and "changed since it was indexed" in whole["text_problem"]
         assert "(text incomplete: " in result.content[0].text
 
     talk(db, tmp_path / "server.log", scenario)

@@ -163,7 +163,8 @@ def test_doc_read_edge_files_answer_plainly(engine, kb: Path) -> None:
     (kb / "folder.md").mkdir()
     engine.workspace_add("kb", str(kb))
     assert engine.doc_read("kb", "empty.md") | {"path": ""} == {"path": "", "line_start": 1, "line_end": 1,
-                                                                "total_lines": 1, "text": ""}
+                                                                "total_lines": 1, "text": "",
+                                                                "changed_since_indexed": None}
     with pytest.raises(AutodocError) as caught:
         engine.doc_read("kb", "short.md", {"line_start": 5})
     assert caught.value.code == -32602 and "'line_start' 5 is past the end: short.md has 1 line" in caught.value.reason

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import apsw
 
 from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
 from autodoc_core.store.workspace import Workspace
@@ -18,9 +20,12 @@ MAX_LIST = 1000
 DEFAULT_LIST = 50
 
 
-def read(ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
+def read(ws: Workspace, path: Any, opts: Any = None,
+         indexed_hash: Callable[[str], str | None] = lambda relpath: None) -> dict[str, Any]:
     """Lines ``line_start``..``line_end`` (default: all) of a Markdown file inside the root. The file
-    actually opened is checked too, so a symlink swapped in after the check is refused."""
+    actually opened is checked too, so a symlink swapped in after the check is refused. ``indexed_hash``
+    gives the content hash the index holds for a path (None: not indexed): the answer says whether the
+    file changed since, when line numbers from a search may no longer hold."""
     abspath, relpath = resolve_inside(ws, path)
     opts = opts or {}
     if not isinstance(opts, dict):
@@ -46,12 +51,14 @@ def read(ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
     last = _line_option(opts, "line_end", len(lines))
     if last < first:
         raise invalid_params("'line_end' must not be before 'line_start'")
+    stored = indexed_hash(relpath)
     return {
         "path": relpath,
         "line_start": first,
         "line_end": min(last, len(lines)),
         "total_lines": len(lines),
         "text": "\n".join(lines[first - 1 : last]),
+        "changed_since_indexed": None if stored is None else stored != content_hash(raw),
     }
 
 

@@ -370,7 +370,15 @@ class Engine:
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
-        return documents.read(self._workspace(name), path, opts)
+        ws = self._workspace(name)
+
+        def indexed_hash(relpath: str) -> str | None:
+            with self.store.snapshot() as conn:
+                row = conn.execute("SELECT content_hash FROM documents WHERE ws_id = ? AND path = ?",
+                                   (ws.id, relpath)).fetchone()
+            return row[0] if row else None
+
+        return documents.read(ws, path, opts, indexed_hash)
 
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
         """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact

@@ -244,7 +244,7 @@ class Tools:
             "workspace": name, "path": answer["path"], "line_start": answer["line_start"],
             "line_end": last if budget.trimmed else answer["line_end"], "total_lines": answer["total_lines"],
             "text": "\n".join(kept), "trimmed": budget.trimmed, "next_line": last + 1 if budget.trimmed else None,
-            "line_cut": budget.line_cut,
+            "line_cut": budget.line_cut, "changed_since_indexed": answer["changed_since_indexed"],
         }
         return result, render_read(result, budget.total)
 
@@ -272,27 +272,36 @@ class Tools:
         return result, render_index(result)
 
 
+STALE_FILE = ("the file changed since it was indexed: these lines may not be the section any more; read the "
+              "file, or search again once it is re-indexed")
+
+
 class FileLines:
     """Each hit's file read once per search, through the engine's doc_read (so inside the root only)."""
 
     def __init__(self, engine: Engine, workspace: str) -> None:
         self.engine, self.workspace = engine, workspace
-        self.files: dict[str, list[str] | str] = {}
+        self.files: dict[str, tuple[list[str], str | None] | str] = {}
 
     def section(self, path: str, first: int, last: int) -> tuple[list[str], str | None]:
-        """The lines first..last, and what went wrong when not all of them could be read."""
+        """The lines first..last, and what went wrong when not all of them could be read, or when the file
+        changed since it was indexed (the lines may no longer be the hit's section)."""
         if path not in self.files:
             try:
-                self.files[path] = self.engine.doc_read(self.workspace, path)["text"].split("\n")
+                answer = self.engine.doc_read(self.workspace, path)
             except AutodocError as exc:  # deleted, or grown too large, since it was indexed
                 self.files[path] = exc.reason
-        lines = self.files[path]
-        if isinstance(lines, str):
-            return [], lines
+            else:
+                changed = STALE_FILE if answer.get("changed_since_indexed") else None
+                self.files[path] = (answer["text"].split("\n"), changed)
+        read = self.files[path]
+        if isinstance(read, str):
+            return [], read
+        lines, changed = read
         wanted = lines[first - 1 : last]
         if len(wanted) < last - first + 1:
             return wanted, "the file is shorter than when it was indexed; re-index it"
-        return wanted, None
+        return wanted, changed
 
 
 def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> dict[str, Any]:
@@ -303,7 +312,8 @@ def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> di
         "rank": rank, "path": hit["path"], "title": hit["title"], "breadcrumb": hit["breadcrumb"],
         "kind": hit["kind"], "line_start": first, "line_end": last, "relevance": hit["relevance"],
         "via": hit["via"], "superseded_by": hit.get("superseded_by"), "text": "\n".join(kept),
-        "text_line_end": first + len(kept) - 1, "text_complete": problem is None and len(kept) == len(lines),
+        "text_line_end": first + len(kept) - 1,
+        "text_complete": problem in (None, STALE_FILE) and len(kept) == len(lines),  # the span's lines, all
     }
     if problem:
         shaped["text_problem"] = problem

@@ -32,6 +32,8 @@ def render_search(result: dict[str, Any]) -> str:
             lines.append(hit["text"])
         if not hit["text_complete"]:
             lines.append(_rest_of(hit))
+        elif hit.get("text_problem"):
+            lines.append(f"({hit['text_problem']})")
     if result["trimmed"]:
         lines += ["", f"(Section texts were trimmed to the {result['max_tokens']}-token budget, at line ends; "
                       "read the rest with the read tool or raise max_tokens.)"]
@@ -49,6 +51,8 @@ def _rest_of(hit: dict[str, Any]) -> str:
 
 def render_read(result: dict[str, Any], budget: int) -> str:
     header = f"{result['path']} lines {result['line_start']}-{result['line_end']} of {result['total_lines']}"
+    if result.get("changed_since_indexed"):
+        header += " (changed since it was indexed: line numbers from a search may be off)"
     text = f"{header}\n{result['text']}"
     if result.get("line_cut"):
         text += (f"\n(line {result['line_end']} is longer than {budget} tokens: only its start is given; "

@@ -111,13 +111,16 @@ HIT = _object({
     "kind": {"type": "string", "description": "section, abstract, or document for facet-only queries"},
     "line_start": {"type": "integer"},
     "line_end": {"type": "integer"},
-    "relevance": {"type": "number", "description": "0..1; 1 is first in every stage that ran"},
+    "relevance": {"type": "number", "description": "0..1: how well this section alone matches, in the stages "
+                                                   "that ran; hits are ordered by a score that also counts the "
+                                                   "document's other sections, so it need not fall with rank"},
     "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet"},
     "superseded_by": {"type": ["string", "null"]},
     "text": {"type": "string", "description": "the section's lines line_start..text_line_end"},
     "text_line_end": {"type": "integer"},
     "text_complete": {"type": "boolean"},
-    "text_problem": {"type": "string", "description": "why the text could not be read, when it could not"},
+    "text_problem": {"type": "string", "description": "why the text could not be read in full, or may not be "
+                                                      "the section: the file changed since it was indexed"},
 }, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
 
 SEARCH_OUTPUT = _object({
@@ -145,6 +148,8 @@ READ_OUTPUT = _object({
     "next_line": {"type": ["integer", "null"], "description": "where to continue when trimmed"},
     "line_cut": {"type": "boolean", "description": "true when line_end alone is longer than max_tokens: only its "
                                                    "start is in text, ending in ' …'"},
+    "changed_since_indexed": {"type": ["boolean", "null"], "description": "true when the file changed since it "
+                              "was indexed (line numbers from a search may be off); null when it is not indexed"},
 }, ["path", "line_start", "line_end", "total_lines", "text", "trimmed"], closed=False)
 
 DOCUMENTS_OUTPUT = _object({
