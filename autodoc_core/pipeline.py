@@ -100,8 +100,9 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     query = parse_query(text, schema)
     facets = query.facets + options.facets
     filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
-    timer.lap("parse")
     run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer)
+    _report_unmatched_paths(run)
+    timer.lap("parse")
     _report_ranker(run.report, ranker)
     if not query.terms and facets:
         return _answer(run, _facet_only(run, ranker), "facet")
@@ -136,6 +137,16 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
     timer.lap("shape")
     return _answer(run, shown, run.report.mode_used)
+
+
+def _report_unmatched_paths(run: SearchRun) -> None:
+    """A ``paths`` prefix that names no indexed file or folder filters everything out: say so, or an answer
+    with no hits looks like nothing matched the words."""
+    for prefix in run.options.paths:
+        if run.conn.execute("SELECT 1 FROM documents WHERE ws_id = ? AND (path = ? OR (path >= ? AND path < ?))",
+                            (run.ws.id, prefix, prefix + "/", prefix + "0")).fetchone() is None:
+            run.query.problems.append(f"paths: {prefix!r} names no indexed file or folder (paths are relative to "
+                                      f"the workspace root, {run.ws.root})")
 
 
 def _report_ranker(report: StageReport, ranker: Ranker | None) -> None:

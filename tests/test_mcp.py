@@ -125,6 +125,15 @@ def test_lists_the_tools_with_input_and_output_schemas(tmp_path: Path, notes: Pa
         assert not report.is_error and report.structured_content["added"] == 1
         answer = await call(session, "search", {"query": "written after"})
         assert answer.structured_content["hits"][0]["path"] == "later.md"
+        listed = await call(session, "index", {"paths": ["later.md", "nope.md", str(notes / "later.md"),
+                                                         "../later.md", ".hidden/x.md"]})
+        # The absolute path inside the root is later.md; the others are not indexed, each with why.
+        assert listed.structured_content["unchanged"] == 1
+        assert [item["path"] for item in listed.structured_content["not_indexed"]] == [
+            "nope.md", "../later.md", ".hidden/x.md"]
+        reasons = [item["reason"] for item in listed.structured_content["not_indexed"]]
+        assert reasons == ["no such file", "not a path relative to the workspace root", "no such file"]
+        assert "Not indexed: nope.md: no such file." in listed.content[0].text
 
     talk(db, tmp_path / "server.log", with_index, "--allow-index")
 
@@ -153,6 +162,11 @@ def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, n
 
         narrowed = await call(session, "search", {"query": "gecko", "paths": ["net"], "limit": 1})
         assert [h["path"] for h in narrowed.structured_content["hits"]] == ["net/network.md"]
+        assert narrowed.structured_content["notes"] == []
+        nowhere = await call(session, "search", {"query": "gecko", "paths": ["docs/net"]})
+        assert nowhere.structured_content["hits"] == []
+        assert "'docs/net' names no indexed file or folder" in nowhere.structured_content["notes"][0]
+        assert "Note: paths: 'docs/net' names no indexed file or folder" in nowhere.content[0].text
         tagged = await call(session, "search", {"query": "tag:storage"})
         assert {h["path"] for h in tagged.structured_content["hits"]} == {"storage.md"}
 

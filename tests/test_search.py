@@ -111,9 +111,14 @@ def test_undeclared_facet_in_options_is_invalid_params(notes) -> None:
 def test_paths_tags_and_limit_options(notes) -> None:
     assert sorted(paths(search(notes, "disk", paths=["ops"]))) == ["ops/deep/alerts.md", "ops/runbook.md"]
     assert paths(search(notes, "disk", paths=["ops/deep"])) == ["ops/deep/alerts.md"]
-    assert paths(search(notes, "disk", paths=["op"])) == []  # a folder prefix, not a string prefix
+    nowhere = search(notes, "disk", paths=["op"])  # a folder prefix, not a string prefix
+    assert paths(nowhere) == [] and nowhere["query"]["problems"][0].startswith(
+        "paths: 'op' names no indexed file or folder (paths are relative to the workspace root")
+    assert search(notes, "disk", paths=["ops", "ops/runbook.md"])["query"]["problems"] == []
     for spelled in ("./ops/deep", "ops\\deep\\", "ops//deep/", "/ops/deep"):  # folders as people type them
         assert paths(search(notes, "disk", paths=[spelled])) == ["ops/deep/alerts.md"], spelled
+    root = notes.workspace_status("kb")["root"]  # an agent that knows the file system passes absolute paths
+    assert paths(search(notes, "disk", paths=[f"{root}/ops/deep/"])) == ["ops/deep/alerts.md"]
     assert paths(search(notes, "disk", tags=["database"])) == ["storage.md"]
     assert paths(search(notes, "disk tag:database")) == ["storage.md"]
     # Tags are stored lower-case: any case, with or without '#', in every place a tag is named.

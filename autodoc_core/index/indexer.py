@@ -39,6 +39,7 @@ from autodoc_core.parse.walk import (
     canonical_relpaths,
     listed_markdown_files,
     markdown_files,
+    not_indexed_reason,
     open_inside,
 )
 from autodoc_core.retrieve.lexical import fts_table, head_text
@@ -90,6 +91,7 @@ class IndexReport:
     chunks_deleted: int = 0
     seconds: float = 0.0
     problems: list[dict] = field(default_factory=list)
+    not_indexed: list[dict] = field(default_factory=list)  # listed paths (a run with ``only``) the walk would not index
 
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -176,6 +178,8 @@ class Indexer:
                 if (p not in found or p in skipped) and not any(p.startswith(f"{f}/") for f in notes.unlisted)}
         if only is not None:
             gone = {p: e for p, e in gone.items() if p in only}
+            self.report.not_indexed = [{"path": p, "reason": not_indexed_reason(self.ws.root, p)}
+                                       for p in dict.fromkeys(only) if p not in found and p not in existing]
         # Only a new path can be a rename: a file moved over an existing one is that document changed,
         # and the moved-away path must still go (paired, it stayed as a ghost).
         renames = self._pair_renames(gone, [p for p in pending if p[0].relpath not in existing])

@@ -198,6 +198,38 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
             yield FoundFile("/".join(parts), target, info.st_size, info.st_mtime_ns)
 
 
+def relative_to_root(root: str, path: str) -> str:
+    """An absolute path inside the root (the workspace keeps its real path) as the relative one the index
+    uses; anything else as given."""
+    if not os.path.isabs(path):
+        return path
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        if is_inside(root, candidate):
+            return os.path.relpath(candidate, root)
+    return path
+    real_root = os.path.realpath(root)
+    for candidate in (os.path.normpath(path), os.path.realpath(path)):
+        if is_inside(real_root, candidate) or is_inside(root.rstrip(os.sep), candidate):
+            base = real_root if is_inside(real_root, candidate) else root.rstrip(os.sep)
+            return os.path.relpath(candidate, base)
+    return path
+
+
+def not_indexed_reason(root: str, relpath: str) -> str:
+    """Why a path given to index is not a document: a run for listed paths answered "0 added" and nothing
+    else for a typo, an absolute path or a file outside the root."""
+    path = os.path.join(root, relpath)
+    if os.path.isabs(relpath) or ".." in relpath.replace("\\", "/").split("/"):
+        return "not a path relative to the workspace root"
+    if not os.path.lexists(path):
+        return "no such file"
+    if not is_inside(os.path.realpath(root), os.path.realpath(path)):
+        return "it resolves outside the workspace root"
+    if not relpath.lower().endswith(MARKDOWN_SUFFIXES) or not os.path.isfile(path):
+        return "not a Markdown file (.md, .markdown)"
+    return "hidden, ignored by a .gitignore, or in node_modules: a full walk skips it too"
+
+
 def _walk(root: str, folder: str, relfolder: str, specs: list, seen: set[str],
           notes: WalkNotes, linked: bool) -> Iterator[FoundFile]:
     spec = _gitignore(root, folder)

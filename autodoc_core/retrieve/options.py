@@ -11,6 +11,7 @@ from typing import Any
 
 from autodoc_core.errors import AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
+from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
 from autodoc_core.store.workspace import Workspace
 
@@ -55,7 +56,7 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
             raise invalid_params(f"'retrieval.{key}' must be true or false")
     return SearchOptions(
         limit=limit,
-        paths=_paths(opts.get("paths")),
+        paths=_paths(opts.get("paths"), ws.root),
         facets=_option_facets(opts.get("facets"), opts.get("tags"), schema),
         abstract_chunk=retrieval.get("abstract_chunk", ws.option("abstract_chunk")),
         demote_superseded=retrieval.get("demote_superseded", ws.option("demote_superseded")),
@@ -64,15 +65,16 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
     )
 
 
-def _paths(value: Any) -> list[str]:
+def _paths(value: Any, root: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(p, str) for p in value):
         raise invalid_params("'paths' must be a list of folder prefixes")
-    # "./adr", "docs\\", "adr//x/" name the folders the index spells "adr", "docs", "adr/x"
-    folders = [posixpath.normpath(p.replace("\\", "/")).strip("/") for p in value]
+    # "./adr", "docs\\", "adr//x/" name the folders the index spells "adr", "docs", "adr/x"; an absolute
+    # path inside the root (as an agent that knows the file system passes it) names the same folder.
+    folders = [posixpath.normpath(relative_to_root(root, p).replace("\\", "/")).strip("/") for p in value]
     return [folder for folder in folders if folder not in ("", ".")]
 
 

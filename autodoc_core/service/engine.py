@@ -21,6 +21,7 @@ from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, i
 from autodoc_core.index.indexer import Indexer, IndexProgress, file_problem_summary, remove_workspace_rows
 from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
 from autodoc_core.parse import frontmatter as fm
+from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
@@ -299,6 +300,8 @@ class Engine:
         if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
             raise invalid_params("'paths' must be a list of paths relative to the root")
         waited_for = self._workspace(name)
+        if paths is not None:  # an absolute path inside the root, as an agent passes it, is that file
+            paths = [relative_to_root(waited_for.root, path) for path in paths]
         with self._index_lock(waited_for.id), self.store.exclusive():
             ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
             if ws.id != waited_for.id:

@@ -227,6 +227,7 @@ class Tools:
             "workspace": name, "query": query, "hits": hits, "stages": answer["stages"],
             "semantic": answer["semantic"], "mode_used": answer["mode_used"],
             "max_tokens": budget.total, "text_tokens": budget.used, "trimmed": budget.trimmed,
+            "notes": _query_notes(answer["query"]),
         }
         return result, render_search(result)
 
@@ -268,7 +269,8 @@ class Tools:
         paths = arguments.get("paths")
         report = engine.workspace_index(name, {"paths": paths} if paths is not None else None)
         keys = ("scanned", "added", "changed", "renamed", "deleted", "unchanged", "skipped", "seconds", "semantic")
-        result = {"workspace": name, **{key: report[key] for key in keys}, "problems": report.get("problems", [])}
+        result = {"workspace": name, **{key: report[key] for key in keys}, "problems": report.get("problems", []),
+                  "not_indexed": report["not_indexed"]}
         return result, render_index(result)
 
 
@@ -318,6 +320,16 @@ def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> di
     if problem:
         shaped["text_problem"] = problem
     return shaped
+
+
+def _query_notes(parsed: dict[str, Any]) -> list[str]:
+    """What the engine did with the query that an agent would not guess from the hits: a facet value or a
+    path that matches nothing, common words left out of the word search."""
+    notes = list(parsed.get("problems", []))
+    if parsed.get("common_terms_left_out"):
+        common = ", ".join(parsed["common_terms_left_out"])
+        notes.append(f"words in over 30% of the sections, left out of the any-word search: {common}")
+    return notes
 
 
 def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ def render_search(result: dict[str, Any]) -> str:
     hits = result["hits"]
     lines = [f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
              + _stages_line(result["stages"], result["semantic"])]
+    lines += [f"Note: {note}." for note in result.get("notes", [])]
     for hit in hits:
         header = (f"[{hit['rank']}] {hit['path']}:{hit['line_start']}-{hit['line_end']} · {hit['breadcrumb']} · "
                   f"relevance {hit['relevance']:.2f} · via {', '.join(hit['via'])}")
@@ -87,8 +88,9 @@ def render_workspaces(result: dict[str, Any]) -> str:
 
 def render_index(result: dict[str, Any]) -> str:
     counts = ", ".join(f"{result[key]} {key}" for key in ("added", "changed", "renamed", "deleted", "unchanged"))
-    return (f"Indexed {result['workspace']} in {result['seconds']} s: {counts}, {result['skipped']} skipped. "
+    text = (f"Indexed {result['workspace']} in {result['seconds']} s: {counts}, {result['skipped']} skipped. "
             f"Semantic index: {result['semantic']}.")
+    return "\n".join([text, *(f"Not indexed: {item['path']}: {item['reason']}." for item in result["not_indexed"])])
 
 
 # -- errors and the server -----------------------------------------------------------------------

@@ -135,6 +135,8 @@ SEARCH_OUTPUT = _object({
     "max_tokens": {"type": "integer"},
     "text_tokens": {"type": "integer", "description": "estimated tokens of all hit texts"},
     "trimmed": {"type": "boolean", "description": "true when some hit text was cut to fit max_tokens"},
+    "notes": {**STRINGS, "description": "what was done with the query that the hits do not show: a facet value "
+                                        "or path that matches nothing, common words left out"},
 }, ["workspace", "hits", "stages", "semantic", "trimmed"], closed=False)
 
 READ_OUTPUT = _object({
@@ -177,6 +179,9 @@ INDEX_OUTPUT = _object({
     "changed": {"type": "integer"}, "renamed": {"type": "integer"}, "deleted": {"type": "integer"},
     "unchanged": {"type": "integer"}, "skipped": {"type": "integer"}, "seconds": {"type": "number"},
     "semantic": STATE,
+    "not_indexed": {"type": "array", "description": "given paths that are not indexed, each with why",
+                    "items": _object({"path": {"type": "string"}, "reason": {"type": "string"}},
+                                     ["path", "reason"], closed=False)},
 }, ["workspace", "semantic"], closed=False)
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
