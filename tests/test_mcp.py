@@ -236,7 +236,12 @@ def test_read_documents_and_workspaces(tmp_path: Path, notes: Path) -> None:
         assert cut["trimmed"] and cut["next_line"] == cut["line_end"] + 1
         assert cut["text"] == file_lines(notes / "storage.md", 1, cut["line_end"])
         found = (await call(session, "documents", {"query": "storage"})).structured_content
-        assert [d["path"] for d in found["documents"]] == ["storage.md"]
+        assert [d["path"] for d in found["documents"]] == ["storage.md"] and found["next_offset"] is None
+        first = await call(session, "documents", {"limit": 1})  # a page, and where the next one starts
+        assert [d["path"] for d in first.structured_content["documents"]] == ["net/network.md"]
+        assert first.structured_content["next_offset"] == 1 and "call again with offset 1" in first.content[0].text
+        rest = (await call(session, "documents", {"limit": 1, "offset": 1})).structured_content
+        assert [d["path"] for d in rest["documents"]] == ["storage.md"] and rest["next_offset"] is None
         spaces = (await call(session, "workspaces", {})).structured_content["workspaces"]
         assert [(w["name"], w["root"], w["documents"], w["semantic"]) for w in spaces] == [("kb", str(notes), 2, "off")]
         assert spaces[0]["chunks"] == status["chunks"] and spaces[0]["embedding"] is None
@@ -287,6 +292,22 @@ def test_an_empty_database_names_itself(tmp_path: Path) -> None:
         result = await call(session, "search", {"query": "gecko"})
         assert result.is_error and result.meta[ERROR_META]["code"] == -32060
         assert f"no workspace is registered in {db} yet" in result.content[0].text
+        listed = (await call(session, "workspaces", {})).content[0].text
+        assert "autodoc --call workspace.add" in listed and "Call the workspaces tool" not in listed
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_a_workspace_not_indexed_yet_says_so(tmp_path: Path, notes: Path) -> None:
+    """It said "semantic ready (0 of 0 sections embedded)", and a search's semantic stage that no document
+    was fully embedded yet."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes, embedder="local", index=False)
+
+    async def scenario(session: ClientSession) -> None:
+        assert "· not indexed yet" in (await call(session, "workspaces", {})).content[0].text
+        answer = (await call(session, "search", {"query": "gecko"})).structured_content
+        assert answer["stages"]["skipped"]["semantic"].startswith("the workspace has no indexed sections")
 
     talk(db, tmp_path / "server.log", scenario)
 

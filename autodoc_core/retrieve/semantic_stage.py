@@ -43,6 +43,8 @@ class SemanticSource:
             return "a new embedding model is filling", SWITCHING_CODE
         if self.index is None or len(self.index) == 0:
             embedded, total = self.progress
+            if total == 0:
+                return "the workspace has no indexed sections (not indexed yet, or no Markdown files)", UNSUPPORTED
             return f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)", UNSUPPORTED
         return None
 

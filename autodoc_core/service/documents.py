@@ -89,9 +89,12 @@ def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> 
     title or alias first, then prefixes, then the rest, each in path order."""
     if not isinstance(query, str):
         raise invalid_params("query must be a string")
-    limit = (opts or {}).get("limit", DEFAULT_LIST) if isinstance(opts, dict) else DEFAULT_LIST
+    opts = opts if isinstance(opts, dict) else {}
+    limit, offset = opts.get("limit", DEFAULT_LIST), opts.get("offset", 0)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
         raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIST}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise invalid_params(f"'offset' must be an integer from 0, got {offset!r}")
     needle = query.strip().lower()
     rows = conn.execute(
         "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
@@ -105,7 +108,7 @@ def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> 
         tier = 0 if needle in names else 1 if any(n.startswith(needle) for n in names) else 2
         ranked.append((tier, path, {"path": path, "title": title, "aliases": aliases, "line_count": line_count}))
     ranked.sort(key=lambda item: item[:2])
-    return [item[2] for item in ranked[:limit]]
+    return [item[2] for item in ranked[offset : offset + limit]]
 
 
 def _line_option(opts: dict[str, Any], key: str, default: int) -> int:
@@ -113,5 +116,5 @@ def _line_option(opts: dict[str, Any], key: str, default: int) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise invalid_params(f"'{key}' must be a line number (1 or more)")
+        raise invalid_params(f"'{key}' must be a line number (an integer, 1 or more), got {value!r}")
     return value

@@ -254,7 +254,11 @@ class Tools:
         limit = _int_argument(arguments, "limit", DEFAULT_DOCUMENTS, 1, MAX_DOCUMENTS)
         engine = self.engines.get()
         name = _workspace(engine, arguments)
-        result = {"workspace": name, "documents": engine.doc_list(name, query, {"limit": limit})}
+        offset = _int_argument(arguments, "offset", 0, 0, 10**9)
+        found = engine.doc_list(name, query, {"limit": limit + 1, "offset": offset})  # one more: are there more?
+        more = len(found) > limit
+        result = {"workspace": name, "documents": found[:limit], "offset": offset,
+                  "next_offset": offset + limit if more else None}
         return result, render_documents(result, query)
 
     def workspaces(self, arguments: dict[str, Any]) -> Answer:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodoc_core.errors import UNKNOWN_WORKSPACE
-from autodoc_core.surface.mcp_tools import FIXES
-
 
 def _stages_line(stages: dict[str, Any], semantic: str) -> str:
     parts = [f"{', '.join(stages['performed']) or 'nothing'} ran"]
@@ -70,19 +67,24 @@ def render_documents(result: dict[str, Any], query: str) -> str:
     for doc in documents:
         aliases = f" (aliases: {', '.join(doc['aliases'])})" if doc.get("aliases") else ""
         lines.append(f"- {doc['path']} · {doc['title']}{aliases} · {doc['line_count']} lines")
+    if result.get("next_offset") is not None:
+        lines.append(f"(More: call again with offset {result['next_offset']}.)")
     return "\n".join(lines)
 
 
 def render_workspaces(result: dict[str, Any]) -> str:
     if not result["workspaces"]:
-        return "No workspace yet. " + FIXES[UNKNOWN_WORKSPACE]
+        return ("No workspace in this database yet. Add a folder once from a shell: "
+                "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]' (or from Neovim: "
+                ":AutodocWorkspaceAdd), then index it: autodoc --call workspace.index '[\"NAME\"]'.")
     lines = []
     for ws in result["workspaces"]:
         embedding = ws["embedding"]
         progress = f" ({embedding['embedded']} of {embedding['total']} sections embedded)" if embedding else ""
         problems = f" · {_count(ws['problems'], 'file problem')}" if ws["problems"] else ""
+        state = f"semantic {ws['semantic']}{progress}" if ws["indexed_at"] is not None else "not indexed yet"
         lines.append(f"- {ws['name']}: {ws['root']} · {_count(ws['documents'], 'document')}, "
-                     f"{_count(ws['chunks'], 'section')} · semantic {ws['semantic']}{progress}{problems}")
+                     f"{_count(ws['chunks'], 'section')} · {state}{problems}")
     return "\n".join(lines)
 
 

@@ -35,7 +35,7 @@ FIXES = {
     NOT_FOUND: "Call documents to find the file's path.",
     INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
     UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
-                 "configured and filled.",
+                 "configured and has embedded the documents; the workspaces tool shows the progress.",
     SWITCHING: "Leave stages out (or include \"lexical\") to search by words meanwhile; the workspaces tool "
                "shows the embedding's progress.",
     EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
@@ -159,6 +159,8 @@ DOCUMENTS_OUTPUT = _object({
     "documents": {"type": "array", "items": _object({
         "path": {"type": "string"}, "title": {"type": "string"}, "aliases": STRINGS,
         "line_count": {"type": "integer"}}, ["path", "title"], closed=False)},
+    "offset": {"type": "integer"},
+    "next_offset": {"type": ["integer", "null"], "description": "where the next page starts; null at the end"},
 }, ["workspace", "documents"], closed=False)
 
 EMBEDDING = {"type": ["object", "null"], "properties": {
@@ -220,6 +222,7 @@ TOOLS = [
             "query": {"type": "string", "description": "part of a title, alias or path; empty lists all"},
             "workspace": WORKSPACE_ARG,
             "limit": _integer("documents to return", 1, MAX_DOCUMENTS, DEFAULT_DOCUMENTS),
+            "offset": _integer("documents to pass over first (the last answer's next_offset)", 0, 10**9, 0),
         }),
         output_schema=DOCUMENTS_OUTPUT, annotations=READ_ONLY),
     types.Tool(
