@@ -225,6 +225,7 @@ def test_reading_past_a_line_longer_than_the_budget_makes_progress(tmp_path: Pat
 
 
 def test_read_documents_and_workspaces(tmp_path: Path, notes: Path) -> None:
+    write(notes, "_schema/frontmatter.yaml", "common: {status: string}\ntypes:\n  adr: {number: integer}\n")
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)
 
@@ -245,6 +246,10 @@ def test_read_documents_and_workspaces(tmp_path: Path, notes: Path) -> None:
         spaces = (await call(session, "workspaces", {})).structured_content["workspaces"]
         assert [(w["name"], w["root"], w["documents"], w["semantic"]) for w in spaces] == [("kb", str(notes), 2, "off")]
         assert spaces[0]["chunks"] == status["chunks"] and spaces[0]["embedding"] is None
+        assert spaces[0]["facets"] == {"tag": "list", "status": "string", "type": "string",
+                                       "number": "integer (type adr)"}
+        listed = (await call(session, "workspaces", {})).content[0].text
+        assert "filter fields (field:value, -field:value in a query): tag (list), status (string)" in listed
 
     with Engine(db) as engine:
         status = engine.workspace_status("kb")

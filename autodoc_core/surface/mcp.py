@@ -347,8 +347,20 @@ def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:
     return {
         "name": status["name"], "root": status["root"], "documents": status["documents"],
         "chunks": status["chunks"], "indexed_at": status["indexed_at"], "semantic": status["semantic"],
-        "embedding": embedding, "problems": len(status["problems"]),
+        "embedding": embedding, "problems": len(status["problems"]), "facets": _facet_fields(status["schema"]),
     }
+
+
+def _facet_fields(schema: dict[str, Any]) -> dict[str, str]:
+    """The fields a query can filter on (``field:value``), with their type: the built-in tag, the schema's
+    common fields, and each document type's own (``type`` becomes a field when types are declared)."""
+    fields = {"tag": "list", **schema["common"]}
+    if schema["types"]:
+        fields.setdefault("type", "string")
+    for type_name, declared in schema["types"].items():
+        for name, kind in declared.items():
+            fields.setdefault(name, f"{kind} (type {type_name})")
+    return fields
 
 
 # -- plain-text renderings, for clients that show only text --------------------------------------

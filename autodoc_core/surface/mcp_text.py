@@ -85,6 +85,8 @@ def render_workspaces(result: dict[str, Any]) -> str:
         state = f"semantic {ws['semantic']}{progress}" if ws["indexed_at"] is not None else "not indexed yet"
         lines.append(f"- {ws['name']}: {ws['root']} · {_count(ws['documents'], 'document')}, "
                      f"{_count(ws['chunks'], 'section')} · {state}{problems}")
+        facets = ", ".join(f"{name} ({kind})" for name, kind in ws["facets"].items())
+        lines.append(f"  filter fields (field:value, -field:value in a query): {facets}")
     return "\n".join(lines)
 
 

@@ -97,7 +97,8 @@ An empty query lists the workspace's documents in path order."""
 
 WORKSPACES_DESCRIPTION = """\
 List the knowledge bases this server searches: name, root folder, document and section counts, when \
-last indexed, and the semantic state with embedding progress (embedded of total sections)."""
+last indexed, the semantic state with embedding progress (embedded of total sections), and the fields \
+a query can filter on (field:value) with their types."""
 
 INDEX_DESCRIPTION = """\
 Re-index a workspace (or only the given relative paths) after files changed on disk: returns counts \
@@ -172,7 +173,9 @@ WORKSPACES_OUTPUT = _object({
     "workspaces": {"type": "array", "items": _object({
         "name": {"type": "string"}, "root": {"type": "string"}, "documents": {"type": "integer"},
         "chunks": {"type": "integer"}, "indexed_at": {"type": ["number", "null"]}, "semantic": STATE,
-        "embedding": EMBEDDING, "problems": {"type": "integer"}},
+        "embedding": EMBEDDING, "problems": {"type": "integer"},
+        "facets": {"type": "object", "additionalProperties": {"type": "string"},
+                   "description": "fields a query filters on with field:value, and their types"}},
         ["name", "root", "documents", "chunks", "semantic"], closed=False)},
 }, ["workspaces"], closed=False)
 
