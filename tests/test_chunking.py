@@ -132,3 +132,48 @@ def test_line_count_is_what_an_editor_shows() -> None:
     assert parse("# A\n\nbody").line_count == 3
     assert parse("# A\n\nbody\n\n").line_count == 4
     assert parse("").line_count == 1
+
+
+KEP_LIKE = """\
+# KEP-2400: Node memory swap support
+
+<!-- toc -->
+- [Summary](#summary)
+  - [Goals](#goals)
+- [Swap limits](#swap-limits)
+<!-- /toc -->
+
+## Summary
+
+Kubelets may use swap on Linux nodes.
+<!--
+Template guidance: what are the risks of swap? Explain the swap design here.
+-->
+More on swap.
+
+## Risks
+
+<!-- What are the risks of this proposal? -->
+
+## Swap limits
+
+- [Limits in the kernel docs](https://docs.kernel.org/admin-guide/cgroup-v2.html#swap) apply.
+- Every pod gets a share.
+"""
+
+
+def test_comments_and_tables_of_contents_are_not_indexed() -> None:
+    """The table of contents names every heading, so it matched any query with heading words, and
+    template comments (unseen in rendered Markdown) made sections of guidance alone; both ranked above the
+    sections with text. They are left out of a section's text, and a section of nothing else is no chunk.
+    A list of links that leave the page is text."""
+    doc = parse(KEP_LIKE)
+    assert [c.breadcrumb.split(" › ")[-1] for c in doc.chunks] == ["Summary", "Swap limits"]
+    summary, limits = doc.chunks
+    assert summary.body == "Kubelets may use swap on Linux nodes.\nMore on swap."
+    assert (summary.line_start, summary.line_end) == (9, 15)  # the span is the file's, comments included
+    assert limits.body.startswith("- [Limits in the kernel docs]")
+    assert_spans_exact(KEP_LIKE.encode(), doc.chunks)
+    plain = parse(KEP_LIKE.replace("<!--", "").replace("-->", ""))
+    assert plain.chunks[-1].text_hash == limits.text_hash  # a section without them keeps its text, and vector
+    assert parse("# Only a toc\n\n<!-- toc -->\n- [A](#a)\n<!-- /toc -->\n").chunks[0].breadcrumb == "Only a toc"

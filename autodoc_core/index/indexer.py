@@ -47,7 +47,9 @@ from autodoc_core.retrieve.symbols import store_symbols
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
 
-PARSER_VERSION = 3  # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline
+# 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline; 4: comments and
+# tables of contents are not indexed, and sections with no text are no chunks
+PARSER_VERSION = 4
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600

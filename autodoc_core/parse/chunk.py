@@ -2,7 +2,8 @@
 
 A section runs from a heading to the next heading of any level. A section within the token
 budget is one chunk; a larger one is split between top-level blocks (paragraphs, lists, code
-fences, tables are never cut), and every part keeps the section's breadcrumb.
+fences, tables are never cut), and every part keeps the section's breadcrumb. HTML comments and
+tables of contents are left out of the text, and a section (or part) that held only those is no chunk.
 """
 
 from __future__ import annotations
@@ -121,8 +122,19 @@ def _text(lines: list[str], start: int, end: int) -> str:
     return "\n".join(lines[start:end]).strip()
 
 
+def _shown_text(lines: list[str], start: int, end: int, blocks: list[Block]) -> str:
+    """The lines start..end without those of hidden blocks (comments, a table of contents); exactly
+    ``_text`` when there are none, so a section without them keeps its text and its vector."""
+    hidden = [b for b in blocks if b.hidden]
+    if not hidden:
+        return _text(lines, start, end)
+    skipped = {number for b in hidden for number in range(b.start, b.end)}
+    return "\n".join(line for number, line in enumerate(lines[start:end], start) if number not in skipped).strip()
+
+
 def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], title: str, budget: int) -> list[Chunk]:
     chunks: list[Chunk] = []
+    hidden_only: list[Chunk] = []
     sections = _sections(blocks, title)
     for position, section in enumerate(sections):
         following = sections[position + 1] if position + 1 < len(sections) else None
@@ -134,7 +146,7 @@ def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], titl
         current: list[Block] = []
         used = head_tokens
         for block in section.blocks:
-            cost = estimate_tokens(_text(lines, block.start, block.end))
+            cost = 0 if block.hidden else estimate_tokens(_text(lines, block.start, block.end))
             if current and used + cost > budget:
                 parts.append(current)
                 current, used = [], head_tokens
@@ -151,9 +163,15 @@ def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], titl
                 continue
             end = part[-1].end if part else section.heading.end  # type: ignore[union-attr]
             last = _last_content_line(lines, first, end)
-            body = _text(lines, body_start, end) if part else ""
-            chunks.append(make_chunk("section", section.breadcrumb, body, first, last, table))
-    return chunks
+            body = _shown_text(lines, body_start, end, part) if part else ""
+            chunk = make_chunk("section", section.breadcrumb, body, first, last, table)
+            if part and all(block.hidden for block in part):
+                # Only comments or a table of contents (a KEP's template guidance, `<!-- toc -->`): nothing
+                # to land on, and the short text outranked every section with text for the heading's words.
+                hidden_only = hidden_only or [chunk]
+                continue
+            chunks.append(chunk)
+    return chunks or hidden_only  # a document of nothing else keeps its first, to be found by its title
 
 
 _TOP_LEVEL_KEY = re.compile(r"^[^\s#-][^:]*:")

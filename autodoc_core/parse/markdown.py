@@ -36,6 +36,12 @@ class Block:
     end: int
     heading_level: int = 0
     heading_text: str = ""
+    hidden: bool = False  # an HTML comment or a table of contents: not shown as text, not indexed
+
+
+# An HTML block of comments only, and a list item of in-page links only (a table of contents).
+_COMMENTS_ONLY = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
+_ANCHOR_LINKS_ONLY = re.compile(r"\s*(?:\[[^\]\n]*\]\(#[^)\s]*\)\s*)+")
 
 
 @dataclass
@@ -118,11 +124,30 @@ def parse_structure(text: str, relpath: str) -> MarkdownStructure:
                 block.heading_text = heading_plain_text(tokens[index + 1])
                 if block.heading_level == 1 and result.first_h1 is None:
                     result.first_h1 = block.heading_text
+            block.hidden = _hidden(tokens, index)
             result.blocks.append(block)
         index += 1
     result.tags = list(tags)
     result.link_keys = list(links)
     return result
+
+
+def _hidden(tokens: list[Token], index: int) -> bool:
+    """A top-level block that holds no text a reader sees or searches for: HTML comments (template guidance
+    such as a KEP's, ``<!-- toc -->`` markers), or a list of in-page links only (a table of contents, which
+    names every heading and so matched any query with heading words)."""
+    token = tokens[index]
+    if token.type == "html_block":
+        return bool(_COMMENTS_ONLY.fullmatch(token.content))
+    if token.type not in ("bullet_list_open", "ordered_list_open"):
+        return False
+    inlines = []
+    for inner in tokens[index + 1 :]:
+        if inner.level == 0:  # the list's closing token
+            break
+        if inner.type == "inline":
+            inlines.append(inner.content)
+    return bool(inlines) and all(_ANCHOR_LINKS_ONLY.fullmatch(text) for text in inlines)
 
 
 def code_spans(text: str) -> list[tuple[int, int, int]]:
