@@ -169,6 +169,15 @@ def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, n
         assert "Note: paths: 'docs/net' names no indexed file or folder" in nowhere.content[0].text
         tagged = await call(session, "search", {"query": "tag:storage"})
         assert {h["path"] for h in tagged.structured_content["hits"]} == {"storage.md"}
+        # A listing of documents gives their paths, not their text (frontmatter first) until the budget is spent.
+        assert [(h["kind"], h["text"]) for h in tagged.structured_content["hits"]] == [("document", "")]
+        assert "(a listed document: read lines 1-" in tagged.content[0].text
+        bare = await call(session, "search", {"query": "gecko", "max_tokens": 0})  # no text asked for, none cut
+        assert all(h["text"] == "" for h in bare.structured_content["hits"])
+        assert "(no text" not in bare.content[0].text and "trimmed" not in bare.content[0].text
+        long = "gecko " * 4000
+        echoed = await call(session, "search", {"query": long})
+        assert len(echoed.structured_content["query"]) == 300 and len(echoed.content[0].text) < 5000
 
     talk(db, tmp_path / "server.log", scenario)
 
@@ -262,6 +271,7 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
     write(tmp_path, "outside.md", "# Outside\n")
     bad_calls = [
         ("search", {"query": "gecko", "workspace": "nope"}, -32060, "workspaces tool"),
+        ("search", {"query": "gecko", "workspace": "KB"}, -32060, "no workspace named 'KB' (this database has kb)"),
         ("search", {"query": "gecko", "facets": {"owner": "ops"}}, -32602, "not declared"),
         ("search", {"query": "gecko", "limit": 51}, -32602, "from 1 to 50"),
         ("search", {"query": "gecko", "limit": 0}, -32602, "from 1 to 50"),
@@ -283,6 +293,8 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
             assert result.structured_content is None  # an error is no answer to check against the output schema
             assert result.meta[ERROR_META]["code"] == code, (tool, arguments, result.meta)
             assert words in result.content[0].text, (words, result.content[0].text)
+        absolute = await call(session, "read", {"path": str(notes / "net" / "network.md")})  # inside the root
+        assert absolute.structured_content["path"] == "net/network.md"
         still = await call(session, "search", {"query": "gecko"})  # the server kept serving
         assert not still.is_error and still.structured_content["hits"]
 

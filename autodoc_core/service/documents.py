@@ -13,7 +13,7 @@ import apsw
 from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
 from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
-from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside
+from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside, relative_to_root
 from autodoc_core.store.workspace import Workspace
 
 MAX_LIST = 1000
@@ -74,6 +74,8 @@ def resolve_inside(ws: Workspace, path: Any) -> tuple[str, str]:
     """(absolute path, path relative to the root) of a Markdown file that resolves inside the root."""
     if not isinstance(path, str) or not path:
         raise invalid_params("path must be a non-empty string relative to the workspace root")
+    if "\x00" not in path:
+        path = relative_to_root(ws.root, path)  # an absolute path inside the root, as an agent may give it
     if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
         raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
     abspath = os.path.realpath(os.path.join(ws.root, path))

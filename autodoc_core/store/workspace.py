@@ -167,7 +167,10 @@ def get(conn: apsw.Connection, name: Any) -> Workspace:
         raise invalid_params(f"workspace name must be a string, got {name!r}")
     row = conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE name = ?", (name,)).fetchone()
     if row is None:
-        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}; add it with workspace.add", name=name)
+        names = [known for (known,) in conn.execute("SELECT name FROM workspaces ORDER BY name")]
+        listed = f" (this database has {', '.join(names)})" if names else ""
+        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}{listed}; add it with workspace.add",
+                           name=name)
     return _row(row)
 
 

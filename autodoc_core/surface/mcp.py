@@ -224,7 +224,7 @@ class Tools:
         files = FileLines(engine, name)
         hits = [_hit(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
         result = {
-            "workspace": name, "query": query, "hits": hits, "stages": answer["stages"],
+            "workspace": name, "query": _shortened(query), "hits": hits, "stages": answer["stages"],
             "semantic": answer["semantic"], "mode_used": answer["mode_used"],
             "max_tokens": budget.total, "text_tokens": budget.used, "trimmed": budget.trimmed,
             "notes": _query_notes(answer["query"]),
@@ -312,7 +312,8 @@ class FileLines:
 
 def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> dict[str, Any]:
     first, last = hit["line_start"], hit["line_end"]
-    lines, problem = files.section(hit["path"], first, last)
+    # A facet-only query lists whole documents: their text (frontmatter first) spent the budget of the list.
+    lines, problem = files.section(hit["path"], first, last) if hit["kind"] != "document" else ([], None)
     kept = budget.take(lines)
     shaped = {
         "rank": rank, "path": hit["path"], "title": hit["title"], "breadcrumb": hit["breadcrumb"],
@@ -324,6 +325,11 @@ def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> di
     if problem:
         shaped["text_problem"] = problem
     return shaped
+
+
+def _shortened(text: str, most: int = 300) -> str:
+    """A query as echoed back: a pasted log of 20,000 characters came back twice in full."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _query_notes(parsed: dict[str, Any]) -> list[str]:

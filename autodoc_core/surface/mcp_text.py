@@ -28,11 +28,15 @@ def render_search(result: dict[str, Any]) -> str:
         lines += ["", header]
         if hit["text"]:
             lines.append(hit["text"])
-        if not hit["text_complete"]:
+        if hit["kind"] == "document":
+            lines.append(f"(a listed document: read lines {hit['line_start']}-{hit['line_end']} with the read tool)")
+        elif result["max_tokens"] == 0:  # no text was asked for: nothing was cut
+            continue
+        elif not hit["text_complete"]:
             lines.append(_rest_of(hit))
         elif hit.get("text_problem"):
             lines.append(f"({hit['text_problem']})")
-    if result["trimmed"]:
+    if result["trimmed"] and result["max_tokens"] > 0:
         lines += ["", f"(Section texts were trimmed to the {result['max_tokens']}-token budget, at line ends; "
                       "read the rest with the read tool or raise max_tokens.)"]
     return "\n".join(lines)

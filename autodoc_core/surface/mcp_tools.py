@@ -31,7 +31,7 @@ FIXES = {
     UNKNOWN_WORKSPACE: "Call the workspaces tool for the names; a new folder is added once from a shell: "
                        "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]'.",
     OUTSIDE_ROOT: "Give the path relative to the workspace root, as search and documents return it "
-                  "(no leading /, no ..).",
+                  "(or absolute inside the root; no ..).",
     NOT_FOUND: "Call documents to find the file's path.",
     INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
     UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
