@@ -245,11 +245,13 @@ def test_workspace_add_counts_with_a_bounded_walk(nvim, tmp_path: Path) -> None:
     ready(nvim)
     small = tmp_path / "small-kb"
     write(small, "x.md", "# X\n")
+    write(small, "README.MD", "# Upper case, as the indexer counts it\n")
     write(small, "node_modules/pkg/README.md", "# pkg\n")
+    write(small, "__pycache__/cached.md", "# skipped by the indexer\n")
     write(small, ".git/notes.md", "# hidden\n")
     nvim.command(f"AutodocWorkspaceAdd {small}/")
     wait_for(lambda: list_lines(nvim) and str(small) in list_lines(nvim)[0])
-    assert "1 Markdown files" in list_lines(nvim)[0]
+    assert "2 Markdown files" in list_lines(nvim)[0]
     nvim.input("<Esc>")
     big = tmp_path / "big-kb"
     walk = lua(nvim, "return require('autodoc.picker.finder').LIST_WALK")

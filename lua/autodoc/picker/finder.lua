@@ -70,22 +70,25 @@ end
 M.LIST_WALK = 2000
 M.PREVIEW_WALK = 20000
 
---- The Markdown files under `path` (relative to it), hidden folders and node_modules skipped, looking
---- at no more than `budget` entries; `complete` is false when the walk stopped early.
+--- The Markdown files under `path` (relative to it), hidden folders, node_modules and __pycache__ skipped
+--- as the indexer does (`.MD` is Markdown too), looking at no more than `budget` entries; `complete` is
+--- false when the walk stopped early.
 ---@param path string
 ---@param budget integer
 ---@return string[] files, boolean complete
 function M.markdown_files(path, budget)
   local files, seen = {}, 0
   local skip = function(dir)
-    return not vim.startswith(vim.fs.basename(dir), '.') and vim.fs.basename(dir) ~= 'node_modules'
+    local base = vim.fs.basename(dir)
+    return not vim.startswith(base, '.') and base ~= 'node_modules' and base ~= '__pycache__'
   end
   for name, kind in vim.fs.dir(path, { depth = 32, skip = skip }) do
     seen = seen + 1
     if seen > budget then
       return files, false
     end
-    if kind == 'file' and (name:match('%.md$') or name:match('%.markdown$')) then
+    local lower = name:lower()
+    if kind == 'file' and (lower:match('%.md$') or lower:match('%.markdown$')) then
       table.insert(files, name)
     end
   end
