@@ -177,3 +177,13 @@ def test_comments_and_tables_of_contents_are_not_indexed() -> None:
     plain = parse(KEP_LIKE.replace("<!--", "").replace("-->", ""))
     assert plain.chunks[-1].text_hash == limits.text_hash  # a section without them keeps its text, and vector
     assert parse("# Only a toc\n\n<!-- toc -->\n- [A](#a)\n<!-- /toc -->\n").chunks[0].breadcrumb == "Only a toc"
+
+
+def test_what_looks_like_a_comment_or_a_toc_but_holds_content_is_kept() -> None:
+    """A line of many comments then text is content (and is read in linear time: the first pattern
+    backtracked through every split of the comments, minutes for 30 of them); so is a list of in-page links
+    whose items hold a code block."""
+    many = parse("# T\n\n" + "<!-- c -->" * 40 + " visible text\n")
+    assert many.chunks[0].body.endswith("visible text")
+    nested = parse("# T\n\n- [A](#a)\n\n  ```\n  code here\n  ```\n- [B](#b)\n")
+    assert "code here" in nested.chunks[0].body

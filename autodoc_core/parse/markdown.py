@@ -40,7 +40,9 @@ class Block:
 
 
 # An HTML block of comments only, and a list item of in-page links only (a table of contents).
-_COMMENTS_ONLY = re.compile(r"\s*(?:<!--.*?-->\s*)+", re.DOTALL)
+_COMMENTS_ONLY = re.compile(r"\s*(?:<!--(?:(?!-->).)*-->\s*)+", re.DOTALL)  # a comment cannot span "-->"
+_LIST_STRUCTURE = {f"{kind}_{side}" for kind in ("bullet_list", "ordered_list", "list_item", "paragraph")
+                   for side in ("open", "close")}
 _ANCHOR_LINKS_ONLY = re.compile(r"\s*(?:\[[^\]\n]*\]\(#[^)\s]*\)\s*)+")
 
 
@@ -147,6 +149,8 @@ def _hidden(tokens: list[Token], index: int) -> bool:
             break
         if inner.type == "inline":
             inlines.append(inner.content)
+        elif inner.type not in _LIST_STRUCTURE:  # a code block, a table, HTML inside an item: content
+            return False
     return bool(inlines) and all(_ANCHOR_LINKS_ONLY.fullmatch(text) for text in inlines)
 
 
