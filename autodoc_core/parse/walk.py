@@ -207,12 +207,6 @@ def relative_to_root(root: str, path: str) -> str:
         if is_inside(root, candidate):
             return os.path.relpath(candidate, root)
     return path
-    real_root = os.path.realpath(root)
-    for candidate in (os.path.normpath(path), os.path.realpath(path)):
-        if is_inside(real_root, candidate) or is_inside(root.rstrip(os.sep), candidate):
-            base = real_root if is_inside(real_root, candidate) else root.rstrip(os.sep)
-            return os.path.relpath(candidate, base)
-    return path
 
 
 def not_indexed_reason(root: str, relpath: str) -> str:
