@@ -58,3 +58,23 @@ class AutodocError(Exception):
 
 def invalid_params(reason: str, **data: Any) -> AutodocError:
     return AutodocError(INVALID_PARAMS, reason, **data)
+
+
+def from_sqlite(exc: BaseException) -> AutodocError | None:
+    """What SQLite's own failures mean to a user, or None for anything else (a bug). A full disk, a read-only
+    folder or a lock another process keeps (a writer stopped mid-transaction) were reported as bugs."""
+    import apsw
+
+    detail = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, apsw.FullError):
+        return AutodocError(IO_ERROR, f"the disk that holds the database is full ({detail}); free some space and "
+                            "try again: nothing was half-written")
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return AutodocError(BUSY, f"another process holds the database's lock ({detail}): one that is writing, "
+                            "or that stopped or hung while writing; try again, and if it stays, find it "
+                            "(workspace.status: writer_lease)")
+    if isinstance(exc, apsw.ReadOnlyError | apsw.CantOpenError | apsw.IOError | apsw.PermissionsError):
+        return AutodocError(IO_ERROR, f"the database cannot be opened or written ({detail}): is its folder or "
+                            "file system read-only, or was the file moved away?")
+    return None
+

@@ -109,3 +109,23 @@ def test_an_unreachable_model_is_asked_once_and_searches_answer_by_words_meanwhi
         assert answer["stages"]["performed"] == ["lexical"]
         assert "did not answer within the 0.2 s deadline" in answer["stages"]["skipped"]["semantic"]
         assert answer["hits"][0]["path"] == "network.md"
+
+
+def test_a_lock_another_process_keeps_is_busy_not_a_bug(tmp_path: Path, kb: Path) -> None:
+    """A process that stopped (or hung) inside a write transaction keeps SQLite's lock: a write from the
+    command line waited out the busy timeout and then reported "internal error: BusyError", documented as
+    a bug in AutoDoc. It is rpc.busy with what to do."""
+    import apsw
+
+    db = tmp_path / "a.db"
+    write(kb, "a.md", "# A\n\ntext\n")
+    assert cli(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    holder = apsw.Connection(str(db))
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        code, answer = cli(db, "workspace.configure", ["kb", {"fusion": "rrf"}])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1 and error_code(answer) == -32066
+    assert "another process holds the database's lock" in answer["error"]["data"]["reason"]

@@ -127,18 +127,24 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     return False
 
 
+# INDEXED BY: left to itself SQLite took chunks_hash and sorted every missing chunk for each batch (1.2 s a
+# batch at 200,000 chunks); walking chunks_doc from the cursor reads only what the batch needs.
+MISSING_TEXTS_SQL = (
+    "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c INDEXED BY chunks_doc "
+    "WHERE c.ws_id = ? AND c.doc_id >= ? "
+    "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
+    "AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?"
+)
+
+
 def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_document: int,
                    size: int) -> list[tuple[str, str, str, int]]:
     """Up to ``size`` distinct chunk texts without a vector for this model (hash, breadcrumb, body, document
     id), in document order from ``from_document``: a search uses a document only once all of its chunks
     have vectors, and texts in hash order left every document incomplete until the fill's last minutes.
-    Reading on from the last batch's document keeps each batch's query short on a large workspace."""
-    rows = conn.execute(
-        "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c WHERE c.ws_id = ? AND c.doc_id >= ? "
-        "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
-        "AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?",
-        (ws_id, from_document, fingerprint, size * 2),
-    )
+    Reading on from the last batch's document (along the chunks_doc index) keeps each batch's query short on a
+    large workspace."""
+    rows = conn.execute(MISSING_TEXTS_SQL, (ws_id, from_document, fingerprint, size * 2))
     distinct: dict[str, tuple[str, str, str, int]] = {}
     for row in rows:
         distinct.setdefault(row[0], row)
@@ -158,16 +164,18 @@ def check_model(store: Store, ws_id: int, embedder: Embedder, progress: Progress
     with store.write() as conn:
         row = conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
                            (ws_id, fingerprint)).fetchone()
-        if row is not None and not _same_model(np.frombuffer(row[0], dtype=np.float32), vector):
+        same = row is not None and _same_model(np.frombuffer(row[0], dtype=np.float32), vector)
+        if row is not None and not same:
             dropped = conn.execute("SELECT COUNT(*) FROM embeddings WHERE ws_id = ? AND model_fp = ?",
                                    (ws_id, fingerprint)).fetchone()[0]
             conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ?", (ws_id, fingerprint))
-            bump_epoch(conn, ws_id)
+            bump_epoch(conn, ws_id)  # every process's VectorIndex sees the new check row and lets go of them
             progress.model_replaced = (
                 f"the server's model behind {fingerprint} changed (its vector for a fixed text moved); "
                 f"its {dropped} vectors were dropped and are made again")
-        conn.execute("INSERT OR REPLACE INTO model_checks(ws_id, model_fp, vector) VALUES (?, ?, ?)",
-                     (ws_id, fingerprint, vector.tobytes()))
+        if not same:
+            conn.execute("INSERT OR REPLACE INTO model_checks(ws_id, model_fp, vector) VALUES (?, ?, ?)",
+                         (ws_id, fingerprint, vector.tobytes()))
     embedder.checked_for.add(ws_id)
 
 

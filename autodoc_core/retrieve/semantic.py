@@ -120,6 +120,7 @@ class VectorIndex:
         self.chunk_ids = np.zeros(0, dtype=np.int64)
         self.doc_ids = np.zeros(0, dtype=np.int64)
         self.text_keys = np.zeros(0, dtype=np.int64)  # which text each vector is of (see _text_key)
+        self.model_stamp: tuple | None = None  # the model check the held vectors were made under
         self.codes = np.zeros((0, 0), dtype=np.uint64)  # [words, n]: one contiguous row per word
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.eligible = np.zeros(0, dtype=bool)
@@ -133,6 +134,11 @@ class VectorIndex:
         with self.lock:
             if epoch == self.epoch:
                 return
+            stamp = conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
+                                 (self.ws_id, self.model_fp)).fetchone()
+            if stamp != self.model_stamp:  # the model behind the name was replaced: every held vector is its
+                self._compact(np.zeros(len(self.chunk_ids), dtype=bool))  # predecessor's (vectors.check_model)
+                self.model_stamp = stamp
             rows = conn.execute(
                 "SELECT c.id, c.doc_id, c.text_hash, e.id FROM chunks c JOIN embeddings e "
                 "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash WHERE c.ws_id = ?",

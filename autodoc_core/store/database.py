@@ -15,7 +15,7 @@ from pathlib import Path
 
 import apsw
 
-from autodoc_core.errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError
+from autodoc_core.errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError, from_sqlite
 from autodoc_core.store.lease import WriterLease
 from autodoc_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -57,6 +57,9 @@ def _open(path: Path, readonly: bool = False) -> apsw.Connection:
     except (apsw.NotADBError, apsw.CorruptError) as exc:
         conn.close()
         raise not_a_database(path, exc) from None
+    except apsw.Error as exc:  # a read-only file system cannot hold the WAL's shared memory file, a full disk
+        conn.close()
+        raise from_sqlite(exc) or AutodocError(IO_ERROR, f"cannot open database {path}: {exc}") from None
     return conn
 
 

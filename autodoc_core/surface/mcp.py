@@ -37,6 +37,7 @@ from autodoc_core.errors import (
     INVALID_PARAMS,
     UNKNOWN_WORKSPACE,
     AutodocError,
+    from_sqlite,
     invalid_params,
 )
 
@@ -399,7 +400,9 @@ def build_server(tools: Tools) -> Server:
             structured, text = await anyio.to_thread.run_sync(tools.run, params.name, params.arguments or {})
         except AutodocError as exc:
             return error_result(params.name, exc)
-        except Exception as exc:  # a bug: reported as a tool error, and the server keeps serving
+        except Exception as exc:  # a bug (or SQLite's disk, lock or permission failure): the server keeps serving
+            if (known := from_sqlite(exc)) is not None:
+                return error_result(params.name, known)
             log.exception("tool %s failed", params.name)
             return error_result(params.name, AutodocError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],

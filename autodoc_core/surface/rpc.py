@@ -21,6 +21,7 @@ from autodoc_core.errors import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     AutodocError,
+    from_sqlite,
 )
 from autodoc_core.service.engine import Engine
 from autodoc_core.surface.wire import to_json
@@ -74,6 +75,8 @@ def call(engine: Engine, method: Any, params: Any) -> Any:
 def error_object(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, AutodocError):
         return exc.to_rpc()
+    if (known := from_sqlite(exc)) is not None:
+        return known.to_rpc()
     traceback.print_exc(file=sys.stderr)
     return AutodocError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}").to_rpc()
 
