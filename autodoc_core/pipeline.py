@@ -272,10 +272,11 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
 
 def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], pool: int,
             frequencies: lexical.DocumentFrequencies, found: SemanticFound | None) -> list[Hit]:
-    """Hits up to the limit where the per-document cap left fewer: a few long documents can fill every
-    retriever's candidates. The retrievers that came back full are asked for ``FILL_FACTOR`` times as many
-    (twice at most), and the sections that adds go below the ranked ones, so the top of an answer does not
-    depend on its limit. The query info keeps the first round's figures and says what the fill added."""
+    """Hits up to the limit where the per-document cap left fewer: a few long documents can fill a
+    retriever's candidates. When one came back full, the retrievers are asked again for ``FILL_FACTOR`` times
+    as many (twice at most), and the sections that adds go below the ranked ones, so the fused order of the
+    first hits does not depend on the limit (demotion and re-ranking come after, over the whole list). The
+    query info keeps the first round's figures and says what the fill added."""
     info = dict(run.report.query_info)
     before = len(ranked)
     for _ in range(FILL_ROUNDS):

@@ -199,6 +199,8 @@ def test_a_file_edited_since_indexing_says_its_lines_may_be_off(tmp_path: Path, 
         assert all("text_problem" not in h for h in fresh)
         assert "(the file changed since it was indexed" in (await call(session, "search", {"query": "gecko"})
                                                              ).content[0].text
+        bare = await call(session, "search", {"query": "gecko", "max_tokens": 0})  # said with no text too
+        assert "(the file changed since it was indexed" in bare.content[0].text
         read = await call(session, "read", {"path": "storage.md"})
         assert read.structured_content["changed_since_indexed"] is True
         assert "changed since it was indexed" in read.content[0].text

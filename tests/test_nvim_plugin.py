@@ -249,6 +249,7 @@ def test_workspace_add_counts_with_a_bounded_walk(nvim, tmp_path: Path) -> None:
     write(small, "node_modules/pkg/README.md", "# pkg\n")
     write(small, "__pycache__/cached.md", "# skipped by the indexer\n")
     write(small, ".git/notes.md", "# hidden\n")
+    write(small, ".draft.md", "# a hidden file, skipped by the indexer\n")
     nvim.command(f"AutodocWorkspaceAdd {small}/")
     wait_for(lambda: list_lines(nvim) and str(small) in list_lines(nvim)[0])
     assert "2 Markdown files" in list_lines(nvim)[0]

@@ -30,8 +30,9 @@ def render_search(result: dict[str, Any]) -> str:
             lines.append(hit["text"])
         if hit["kind"] == "document":
             lines.append(f"(a listed document: read lines {hit['line_start']}-{hit['line_end']} with the read tool)")
-        elif result["max_tokens"] == 0:  # no text was asked for: nothing was cut
-            continue
+        elif result["max_tokens"] == 0:  # no text was asked for: nothing was cut, but a changed file is news
+            if hit.get("text_problem"):
+                lines.append(f"({hit['text_problem']})")
         elif not hit["text_complete"]:
             lines.append(_rest_of(hit))
         elif hit.get("text_problem"):

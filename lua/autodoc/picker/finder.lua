@@ -87,8 +87,8 @@ function M.markdown_files(path, budget)
     if seen > budget then
       return files, false
     end
-    local lower = name:lower()
-    if kind == 'file' and (lower:match('%.md$') or lower:match('%.markdown$')) then
+    local lower = vim.fs.basename(name):lower()
+    if kind == 'file' and not vim.startswith(lower, '.') and (lower:match('%.md$') or lower:match('%.markdown$')) then
       table.insert(files, name)
     end
   end
