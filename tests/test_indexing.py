@@ -377,3 +377,36 @@ def test_status_shows_an_index_run_under_way(engine, kb: Path) -> None:
         run.join(timeout=120)
     assert (during["phase"], during["scanned"], during["to_write"], during["written"]) == ("writing", 300, 300, 120)
     assert engine.workspace_status("kb")["indexing"] is None
+
+
+def test_settings_changed_by_two_processes_while_a_run_writes_are_both_kept(engine, kb: Path, tmp_path: Path) -> None:
+    """Two other processes change different settings while an index run holds the write: each read the
+    configuration before it waited, and the second write put back the value the first had changed."""
+    import threading
+
+    from autodoc_core.index import checkpoints
+    from autodoc_core.service.engine import Engine
+
+    for i in range(20):
+        write(kb, f"n{i:02}.md", f"# Note {i}\n\nbody {i}\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    others = [Engine(tmp_path / "autodoc.db"), Engine(tmp_path / "autodoc.db")]
+    try:
+        with checkpoints.Hold("index.document", 10) as hold:
+            run = threading.Thread(target=engine.workspace_index, args=("kb",))
+            run.start()
+            assert hold.arrived.wait(timeout=120)
+            changes = [threading.Thread(target=other.workspace_configure, args=("kb", change))
+                       for other, change in zip(others, ({"fusion": "rrf"}, {"semantic_deadline": 7}), strict=True)]
+            for change in changes:
+                change.start()
+            hold.release.set()
+            run.join(timeout=120)
+            for change in changes:
+                change.join(timeout=120)
+        settings = engine.workspace_status("kb")["settings"]
+        assert (settings["fusion"], settings["semantic_deadline"]) == ("rrf", 7)
+    finally:
+        for other in others:
+            other.close()

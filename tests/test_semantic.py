@@ -383,6 +383,33 @@ def test_the_document_order_fill_reads_along_the_document_index(engine, kb: Path
     assert "USING INDEX chunks_doc" in plan and "TEMP B-TREE" not in plan
 
 
+def test_a_fill_stops_at_its_next_batch_when_the_model_is_replaced(engine, kb: Path) -> None:
+    """The user switches models while the old one fills: the old fill went on to its end (hours on a large
+    workspace) before the new one began, and with two processes both models filled side by side. It stops
+    after the batch in flight."""
+    for i in range(40):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nkiwi fact {i}\n")
+    with model_server("tei", Behaviour(hold_after=2)) as old, model_server("tei", Behaviour(model="new")) as new:
+        engine.workspace_add("kb", str(kb))
+        config = tei_config(old.url)
+        config["embedder"].update(batch_size=4, timeout=120)
+        engine.workspace_configure("kb", config)
+        engine.workspace_index("kb")
+        reports: list[dict] = []
+        filler = threading.Thread(target=lambda: reports.append(engine.workspace_index("kb", {"wait": "semantic"})))
+        filler.start()
+        try:
+            assert old.behaviour.holding.wait(timeout=60)
+            engine.workspace_configure("kb", {"embedder": {**config["embedder"], "url": new.url, "model": "new"}})
+        finally:
+            old.behaviour.release.set()
+            filler.join(timeout=120)
+        assert old.behaviour.batches == 3  # two answered, the one in flight; none after
+        assert reports[0]["embedding"]["embedded"] == 12 < reports[0]["embedding"]["total"] == 40
+        assert engine.workspace_index("kb", {"wait": "semantic"})["embedding"]["embedded"] == 40
+        assert old.behaviour.batches == 3
+
+
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:

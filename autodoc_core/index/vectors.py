@@ -104,6 +104,8 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     from_document = 0
     while not (stop and stop()):
         with store.snapshot() as conn:
+            if not _configured(conn, ws_id, embedder.config):  # re-configured (here or elsewhere): stop now
+                return False
             missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
         if not missing and from_document:  # once more from the start: an edit adds chunks to earlier documents
             from_document = 0
@@ -225,11 +227,9 @@ def _activate(store: Store, ws_id: int, fingerprint: str, config: dict[str, Any]
     False when the workspace was re-configured to another model while this one filled: activating it
     would delete the vectors of the model the user chose."""
     with store.write() as conn:
-        row = conn.execute("SELECT active_model_fp, config FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
-        if row is None:
+        if not _configured(conn, ws_id, config):
             return False
-        if _canonical(json.loads(row[1]).get("embedder", DEFAULT_EMBEDDER)) != _canonical(config):
-            return False
+        row = conn.execute("SELECT active_model_fp FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
         if row[0] != fingerprint:
             conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (fingerprint, ws_id))
             conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
@@ -241,6 +241,13 @@ def _activate(store: Store, ws_id: int, fingerprint: str, config: dict[str, Any]
             (ws_id, fingerprint, ws_id),
         )
     return True
+
+
+def _configured(conn: apsw.Connection, ws_id: int, config: dict[str, Any]) -> bool:
+    """The workspace exists and still names this embedder: a fill of a model the user has replaced since
+    stops at its next batch (it went on to the end, hours on a large workspace, before the new one began)."""
+    row = conn.execute("SELECT config FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
+    return row is not None and _canonical(json.loads(row[0]).get("embedder", DEFAULT_EMBEDDER)) == _canonical(config)
 
 
 def _canonical(config: Any) -> str:

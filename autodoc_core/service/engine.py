@@ -281,9 +281,15 @@ class Engine:
     def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         valid = wsmod.validate_config(changes)
-        config = {**ws.config, **valid}
         with self.store.write() as conn:
-            conn.execute("UPDATE workspaces SET config = ? WHERE id = ?", (json.dumps(config, sort_keys=True), ws.id))
+            # Read again inside the write: a change another process made while this one waited for the lease
+            # was overwritten with the configuration read before it.
+            current = wsmod.get(conn, ws.name)
+            config = {**current.config, **valid}
+            conn.execute("UPDATE workspaces SET config = ? WHERE id = ?",
+                         (json.dumps(config, sort_keys=True), current.id))
+        if self._filler is not None:
+            self._filler.wake()  # a new model starts filling now, not at the filler's next look a minute later
         return {"name": ws.name, "settings": {**wsmod.CONFIG_DEFAULTS, **config}}
 
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
