@@ -410,6 +410,33 @@ def test_a_fill_stops_at_its_next_batch_when_the_model_is_replaced(engine, kb: P
         assert old.behaviour.batches == 3
 
 
+def test_two_processes_filling_at_once_never_embed_a_text_twice(engine, kb: Path, tmp_path: Path) -> None:
+    """Two editors open on one database both fill: the lease was held only while storing, so each chose the
+    same missing texts and a paid provider was asked for each twice. Now the texts are chosen under the lease,
+    which passes between batches."""
+    for i in range(48):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nkiwi fact {i}\n")
+    with model_server("tei", Behaviour(delay=0.05)) as server:
+        engine.workspace_add("kb", str(kb))
+        config = tei_config(server.url)
+        config["embedder"].update(batch_size=4)
+        engine.workspace_configure("kb", config)
+        engine.workspace_index("kb")
+        other = Engine(tmp_path / "autodoc.db")
+        try:
+            fills = [threading.Thread(target=one.workspace_index, args=("kb", {"wait": "semantic"}))
+                     for one in (engine, other)]
+            for fill in fills:
+                fill.start()
+            for fill in fills:
+                fill.join(timeout=120)
+        finally:
+            other.close()
+        sent = [text for request in server.behaviour.requests if request["path"] == "/embed"
+                for text in request["body"]["inputs"] if text not in ("dimension probe", vectors.MODEL_CHECK_TEXT)]
+    assert len(sent) == len(set(sent)) == 48 and embedded_rows(engine) == 48
+
+
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:

@@ -103,24 +103,21 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         progress.embedded, progress.total = counts(conn, ws_id, fingerprint)
     from_document = 0
     while not (stop and stop()):
-        with store.snapshot() as conn:
-            if not _configured(conn, ws_id, embedder.config):  # re-configured (here or elsewhere): stop now
-                return False
-            missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
-        if not missing and from_document:  # once more from the start: an edit adds chunks to earlier documents
-            from_document = 0
-            continue
-        if not missing:
-            return _activate(store, ws_id, fingerprint, embedder.config)
-        from_document = missing[-1][3]
-        texts = [(f"{crumb}\n{body}" if body else crumb)[:MAX_TEXT_CHARS] for _, crumb, body, _ in missing]
-        try:
-            vectors = _embed_isolating(embedder, texts, [crumb for _, crumb, _, _ in missing], progress)
-        except ProviderError as exc:
-            progress.error = exc.reason
-            raise
-        progress.error = None
-        _store_vectors(store, ws_id, fingerprint, [h for h, _, _, _ in missing], vectors)
+        # The lease is held from choosing the texts to storing their vectors: held only around the store, it
+        # lapsed during a slow batch and another process's filler embedded the same texts (two editors paid
+        # for each text twice). A process that wants the lease gets it between batches.
+        with store.lease.hold():
+            with store.snapshot() as conn:
+                if not _configured(conn, ws_id, embedder.config):  # re-configured (here or elsewhere): stop now
+                    return False
+                missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
+            if not missing and from_document:  # once more from the start: an edit adds chunks to earlier documents
+                from_document = 0
+                continue
+            if not missing:
+                return _activate(store, ws_id, fingerprint, embedder.config)
+            from_document = missing[-1][3]
+            _embed_and_store(store, ws_id, fingerprint, embedder, missing, progress)
         checkpoints.reached("embed.batch")  # after the batch's commit
         progress.embedded += len(missing)
         progress.done_this_run += len(missing)
@@ -151,6 +148,18 @@ def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_doc
     for row in rows:
         distinct.setdefault(row[0], row)
     return list(distinct.values())[:size]
+
+
+def _embed_and_store(store: Store, ws_id: int, fingerprint: str, embedder: Embedder,
+                     missing: list[tuple[str, str, str, int]], progress: Progress) -> None:
+    texts = [(f"{crumb}\n{body}" if body else crumb)[:MAX_TEXT_CHARS] for _, crumb, body, _ in missing]
+    try:
+        vectors = _embed_isolating(embedder, texts, [crumb for _, crumb, _, _ in missing], progress)
+    except ProviderError as exc:
+        progress.error = exc.reason
+        raise
+    progress.error = None
+    _store_vectors(store, ws_id, fingerprint, [h for h, _, _, _ in missing], vectors)
 
 
 def check_model(store: Store, ws_id: int, embedder: Embedder, progress: Progress) -> None:

@@ -104,7 +104,10 @@ class WriterLease:
         with self._cond:
             if self._held:
                 return True
-            return self._transact(lambda record: self._take_if_free(record, want=False))
+            taken = self._transact(lambda record: self._take_if_free(record, want=False))
+            if taken:  # else the heartbeat, finding it idle since long before, gave it up within a second
+                self._last_used = time.monotonic()
+            return taken
 
     def holder(self) -> dict[str, Any] | None:
         """Who holds the lease (pid, host, heartbeat age), or None; for status reports."""
