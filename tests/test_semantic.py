@@ -437,6 +437,22 @@ def test_two_processes_filling_at_once_never_embed_a_text_twice(engine, kb: Path
     assert len(sent) == len(set(sent)) == 48 and embedded_rows(engine) == 48
 
 
+def test_a_fresh_process_reports_a_remote_model_it_has_not_used_yet(engine, kb: Path, tmp_path: Path) -> None:
+    """Status from a process that had not asked the remote model anything (the CLI, a second editor, the
+    MCP server before its first search) said "switching", 0 of 0 embedded, model "tei::?:l2"."""
+    notes(kb)
+    with model_server("tei") as server:
+        embed_with_tei(engine, kb, server.url)
+        fresh = Engine(tmp_path / "autodoc.db")
+        try:
+            status = fresh.workspace_status("kb")
+        finally:
+            fresh.close()
+    assert status["semantic"] == "ready" and "unreachable" not in status["embedder"]
+    assert status["embedder"]["model_fp"] == "tei:toy/bag-of-words:32:l2"
+    assert status["embedder"]["embedded"] == status["embedder"]["total"] == 3
+
+
 def test_repeated_queries_reuse_their_vector(engine, kb: Path) -> None:
     notes(kb)
     with model_server("tei") as server:

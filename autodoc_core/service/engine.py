@@ -330,6 +330,10 @@ class Engine:
     def workspace_status(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
+        # A remote model this process has not asked yet has no fingerprint: status said "switching", 0 of 0
+        # embedded, model "tei::?:l2" for a workspace fully embedded by another process. Ask it (once; a
+        # failure is kept for a while and said below).
+        unreachable = self._probe_remote_model(ws)
         with self.store.snapshot() as conn:
             documents, generation = conn.execute(
                 "SELECT COUNT(*), COALESCE(MAX(generation), 0) FROM documents WHERE ws_id = ?", (ws.id,)
@@ -345,7 +349,8 @@ class Engine:
             progress = self._progress.get(ws.id)
             embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
                         "embedded": embedded, "total": total,
-                        **({"progress": progress.as_dict()} if progress else {})}
+                        **({"progress": progress.as_dict()} if progress else {}),
+                        **({"unreachable": unreachable} if unreachable else {})}
         return {
             **self._describe(ws),
             "documents": documents,
