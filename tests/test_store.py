@@ -196,3 +196,19 @@ def test_a_thread_that_ended_leaves_no_open_reader(tmp_path: Path) -> None:
     assert after_thirty <= before + 3
     assert thirty_workers() == after_thirty
     store.close()
+
+
+def test_a_database_deleted_while_open_is_said_not_written_into(tmp_path: Path, kb: Path) -> None:
+    """`rm autodoc.db` while an editor runs: its writes went on into the unlinked file (lost at exit) while a
+    new process created and used another one. The next write says what happened."""
+    write(kb, "a.md", "# A\n\ntext\n")
+    db = tmp_path / "a.db"
+    with Engine(db) as engine:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_index("kb")
+        for leftover in tmp_path.glob("a.db*"):
+            leftover.unlink()
+        with pytest.raises(AutodocError) as caught:
+            engine.workspace_configure("kb", {"fusion": "rrf"})
+    assert caught.value.code == -32064 and "was deleted or replaced while this process had it open" in \
+        caught.value.reason

@@ -63,6 +63,14 @@ def _open(path: Path, readonly: bool = False) -> apsw.Connection:
     return conn
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 def schema_version(conn: apsw.Connection) -> int:
     return conn.execute("PRAGMA user_version").fetchone()[0]
 
@@ -109,6 +117,7 @@ class Store:
             raise AutodocError(IO_ERROR, f"cannot create the folder for {self.path}: {exc}") from exc
         self.lease = lease or WriterLease(self.path)
         self._writer: apsw.Connection | None = None
+        self._writer_file: tuple[int, int] | None = None  # (device, inode) of the file the writer opened
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[tuple[threading.Thread, apsw.Connection]] = []  # one per thread that read
@@ -137,7 +146,12 @@ class Store:
             writer = _open(self.path)
             writer.execute("PRAGMA journal_mode=WAL")
             migrate(writer, self.path)
-            self._writer = writer
+            self._writer, self._writer_file = writer, _file_identity(self.path)
+        elif _file_identity(self.path) != self._writer_file:
+            # Deleted (or replaced) while open: writes would go on into an unlinked file, lost at exit, while
+            # other processes create and use a new one.
+            raise AutodocError(IO_ERROR, f"the database {self.path} was deleted or replaced while this process "
+                               "had it open; restart it (Neovim: restart the editor) to use the file there now")
         return self._writer
 
     def _reader(self) -> apsw.Connection:
