@@ -909,7 +909,11 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
     lines += rounds(sets, records, tried)
     lines += fusions_tried(ranking, results, tuning, default)
     everything = [r for recs in records.values() for r in recs]
-    agree = sum(replay(r, product()) == r["runs"]["hybrid"]["docs"] for r in everything)
+    replays = [(replay(r, product()), r["runs"]["hybrid"]["docs"]) for r in everything]
+    agree = sum(mine == engine for mine, engine in replays)
+    # The engine tops an answer up past the per-document cap from a wider candidate list (pipeline._filled);
+    # a replay has the first candidates only, so it can agree with the engine's answer only up to its end.
+    filled = sum(mine != engine and engine[: len(mine)] == mine for mine, engine in replays)
     fuse_ms = [r["runs"]["hybrid"]["fuse_ms"] for r in everything]
     lines += ["", "## Cost", "",
               f"The fusion function alone, median over {len(everything)} captured queries: previous blend "
@@ -917,7 +921,10 @@ def report(sets: list[QuerySet], records: dict[str, list[dict]], missing: list[s
               f"{fusion_microseconds(everything, product()):.0f} µs. The engine's whole fuse stage (rows, boosts, "
               f"cap) median {statistics.median(fuse_ms):.2f} ms.", "",
               f"Replay check: the product's fusion replayed gives the engine's own hybrid answer on {agree} of "
-              f"{len(everything)} queries."]
+              f"{len(everything)} queries; on {filled} more the engine's answer starts with the replay's and goes "
+              "on with the documents it added from a wider candidate list when the per-document cap left fewer "
+              f"than the limit (a replay has the first candidates only); {len(everything) - agree - filled} "
+              "differ otherwise."]
     return lines
 
 
