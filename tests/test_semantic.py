@@ -65,6 +65,17 @@ def embed_with_tei(engine, kb: Path, url: str, **settings) -> dict:
     return engine.workspace_index("kb", {"wait": "semantic"})
 
 
+def index_in_batches_of_4(engine, kb: Path, url: str) -> dict:
+    """Add and index the kb folder (lexically) with the toy TEI server as its embedder, 4 texts a batch, so a
+    test can hold the fill at a batch; the workspace's configuration."""
+    engine.workspace_add("kb", str(kb))
+    config = tei_config(url)
+    config["embedder"].update(batch_size=4, timeout=120)
+    engine.workspace_configure("kb", config)
+    engine.workspace_index("kb")
+    return config
+
+
 def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engine, kb: Path) -> None:
     shared = "## Shared\n\nThe same boilerplate paragraph in every file.\n"
     for name in ("a", "b", "c"):  # same headings, so the shared section's breadcrumb and text are identical
@@ -314,11 +325,7 @@ def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None
     for i in range(60):
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\n## Part\n\nshared kiwi text {i}\n")
     with model_server("tei", Behaviour(hold_after=5)) as server:
-        engine.workspace_add("kb", str(kb))
-        config = tei_config(server.url)
-        config["embedder"].update(batch_size=4, timeout=120)
-        engine.workspace_configure("kb", config)
-        engine.workspace_index("kb")
+        index_in_batches_of_4(engine, kb, server.url)
         errors: list[BaseException] = []
 
         def fill() -> None:
@@ -352,11 +359,7 @@ def test_documents_become_searchable_one_by_one_while_the_vectors_fill(engine, k
         parts = "".join(f"## Part {j}\n\nkiwi fact {i} {j}\n\n" for j in range(4))
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\n{parts}")
     with model_server("tei", Behaviour(hold_after=3)) as server:
-        engine.workspace_add("kb", str(kb))
-        config = tei_config(server.url)
-        config["embedder"].update(batch_size=4, timeout=120)
-        engine.workspace_configure("kb", config)
-        engine.workspace_index("kb")
+        index_in_batches_of_4(engine, kb, server.url)
         filler = threading.Thread(target=lambda: engine.workspace_index("kb", {"wait": "semantic"}))
         filler.start()
         try:
@@ -390,11 +393,7 @@ def test_a_fill_stops_at_its_next_batch_when_the_model_is_replaced(engine, kb: P
     for i in range(40):
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\nkiwi fact {i}\n")
     with model_server("tei", Behaviour(hold_after=2)) as old, model_server("tei", Behaviour(model="new")) as new:
-        engine.workspace_add("kb", str(kb))
-        config = tei_config(old.url)
-        config["embedder"].update(batch_size=4, timeout=120)
-        engine.workspace_configure("kb", config)
-        engine.workspace_index("kb")
+        config = index_in_batches_of_4(engine, kb, old.url)
         reports: list[dict] = []
         filler = threading.Thread(target=lambda: reports.append(engine.workspace_index("kb", {"wait": "semantic"})))
         filler.start()
