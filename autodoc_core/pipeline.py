@@ -175,12 +175,16 @@ def _facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
 
 def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies,
              pool: int) -> tuple[list[int], dict[int, float]]:
-    result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
+    result = _lexical_ranking(run, frequencies, pool)
     run.report.performed.append("lexical")
     run.report.query_info.update(strategy=result.strategy, candidates=len(result.chunk_ids),
                                  common_terms_left_out=result.common_terms_left_out)
     run.timer.lap("lexical")
     return result.chunk_ids, result.scores
+
+
+def _lexical_ranking(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> lexical.LexicalResult:
+    return lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
 
 
 def _symbols(run: SearchRun, lexical_ids: list[int], pool: int) -> list[int]:
@@ -302,7 +306,7 @@ def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], pool: int,
     bm25: dict[int, float] = {}
     cosines: dict[int, float] = {}
     if "lexical" in rankings:
-        result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
+        result = _lexical_ranking(run, frequencies, pool)
         wider["lexical"], bm25 = result.chunk_ids, result.scores
     if "symbol" in rankings:
         wider["symbol"] = _symbol_ranking(run, wider.get("lexical", []), pool)
