@@ -212,3 +212,35 @@ def test_a_database_deleted_while_open_is_said_not_written_into(tmp_path: Path, 
             engine.workspace_configure("kb", {"fusion": "rrf"})
     assert caught.value.code == -32064 and "was deleted or replaced while this process had it open" in \
         caught.value.reason
+
+
+def test_an_index_run_gives_back_the_wal_space(engine: Engine, kb: Path, tmp_path: Path) -> None:
+    """SQLite keeps the WAL at its largest size until the last connection closes; an index run empties it."""
+    for i in range(40):
+        write(kb, f"note{i}.md", f"# Note {i}\n\n" + f"words of note {i} " * 400 + "\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_index("kb")
+    assert (tmp_path / "autodoc.db-wal").stat().st_size == 0
+    assert engine.search_query("kb", "note 7", None)["hits"]
+
+
+def test_the_wal_is_cut_when_sqlite_starts_it_over(tmp_path: Path) -> None:
+    """A reader keeps the run's end from emptying the WAL; the next write after a checkpoint cuts it down."""
+    store = Store(tmp_path / "a.db")
+    with store.write() as conn:
+        conn.execute("CREATE TABLE blobs(data BLOB)")
+    reader = apsw.Connection(str(tmp_path / "a.db"))
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM sqlite_schema").fetchall()  # holds a snapshot: no checkpoint can finish
+    with store.write() as conn:
+        for _ in range(300):
+            conn.execute("INSERT INTO blobs VALUES (randomblob(50000))")
+    store.shrink_wal()
+    wal = tmp_path / "a.db-wal"
+    assert wal.stat().st_size > 10_000_000  # the reader needs the old pages: left as is, no error
+    reader.execute("COMMIT")
+    for _ in range(2):  # the first commit's checkpoint finishes now; the second write starts the WAL over
+        with store.write() as conn:
+            conn.execute("INSERT INTO blobs VALUES (1)")
+    assert wal.stat().st_size <= 4 * 1024 * 1024
+    store.close()

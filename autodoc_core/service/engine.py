@@ -196,6 +196,8 @@ class Engine:
             stop = self._stop.is_set
         try:
             fill(self.store, ws.id, embedder, progress, stop)
+            if not stop():  # filled: a fill stopped early leaves the WAL to whoever writes next
+                self.store.shrink_wal()
         except ProviderError as exc:
             raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
         return progress.as_dict()
@@ -316,6 +318,7 @@ class Engine:
             progress = self._indexing[ws.id] = IndexProgress()
             try:
                 report = Indexer(self.store, ws, progress).run(only=paths)
+                self.store.shrink_wal()
             finally:
                 self._indexing.pop(ws.id, None)
         result = report.as_dict()
