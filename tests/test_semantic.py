@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodoc_core.errors import AutodocError
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError
 from autodoc_core.index import vectors
 from autodoc_core.rank.fuse import auto_weight
 from autodoc_core.service.engine import Engine
@@ -407,6 +407,33 @@ def test_a_fill_stops_at_its_next_batch_when_the_model_is_replaced(engine, kb: P
         assert reports[0]["embedding"]["embedded"] == 12 < reports[0]["embedding"]["total"] == 40
         assert engine.workspace_index("kb", {"wait": "semantic"})["embedding"]["embedded"] == 40
         assert old.behaviour.batches == 3
+
+
+def test_a_workspace_removed_while_a_batch_is_embedded_leaves_no_vectors(engine, kb: Path) -> None:
+    """The user removes the workspace while the provider embeds a batch: the answer came back after the
+    removal and was stored under a workspace that no longer exists, rows nothing would ever delete."""
+    for i in range(12):
+        write(kb, f"n{i:02d}.md", f"# Note {i}\n\nkiwi fact {i}\n")
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        index_in_batches_of_4(engine, kb, server.url)
+        failures: list[Exception] = []
+
+        def fill() -> None:
+            try:
+                engine.workspace_index("kb", {"wait": "semantic"})
+            except AutodocError as exc:
+                failures.append(exc)
+
+        filler = threading.Thread(target=fill)
+        filler.start()
+        try:
+            assert server.behaviour.holding.wait(timeout=60)
+            engine.workspace_remove("kb")
+        finally:
+            server.behaviour.release.set()
+            filler.join(timeout=120)
+    assert embedded_rows(engine) == 0
+    assert [exc.code for exc in failures] == [UNKNOWN_WORKSPACE]
 
 
 def test_two_processes_filling_at_once_never_embed_a_text_twice(engine, kb: Path, tmp_path: Path) -> None:

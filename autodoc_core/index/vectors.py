@@ -220,8 +220,12 @@ def _embed_isolating(embedder: Embedder, texts: list[str], headings: list[str], 
 
 
 def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
+    """Store a batch's vectors, unless the workspace was removed while the provider answered (another thread
+    of this process shares the lease): its rows would stay, unowned, for good."""
     bits = sign_bits(vectors)
     with store.write() as conn:
+        if conn.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+            return
         conn.executemany(
             "INSERT OR IGNORE INTO embeddings(ws_id, model_fp, text_hash, bits_bytes, f32_bytes) VALUES (?,?,?,?,?)",
             [(ws_id, fingerprint, h, bits[i].tobytes(), vectors[i].astype(np.float32).tobytes())
