@@ -436,6 +436,26 @@ def test_a_workspace_removed_while_a_batch_is_embedded_leaves_no_vectors(engine,
     assert [exc.code for exc in failures] == [UNKNOWN_WORKSPACE]
 
 
+def test_a_workspace_added_again_is_not_served_its_predecessors_vectors(engine, kb: Path, tmp_path: Path) -> None:
+    """Removed and added again, a workspace gets the same id (SQLite reuses the highest) and, after the same
+    steps, the same vector epoch: another process that had searched the first one took its vectors in memory
+    for the second's."""
+    write(kb, "a.md", "# Alpha\n\nkiwi orchard\n")
+    write(kb, "b.md", "# Beta\n\nsubmarine harbour\n")
+    other = Engine(tmp_path / "autodoc.db")
+    try:
+        with model_server("tei") as server:
+            embed_with_tei(engine, kb, server.url)
+            assert paths(search(other, "kiwi orchard", stages=["semantic"]))[0] == "a.md"
+            engine.workspace_remove("kb")
+            write(kb, "a.md", "# Alpha\n\nsubmarine harbour\n")
+            write(kb, "b.md", "# Beta\n\nkiwi orchard\n")
+            embed_with_tei(engine, kb, server.url)
+            assert paths(search(other, "kiwi orchard", stages=["semantic"]))[0] == "b.md"
+    finally:
+        other.close()
+
+
 def test_two_processes_filling_at_once_never_embed_a_text_twice(engine, kb: Path, tmp_path: Path) -> None:
     """Two editors open on one database both fill: the lease was held only while storing, so each chose the
     same missing texts and a paid provider was asked for each twice. Now the texts are chosen under the lease,

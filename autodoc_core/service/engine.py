@@ -263,8 +263,11 @@ class Engine:
             if row and row[0] != real_root:
                 raise invalid_params(f"workspace {name!r} already exists with root {row[0]}", name=name)
             if row is None:
+                # SQLite gives a removed workspace's id to the next one: its vector epoch starts where no earlier
+                # one's reached, or a process holding that one's vectors in memory took them for this one's.
                 ws_id = conn.execute(
-                    "INSERT INTO workspaces(name, root) VALUES (?, ?) RETURNING id", (name, real_root)
+                    "INSERT INTO workspaces(name, root, vector_epoch) VALUES (?, ?, ?) RETURNING id",
+                    (name, real_root, time.time_ns()),
                 ).fetchone()[0]
                 lexical.create_fts_table(conn, ws_id)
         return self._describe(self._workspace(name))
