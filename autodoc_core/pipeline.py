@@ -128,7 +128,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         cosines = _blend_cosines(run, found, rankings.get("lexical", []))
     ranked = _fused_hits(run, rankings, bm25, cosines)
     if len(ranked) < options.limit:
-        ranked = _filled(run, ranked, rankings, pool, frequencies, found)
+        ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, found)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
         ranked = _rerank(run, ranked, ranker)
@@ -274,7 +274,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 
-def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], pool: int,
+def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], bm25: dict[int, float], pool: int,
             frequencies: lexical.DocumentFrequencies, found: SemanticFound | None) -> list[Hit]:
     """Hits up to the limit where the per-document cap left fewer: a few long documents can fill a
     retriever's candidates. When one came back full, the retrievers are asked again for ``FILL_FACTOR`` times
@@ -286,8 +286,8 @@ def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], p
     for _ in range(FILL_ROUNDS):
         if len(ranked) >= run.options.limit or not any(len(ids) >= pool for ids in rankings.values()):
             break
+        rankings, bm25, found, cosines = _wider_rankings(run, rankings, bm25, found, pool, frequencies)
         pool *= FILL_FACTOR
-        rankings, bm25, cosines = _wider_rankings(run, rankings, pool, frequencies, found)
         shown = {hit.chunk_id for hit in ranked}
         more = [hit for hit in _fused_hits(run, rankings, bm25, cosines) if hit.chunk_id not in shown]
         ranked = hits.cap_per_document(ranked + more)
@@ -298,24 +298,26 @@ def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], p
     return ranked
 
 
-def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], pool: int,
-                    frequencies: lexical.DocumentFrequencies,
-                    found: SemanticFound | None) -> tuple[dict[str, list[int]], dict[int, float], dict[int, float]]:
-    """The same retrievers as ``rankings`` came from, each asked for ``pool`` candidates."""
-    wider: dict[str, list[int]] = {}
-    bm25: dict[int, float] = {}
-    cosines: dict[int, float] = {}
-    if "lexical" in rankings:
-        result = _lexical_ranking(run, frequencies, pool)
+def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, float],
+                    found: SemanticFound | None, pool: int, frequencies: lexical.DocumentFrequencies,
+                    ) -> tuple[dict[str, list[int]], dict[int, float], SemanticFound | None, dict[int, float]]:
+    """The same retrievers as ``rankings`` came from (asked for ``pool`` candidates each), each asked for
+    ``FILL_FACTOR`` times as many; one that returned fewer than ``pool`` returned all it has and is not
+    asked again. Returns the rankings, the BM25 scores, the semantic candidates and the blend's cosines."""
+    wider = dict(rankings)
+    if "lexical" in rankings and len(rankings["lexical"]) >= pool:
+        result = _lexical_ranking(run, frequencies, pool * FILL_FACTOR)
         wider["lexical"], bm25 = result.chunk_ids, result.scores
     if "symbol" in rankings:
-        wider["symbol"] = _symbol_ranking(run, wider.get("lexical", []), pool)
+        wider["symbol"] = _symbol_ranking(run, wider.get("lexical", []), pool * FILL_FACTOR)
+    cosines: dict[int, float] = {}
     if "semantic" in rankings and found is not None:
-        recalled = _semantic_ranking(run, found.vector, pool)
-        wider["semantic"] = recalled.chunk_ids
-        more = SemanticFound(recalled.chunk_ids, recalled.cosines, found.vector)
-        cosines = _blend_cosines(run, more, wider.get("lexical", []))
-    return wider, bm25, cosines
+        if len(found.chunk_ids) >= pool:
+            recalled = _semantic_ranking(run, found.vector, pool * FILL_FACTOR)
+            found = SemanticFound(recalled.chunk_ids, recalled.cosines, found.vector)
+            wider["semantic"] = found.chunk_ids
+        cosines = _blend_cosines(run, found, wider.get("lexical", []))
+    return wider, bm25, found, cosines
 
 
 def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
