@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autodoc_core.parse.chunk import DEFAULT_SECTION_TOKENS, estimate_tokens
 from autodoc_core.parse.document import parse_document
 from autodoc_core.parse.frontmatter import FacetSchema
 from tests.conftest import write
@@ -82,11 +83,11 @@ def test_large_section_splits_between_paragraphs_and_keeps_breadcrumb() -> None:
     assert_spans_exact(raw.encode(), doc.chunks)
 
 
-def test_code_fences_and_tables_are_never_cut() -> None:
-    fence = "```python\n" + "\n".join(f"line_{i} = {i}" for i in range(80)) + "\n```"
-    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(60))
+def test_code_fences_and_tables_up_to_four_budgets_are_not_cut() -> None:
+    fence = "```python\n" + "\n".join(f"line_{i} = {i}" for i in range(80)) + "\n```"  # about 280 tokens
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(60))  # about 230
     raw = f"# T\n\nBefore.\n\n{fence}\n\nBetween.\n\n{table}\n\nAfter.\n"
-    doc = parse(raw, budget=60)
+    doc = parse(raw, budget=75)
     bodies = [c.body for c in doc.chunks]
     assert any(b.startswith("```python") and b.endswith("```") for b in bodies)
     assert any(b.startswith("| a | b |") and b.rstrip().endswith("| 59 | 3481 |") for b in bodies)
@@ -187,3 +188,33 @@ def test_what_looks_like_a_comment_or_a_toc_but_holds_content_is_kept() -> None:
     assert many.chunks[0].body.endswith("visible text")
     nested = parse("# T\n\n- [A](#a)\n\n  ```\n  code here\n  ```\n- [B](#b)\n")
     assert "code here" in nested.chunks[0].body
+
+
+def test_a_block_over_four_budgets_is_cut_between_lines() -> None:
+    """A generated API reference: 3,000 lines of HTML without a blank line is one block; as one chunk the
+    model read its first 6,000 characters and a hit on it named 3,000 lines. Cut into parts of about one
+    budget, each part is found by its own words and spans its own lines."""
+    rows = "\n".join(f"<tr><td>field_{i}</td><td>sets the value number {i}</td></tr>" for i in range(3000))
+    raw = f"# API\n\n## Types\n\n<table>\n{rows}\n</table>\n\n## After\n\nplain words\n"
+    doc = parse(raw)
+    parts = [c for c in doc.chunks if c.breadcrumb == "API › Types"]
+    assert len(parts) > 100
+    assert all(estimate_tokens(c.body) <= DEFAULT_SECTION_TOKENS for c in parts)
+    holding = [c for c in parts if "field_2500<" in c.body]
+    assert len(holding) == 1 and holding[0].line_start <= 2505 <= holding[0].line_end  # row 2500 is on line 2505
+    assert [c.line_start for c in parts[1:]] == [c.line_end + 1 for c in parts[:-1]]  # no line lost or repeated
+    assert doc.chunks[-1].body == "plain words"
+    assert_spans_exact(raw.encode(), doc.chunks)
+
+
+def test_empty_anchors_and_rules_are_not_text() -> None:
+    """Link targets put before the next heading (``<span id="sync"></span>``) and rules made chunks of
+    nothing (a section of a heading and an anchor, a part of ``---`` alone) that ranked first for the
+    heading's words; they are left out like comments."""
+    raw = ("# Guide\n\n## Setup\n\nInstall it.\n\n---\n\n<span id=\"sync\"></span>\n## Sync\n\n"
+           "<a name=\"sticky\"></a>\n### Sticky\n\nSticky learn text.\n\n<span id=\"x\">kept</span>\n")
+    doc = parse(raw)
+    assert [(c.breadcrumb, c.body) for c in doc.chunks] == [
+        ("Guide › Setup", "Install it."),
+        ("Guide › Sync › Sticky", 'Sticky learn text.\n\n<span id="x">kept</span>')]
+    assert_spans_exact(raw.encode(), doc.chunks)

@@ -24,8 +24,8 @@ from autodoc_core.retrieve.semantic import sign_bits
 from autodoc_core.store.database import Store
 
 OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
-# What a section sends to the model at most. Models read 256-8,192 tokens; a section with a huge code
-# fence or table (never split) would otherwise go whole, past a server's payload or context limit.
+# What a section sends to the model at most. Models read 256-8,192 tokens; a section with one huge line, or
+# a large section_tokens, would otherwise go whole, past a server's payload or context limit.
 MAX_TEXT_CHARS = 6000
 # A server's answer to a request it will not take as sent (payload too large, input too long).
 REFUSED_STATUS = {400, 413, 422}

@@ -2,8 +2,9 @@
 
 A section runs from a heading to the next heading of any level. A section within the token
 budget is one chunk; a larger one is split between top-level blocks (paragraphs, lists, code
-fences, tables are never cut), and every part keeps the section's breadcrumb. HTML comments and
-tables of contents are left out of the text, and a section (or part) that held only those is no chunk.
+fences and tables are not cut up to ``WHOLE_BLOCK_BUDGETS`` budgets; a larger block is cut between
+lines), and every part keeps the section's breadcrumb. HTML comments, empty anchors, rules and tables of
+contents are left out of the text, and a section (or part) that held only those is no chunk.
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ from autodoc_core.parse.markdown import Block
 
 BREADCRUMB_SEPARATOR = " › "
 DEFAULT_SECTION_TOKENS = 350
+# A block up to this many budgets stays whole (a code fence or table reads best in one piece); a larger one,
+# such as a generated API reference's 7,600 lines of HTML without a blank line, was one chunk of 48,000
+# tokens: the model read its first 6,000 characters, and a hit on it gave a reader no place to look.
+WHOLE_BLOCK_BUDGETS = 4
 
 
 @dataclass
@@ -132,6 +137,25 @@ def _shown_text(lines: list[str], start: int, end: int, blocks: list[Block]) -> 
     return "\n".join(line for number, line in enumerate(lines[start:end], start) if number not in skipped).strip()
 
 
+def _cut_oversized(blocks: list[Block], lines: list[str], budget: int) -> list[Block]:
+    """The blocks, each over ``WHOLE_BLOCK_BUDGETS`` budgets cut between lines into parts of about one
+    budget (a line longer than that stays whole)."""
+    cut: list[Block] = []
+    for block in blocks:
+        if block.hidden or estimate_tokens(_text(lines, block.start, block.end)) <= WHOLE_BLOCK_BUDGETS * budget:
+            cut.append(block)
+            continue
+        start, used = block.start, 0
+        for number in range(block.start, block.end):
+            cost = estimate_tokens(lines[number])
+            if used and used + cost > budget:
+                cut.append(Block(start, number))
+                start, used = number, 0
+            used += cost
+        cut.append(Block(start, block.end))
+    return cut
+
+
 def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], title: str, budget: int) -> list[Chunk]:
     chunks: list[Chunk] = []
     hidden_only: list[Chunk] = []
@@ -145,7 +169,7 @@ def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], titl
         parts: list[list[Block]] = []
         current: list[Block] = []
         used = head_tokens
-        for block in section.blocks:
+        for block in _cut_oversized(section.blocks, lines, budget):
             cost = 0 if block.hidden else estimate_tokens(_text(lines, block.start, block.end))
             if current and used + cost > budget:
                 parts.append(current)

@@ -36,11 +36,14 @@ class Block:
     end: int
     heading_level: int = 0
     heading_text: str = ""
-    hidden: bool = False  # an HTML comment or a table of contents: not shown as text, not indexed
+    hidden: bool = False  # an HTML comment, an empty anchor, a rule, a table of contents: not indexed
 
 
-# An HTML block of comments only, and a list item of in-page links only (a table of contents).
-_COMMENTS_ONLY = re.compile(r"\s*(?:<!--(?:(?!-->).)*-->\s*)+", re.DOTALL)  # a comment cannot span "-->"
+# An HTML block of comments and empty elements only (``<span id="setup"></span>``, a link target put
+# before the next heading), and a list item of in-page links only (a table of contents).
+_COMMENTS_ONLY = re.compile(
+    r"\s*(?:(?:<!--(?:(?!-->).)*-->|<(a|span|div)\b[^<>]*>\s*</\1\s*>|<(?:a|span|div)\b[^<>]*/>)\s*)+",
+    re.DOTALL | re.IGNORECASE)  # a comment cannot span "-->"
 _LIST_STRUCTURE = {f"{kind}_{side}" for kind in ("bullet_list", "ordered_list", "list_item", "paragraph")
                    for side in ("open", "close")}
 _ANCHOR_LINKS_ONLY = re.compile(r"\s*(?:\[[^\]\n]*\]\(#[^)\s]*\)\s*)+")
@@ -136,11 +139,16 @@ def parse_structure(text: str, relpath: str) -> MarkdownStructure:
 
 def _hidden(tokens: list[Token], index: int) -> bool:
     """A top-level block that holds no text a reader sees or searches for: HTML comments (template guidance
-    such as a KEP's, ``<!-- toc -->`` markers), or a list of in-page links only (a table of contents, which
-    names every heading and so matched any query with heading words)."""
+    such as a KEP's, ``<!-- toc -->`` markers) and empty elements (link targets), a rule (``---``), or a list
+    of in-page links only (a table of contents, which names every heading and so matched any query with
+    heading words)."""
     token = tokens[index]
+    if token.type == "hr":
+        return True
     if token.type == "html_block":
         return bool(_COMMENTS_ONLY.fullmatch(token.content))
+    if token.type == "paragraph_open":  # `<span id="x"></span>` on its own line is inline HTML in a paragraph
+        return bool(_COMMENTS_ONLY.fullmatch(tokens[index + 1].content))
     if token.type not in ("bullet_list_open", "ordered_list_open"):
         return False
     inlines = []
