@@ -27,13 +27,14 @@ from autodoc_core.retrieve import lexical, semantic_stage, symbols
 from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.options import SearchOptions, parse_options, wants_semantic
-from autodoc_core.retrieve.query import FacetFilter, ParsedQuery, fts_tokens, parse_query
+from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
 FILL_FACTOR, FILL_ROUNDS = 4, 2  # see _filled
+FACET_VALUES_NAMED = 6  # a facet value no document has: the field's most common values, named in the problem
 
 
 class Timer:
@@ -102,6 +103,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
     run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer)
     _report_unmatched_paths(run)
+    _report_unmatched_facets(run)
     timer.lap("parse")
     _report_ranker(run.report, ranker)
     if not query.terms and facets:
@@ -147,6 +149,23 @@ def _report_unmatched_paths(run: SearchRun) -> None:
                             (run.ws.id, prefix, prefix + "/", prefix + "0")).fetchone() is None:
             run.query.problems.append(f"paths: {prefix!r} names no indexed file or folder (paths are relative to "
                                       f"the workspace root, {run.ws.root})")
+
+
+def _report_unmatched_facets(run: SearchRun) -> None:
+    """A facet value no document has (a typo such as "NGINX Pluss") filters everything out: say so, with the
+    values the field has, or an answer with no hits looks like nothing matched the words."""
+    for facet in run.facets:
+        if facet.negated or str(facet.value).startswith(NO_MATCH):  # a value that does not fit is said already
+            continue
+        if run.conn.execute("SELECT 1 FROM facets WHERE ws_id = ? AND field = ? AND value = ? LIMIT 1",
+                            (run.ws.id, facet.field, facet.value)).fetchone():
+            continue
+        values = [row[0] for row in run.conn.execute(
+            "SELECT value FROM facets WHERE ws_id = ? AND field = ? GROUP BY value ORDER BY COUNT(*) DESC, value "
+            "LIMIT ?", (run.ws.id, facet.field, FACET_VALUES_NAMED))]
+        known = f"; its values here include {', '.join(map(repr, values))}" if values else \
+            "; no document has that field"
+        run.query.problems.append(f"{facet.field}:{facet.value!r} matches no document{known}")
 
 
 def _report_ranker(report: StageReport, ranker: Ranker | None) -> None:

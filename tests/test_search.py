@@ -99,6 +99,23 @@ def test_undeclared_field_in_query_is_words(notes) -> None:
     assert paths(answer)[0] == "ops/runbook.md"
 
 
+def test_a_facet_value_or_field_no_document_has_is_said(notes) -> None:
+    """An agent filtering on a misspelt value ("NGINX Pluss") got no hits and no note, as if nothing matched
+    the words; a misspelt field was searched as words without a word said."""
+    values = "its values here include 'accepted', 'proposed', 'superseded'"
+    typo = search(notes, "storage status:acepted")
+    assert paths(typo) == [] and typo["query"]["problems"] == [f"status:'acepted' matches no document; {values}"]
+    assert search(notes, "", facets={"status": "acepted"})["query"]["problems"] == [
+        f"status:'acepted' matches no document; {values}"]
+    assert search(notes, "storage tag:databse")["query"]["problems"] == [
+        "tag:'databse' matches no document; its values here include 'database'"]
+    field = search(notes, "storage statsu:accepted")
+    assert field["query"]["problems"] == [
+        "'statsu' is not a filter field, so 'statsu:accepted' was searched as words (did you mean status:?)"]
+    for fine in ("storage status:accepted", "storage -status:acepted", "checkpoint:daemon", "see http://x.org"):
+        assert search(notes, fine)["query"]["problems"] == [], fine
+
+
 def test_undeclared_facet_in_options_is_invalid_params(notes) -> None:
     with pytest.raises(AutodocError) as caught:
         search(notes, "disk", facets={"colour": "red"})

@@ -13,6 +13,7 @@ The facet schema lives at ``<root>/_schema/frontmatter.yaml``::
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -166,10 +167,18 @@ class FacetSchema:
         differs from it only in case (`Status:draft` for `status`), else the name as typed."""
         if self.declared(name) is not None:
             return name
-        names = {*self.common, *(f for fields in self.types.values() for f in fields)}
-        names |= {"type"} if self.types else set()
-        matches = [field_name for field_name in names if field_name.lower() == name.lower()]
+        matches = [field_name for field_name in self.field_names() if field_name.lower() == name.lower()]
         return matches[0] if len(matches) == 1 else name
+
+    def field_names(self) -> set[str]:
+        names = {*self.common, *(f for fields in self.types.values() for f in fields)}
+        return names | {"type"} if self.types else names
+
+    def closest(self, name: str) -> str | None:
+        """The declared field a mistyped name most likely means (`f5-prodcut` for `f5-product`), or None."""
+        names = {field_name.lower(): field_name for field_name in self.field_names()}
+        near = difflib.get_close_matches(name.lower(), list(names), n=1, cutoff=0.8)
+        return names[near[0]] if near else None
 
     def fields_for(self, doc_type: str | None) -> dict[str, str]:
         fields = dict(self.common)

@@ -17,6 +17,7 @@ from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 MAX_QUERY_CHARS = 4000
 MAX_TERMS = 64
 BUILTIN_FACETS = {"tag": "list", "tags": "list"}
+NO_MATCH = "\x00no-match"  # the filter value of a facet whose value does not fit its type
 
 STOPWORDS = frozenset(
     """
@@ -157,6 +158,9 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     value = value.strip('"')
     name = name if name.lower() in BUILTIN_FACETS else schema.spelled(name)
     kind = BUILTIN_FACETS.get(name.lower()) or schema.declared(name)
+    if not kind and value and (near := schema.closest(name)):
+        query.problems.append(f"{name!r} is not a filter field, so {token!r} was searched as words "
+                              f"(did you mean {near}:?)")
     if not kind or not value:
         return None
     field_name = "tag" if name.lower() in BUILTIN_FACETS else name
@@ -167,7 +171,7 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     except CoercionError as exc:
         effect = "excludes nothing" if negated else "matches nothing"
         query.problems.append(f"{'-' if negated else ''}{name}:{value}: {exc}; the filter {effect}")
-        values = ["\x00no-match"]
+        values = [NO_MATCH]
     return FacetFilter(field_name, values[0], negated)
 
 
