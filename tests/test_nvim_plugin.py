@@ -126,6 +126,48 @@ def test_picker_searches_as_you_type_and_jumps(nvim) -> None:
     assert nvim.current.window.cursor[0] == 6  # line_start of the hit
 
 
+def test_the_selection_follows_the_first_hit_until_the_user_moves_it(nvim) -> None:
+    """The lexical answer comes first, the full one replaces it: the selection stayed on the lexical answer's
+    first hit, wherever the full answer ranked it, and Enter opened what it ranked second."""
+    ready(nvim)
+    nvim.command("AutodocSearch")
+    nvim.input("store")
+    wait_for(lambda: picker(nvim, "answer"))
+    selected = "local s = require('autodoc.picker').state; return require('autodoc.picker.render').selected(s).path"
+    show = """local s = require('autodoc.picker').state
+        local hit = function(path) return { path = path, line_start = 1, line_end = 1, breadcrumb = path } end
+        local hits = {}
+        for _, path in ipairs({ ... }) do table.insert(hits, hit(path)) end
+        require('autodoc.picker.render').answer(s, { hits = hits, semantic = 'off', rank = {} })"""
+    lua(nvim, show, "a.md", "b.md")
+    lua(nvim, show, "b.md", "a.md")  # the full answer ranks the lexical first hit second
+    assert lua(nvim, selected) == "b.md"
+    nvim.input("<C-n>")  # the user picks the second hit: a refresh keeps it
+    wait_for(lambda: lua(nvim, selected) == "a.md")
+    lua(nvim, show, "c.md", "a.md", "b.md")
+    assert lua(nvim, selected) == "a.md"
+    nvim.input("x")  # another query starts on its first hit again
+    wait_for(lambda: picker(nvim, "query") == "storex")
+    lua(nvim, show, "c.md", "a.md")
+    assert lua(nvim, selected) == "c.md"
+
+
+def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
+    """A scan for outside changes runs every scan_ms: the open picker searched again after each one (and
+    asked a paid ranker again), though nothing had changed."""
+    ready(nvim)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: picker(nvim, "answer"))
+    before = picker(nvim, "seq")
+    fire = ("local ws, report = ...; "
+            "vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws, report = report } })")
+    lua(nvim, fire, "kb", {"added": 0, "changed": 0, "renamed": 0, "deleted": 0})
+    lua(nvim, fire, "other", {"added": 1})  # another workspace's files
+    assert picker(nvim, "seq") == before
+    lua(nvim, fire, "kb", {"added": 0, "changed": 1})
+    assert picker(nvim, "seq") == before + 1
+
+
 def test_toggles_change_the_stages_and_persist(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

@@ -122,9 +122,13 @@ local last_quiet_error = {} ---@type table<string, string|nil> the last quiet ru
 
 ---@param report table workspace.index's answer
 ---@return boolean
-local function changed_files(report)
+--- Whether an index run's report says files were added, changed, renamed or deleted.
+---@param report table
+---@return boolean
+function M.changed_files(report)
   return (report.added or 0) + (report.changed or 0) + (report.renamed or 0) + (report.deleted or 0) > 0
 end
+local changed_files = M.changed_files
 
 --- Index one workspace (all when `name` is nil); lexical first, vectors fill in the background.
 --- A quiet run (a save, a scan for outside changes) shows progress only when files changed.

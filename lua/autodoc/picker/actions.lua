@@ -65,6 +65,7 @@ function M.move(state, delta)
   local row = vim.api.nvim_win_get_cursor(state.list_win)[1]
   row = math.max(1, math.min(#state.hits, row + delta))
   vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
+  state.moved = true -- a later answer to the same query keeps this hit selected
   render.preview(state)
 end
 

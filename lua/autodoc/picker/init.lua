@@ -45,6 +45,7 @@ local actions = require('autodoc.picker.actions')
 ---@field words string[]|nil query words marked in the preview
 ---@field message string|nil shown in place of hits (an error, or why nothing is searched)
 ---@field query string|nil
+---@field moved boolean|nil the user moved the selection since the query changed
 ---@field seq integer increases with every query; answers to an older one are dropped
 ---@field typed_at table<integer, integer> hrtime of the keystroke behind each query
 ---@field last_keystroke integer|nil
@@ -224,6 +225,7 @@ local function watch(state)
     buffer = state.prompt_buf,
     callback = function()
       state.last_keystroke = vim.uv.hrtime()
+      state.moved = false -- a new query: the selection starts on its first hit again
       schedule_search(state)
     end,
   })
@@ -238,13 +240,16 @@ local function watch(state)
       end)
     end,
   })
-  -- When the embedding model finishes filling or the workspace changes, refresh the open query.
+  -- When the embedding model finishes filling or the workspace's files change, refresh the open query. A
+  -- scan that found nothing new does not: it re-ran the search (and a paid ranker) every scan_ms.
   local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })
   vim.api.nvim_create_autocmd('User', {
     group = group,
     pattern = { 'AutodocIndexed', 'AutodocSemanticReady' },
-    callback = function()
-      if M.state == state then
+    callback = function(event)
+      local data = event.data or {}
+      local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
+      if M.state == state and not unchanged and (data.workspace == nil or data.workspace == state.workspace) then
         state.root = autodoc.workspaces[state.workspace] or state.root
         M.search(state)
       end

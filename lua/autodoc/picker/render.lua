@@ -158,11 +158,13 @@ function M.message(state, text)
   M.preview(state)
 end
 
---- Replace the list with `answer`, keeping the selection on the same hit when the list updates in place.
+--- Replace the list with `answer`. A selection the user moved stays on the same hit when the list updates
+--- in place (the full answer after the lexical one, a refresh); otherwise the first hit is selected: kept on
+--- the lexical answer's first hit, Enter opened what the full answer ranked second.
 ---@param state autodoc.PickerState
 ---@param answer autodoc.Answer
 function M.answer(state, answer)
-  local keep = M.selected(state)
+  local keep = state.moved and M.selected(state)
   state.message = nil
   state.hits = answer.hits
   state.answer = answer
