@@ -159,8 +159,8 @@ def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
     nvim.command("AutodocSearch bread")
     wait_for(lambda: picker(nvim, "answer"))
     before = picker(nvim, "seq")
-    fire = ("local ws, report = ...; "
-            "vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocIndexed', data = { workspace = ws, report = report } })")
+    fire = ("local ws, report = ...; vim.api.nvim_exec_autocmds('User', "
+            "{ pattern = 'AutodocIndexed', data = { workspace = ws, report = report } })")
     lua(nvim, fire, "kb", {"added": 0, "changed": 0, "renamed": 0, "deleted": 0})
     lua(nvim, fire, "other", {"added": 1})  # another workspace's files
     assert picker(nvim, "seq") == before

@@ -56,9 +56,6 @@ M.defaults = {
   },
 }
 
---- Options whose default is nil, so that they are known keys all the same.
-local OPTIONAL = { db = 'a path (string)', python = 'a path (string)' }
-
 ---@param value any
 ---@return string
 local function show(value)
@@ -88,23 +85,15 @@ local function is_keys(value)
   return vim.islist(value) and #value > 0 and #vim.tbl_filter(function(k) return type(k) ~= 'string' end, value) == 0
 end
 
----@param value any
+---@param ws any
 ---@return boolean
-local function is_workspace_list(value)
-  if not vim.islist(value) then
-    return false
-  end
-  for _, ws in ipairs(value) do
-    if type(ws) ~= 'table' or type(ws.name) ~= 'string' or ws.name == '' or type(ws.path) ~= 'string' then
-      return false
-    end
-  end
-  return true
+local function is_workspace(ws)
+  return type(ws) == 'table' and type(ws.name) == 'string' and ws.name ~= '' and type(ws.path) == 'string'
 end
 
 --- field -> { check, what it must be }
 local CHECKS = {
-  workspaces = { is_workspace_list, "a list of { name = 'kb', path = '~/kb' }" },
+  workspaces = { vim.islist, "a list of { name = 'kb', path = '~/kb' }" },
   db = { function(v) return type(v) == 'string' and v ~= '' end, 'a path (string)' },
   python = { function(v) return type(v) == 'string' and v ~= '' end, 'a path to a Python (string)' },
   index_on_save = { function(v) return type(v) == 'boolean' end, 'a boolean' },
@@ -114,58 +103,90 @@ local CHECKS = {
   limit = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
 }
 
----@param message string
-local function fail(message)
-  error('autodoc: setup: ' .. message, 0)
+---@param names string[]
+---@return string
+local function sorted_list(names)
+  table.sort(names)
+  return table.concat(names, ', ')
 end
 
+--- `keys` without its bad entries, and what was wrong with them.
 ---@param keys any
-local function check_keys(keys)
+---@param problems string[]
+---@return table|nil
+local function checked_keys(keys, problems)
   if type(keys) ~= 'table' or vim.islist(keys) and #keys > 0 then
-    fail(string.format("'keys' must be a table of key names, got %s", show(keys)))
+    table.insert(problems, string.format("'keys' must be a table of key names, got %s", show(keys)))
+    return nil
   end
+  local good = {}
   for name, lhs in pairs(keys) do
     if M.defaults.keys[name] == nil then
-      fail(string.format("unknown key 'keys.%s' (known: %s)", name,
-        table.concat(vim.tbl_keys(M.defaults.keys), ', ')))
-    end
-    if not is_keys(lhs) then
-      fail(string.format("'keys.%s' must be a key or a list of keys, got %s", name, show(lhs)))
+      table.insert(problems, string.format("unknown key 'keys.%s' (known: %s)", name,
+        sorted_list(vim.tbl_keys(M.defaults.keys))))
+    elseif not is_keys(lhs) then
+      table.insert(problems, string.format("'keys.%s' must be a key or a list of keys, got %s", name, show(lhs)))
+    else
+      good[name] = lhs
     end
   end
+  return good
 end
 
---- Raise one clear error naming the first bad or unknown field of `opts`.
----@param opts table|nil
-function M.validate(opts)
+--- `workspaces` without its bad entries, each named in `problems`.
+---@param list table
+---@param problems string[]
+---@return table
+local function checked_workspaces(list, problems)
+  local good = {}
+  for index, ws in ipairs(list) do
+    if is_workspace(ws) then
+      table.insert(good, ws)
+    else
+      table.insert(problems, string.format("workspaces[%d] must be { name = 'kb', path = '~/kb' }, got %s",
+        index, show(ws)))
+    end
+  end
+  return good
+end
+
+--- `opts` without the fields that are unknown or bad, and one message for each of those.
+---@param opts any
+---@return table good, string[] problems
+function M.check(opts)
+  local problems = {}
   if opts == nil then
-    return
+    return {}, problems
   end
   if type(opts) ~= 'table' then
-    fail(string.format('options must be a table, got %s', show(opts)))
+    return {}, { string.format('options must be a table, got %s', show(opts)) }
   end
+  local good = {}
   for name, value in pairs(opts) do
     if name == 'keys' then
-      check_keys(value)
+      good.keys = checked_keys(value, problems)
+    elseif CHECKS[name] and not CHECKS[name][1](value) then
+      table.insert(problems, string.format("'%s' must be %s, got %s", name, CHECKS[name][2], show(value)))
+    elseif name == 'workspaces' then
+      good.workspaces = checked_workspaces(value, problems)
     elseif CHECKS[name] then
-      if not CHECKS[name][1](value) then
-        fail(string.format("'%s' must be %s, got %s", name, CHECKS[name][2], show(value)))
-      end
-    elseif OPTIONAL[name] == nil then
+      good[name] = value
+    else
       local known = vim.tbl_keys(CHECKS)
       table.insert(known, 'keys')
-      table.sort(known)
-      fail(string.format("unknown option '%s' (known: %s)", tostring(name), table.concat(known, ', ')))
+      table.insert(problems, string.format("unknown option '%s' (known: %s)", tostring(name), sorted_list(known)))
     end
   end
+  table.sort(problems)
+  return good, problems
 end
 
---- The defaults overridden by `opts`, after checking them.
+--- The defaults overridden by the good fields of `opts`, and a message for each field left out.
 ---@param opts table|nil
----@return autodoc.Config
+---@return autodoc.Config config, string[] problems
 function M.resolve(opts)
-  M.validate(opts)
-  return vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), opts or {})
+  local good, problems = M.check(opts)
+  return vim.tbl_deep_extend('force', vim.deepcopy(M.defaults), good), problems
 end
 
 return M

@@ -16,6 +16,9 @@ M.error = nil ---@type string|nil why the engine could not open
 local waiting = {} ---@type { ready: fun(), failed: fun(message: string)|nil }[]
 
 local function notify(message, level)
+  if not message:find('^autodoc') then -- most come prefixed from rpc.describe; every one says whose it is
+    message = 'autodoc: ' .. message
+  end
   vim.notify(message, level or vim.log.levels.INFO, { title = 'autodoc' })
 end
 
@@ -369,10 +372,15 @@ end
 
 --- Check `opts` and open the engine with them; the configured workspaces are added and indexed.
 --- Works before or after plugin/ is sourced, and again later (new workspaces are added; `db` and
---- `python` take effect only before the engine first opens).
+--- `python` take effect only before the engine first opens). A bad or unknown field is said in one
+--- message and left out; the rest applies (an error would have stopped the rest of the user's init.lua).
 ---@param opts autodoc.Config|table|nil
 function M.setup(opts)
-  M.config = config.resolve(opts)
+  local problems
+  M.config, problems = config.resolve(opts)
+  if #problems > 0 then
+    notify('setup: ' .. table.concat(problems, '; ') .. ' (left out; the other options apply)', vim.log.levels.ERROR)
+  end
   if M.phase == 'ready' then
     add_configured(function() end)
     M.schedule_scans()
