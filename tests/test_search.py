@@ -116,6 +116,40 @@ def test_a_facet_value_or_field_no_document_has_is_said(notes) -> None:
         assert search(notes, fine)["query"]["problems"] == [], fine
 
 
+def test_a_negated_field_no_filter_has_is_left_out_not_searched(notes) -> None:
+    """`-colour:red` is an exclusion: as words it searched for "colour red", the opposite of what was asked."""
+    answer = search(notes, "storage engine -colour:red")
+    assert "colour" not in answer["query"]["terms"] and "red" not in answer["query"]["terms"]
+    assert answer["query"]["problems"] == ["'colour' is not a filter field (declared in _schema/frontmatter.yaml), "
+                                           "so '-colour:red' was left out"]
+    assert paths(answer)[:2] == paths(search(notes, "storage engine"))[:2]
+
+
+def test_without_a_schema_file_frontmatter_fields_are_filters(engine, kb: Path, indexed) -> None:
+    """The README's first filter example, `type:adr -status:superseded`, matched nothing and searched for
+    the words "status superseded" unless one had written _schema/frontmatter.yaml."""
+    write(kb, "adr/0001.md", "---\ntype: adr\nstatus: superseded\nowners: [ana, bo]\n---\n# Use JSON files\n\nx\n")
+    write(kb, "adr/0002.md", "---\ntype: adr\nstatus: accepted\nnumber: 2\n---\n# Use SQLite\n\nstorage\n")
+    write(kb, "guide.md", "---\ntype: guide\ntitle: Setup\ndecided: 2024-05-01\n---\n# Setup\n\nstorage\n")
+    indexed()
+    listing = search(engine, "type:adr -status:superseded")
+    assert listing["mode_used"] == "facet" and paths(listing) == ["adr/0002.md"]
+    assert paths(search(engine, "storage", facets={"Status": "ACCEPTED"})) == ["adr/0002.md"]
+    assert paths(search(engine, "owners:bo")) == ["adr/0001.md"]  # each item of a list
+    assert paths(search(engine, "number:2 decided:2024-05-01")) == []  # different fields must all match
+    assert paths(search(engine, "decided:2024-05-01")) == ["guide.md"]
+    assert search(engine, "title:Setup")["query"]["facets"] == []  # prose fields stay words
+    schema = engine.workspace_status("kb")["schema"]["common"]
+    assert schema == {"decided": "string", "number": "string", "owners": "string", "status": "string",
+                      "type": "string"}
+    typo = search(engine, "statu:accepted storage")
+    assert typo["query"]["problems"] == [
+        "'statu' is not a filter field, so 'statu:accepted' was searched as words (did you mean status:?)"]
+    gone = search(engine, "storage -colour:red")
+    assert gone["query"]["problems"] == [
+        "'colour' is not a filter field (no document's frontmatter has it), so '-colour:red' was left out"]
+
+
 def test_undeclared_facet_in_options_is_invalid_params(notes) -> None:
     with pytest.raises(AutodocError) as caught:
         search(notes, "disk", facets={"colour": "red"})

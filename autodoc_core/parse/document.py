@@ -7,6 +7,7 @@ YAML leaves the body indexed, and every such problem is returned for ``workspace
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,8 @@ def reference_key_sets(references: list[str], relpath: str) -> list[list[str]]:
 def _facets(
     fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None
 ) -> tuple[list[tuple[str, str]], list[str]]:
+    if schema.inferred:
+        return _inferred_facets(fields), []
     facets: list[tuple[str, str]] = []
     problems: list[str] = []
     for name, kind in schema.fields_for(doc_type).items():
@@ -130,3 +133,25 @@ def _facets(
         except fm.CoercionError as exc:
             problems.append(f"frontmatter field '{name}': {exc} (declared {kind}); not usable as a facet")
     return facets, problems
+
+
+# Fields that are prose, or filters already (tags), are not inferred facets; a name must be typable as
+# `name:value` in a query.
+NOT_INFERRED = frozenset({"title", "tags", "tag", "aliases", "alias", "abstract", "description", "summary"})
+_INFERRED_NAME = re.compile(r"[^\s\"':]+")
+MAX_INFERRED_FIELDS, MAX_INFERRED_VALUES, MAX_INFERRED_CHARS = 50, 50, 100
+
+
+def _inferred_facets(fields: dict[str, Any]) -> list[tuple[str, str]]:
+    """Without a schema file, each frontmatter field whose values are short scalars is a string facet
+    (`status: superseded` makes `-status:superseded` a filter): the facet filters in the README's first
+    example matched nothing until one wrote _schema/frontmatter.yaml."""
+    facets: list[tuple[str, str]] = []
+    named = [name for name in fields if isinstance(name, str) and name.lower() not in NOT_INFERRED
+             and _INFERRED_NAME.fullmatch(name)]
+    for name in named[:MAX_INFERRED_FIELDS]:
+        values = fields[name] if isinstance(fields[name], list) else [fields[name]]
+        texts = [fm.scalar_text(value) for value in values[:MAX_INFERRED_VALUES]
+                 if value is not None and not isinstance(value, list | dict)]
+        facets.extend((name, text) for text in texts if 0 < len(text) <= MAX_INFERRED_CHARS)
+    return facets

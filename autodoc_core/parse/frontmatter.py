@@ -150,6 +150,9 @@ class FacetSchema:
     common: dict[str, str] = field(default_factory=dict)
     types: dict[str, dict[str, str]] = field(default_factory=dict)
     problem: str | None = None
+    # No schema file: every frontmatter field of short values is a string facet (see document._facets), and
+    # ``common`` lists the fields the workspace's documents have.
+    inferred: bool = False
 
     def declared(self, name: str) -> str | None:
         """The declared type of a field in any section, or None."""
@@ -200,9 +203,9 @@ def load_schema(root: Path) -> FacetSchema:
 
 
 def parse_schema(raw: bytes | None) -> FacetSchema:
-    """A facet schema from the file's bytes (None: there is no schema file)."""
+    """A facet schema from the file's bytes (None: there is no schema file, and the fields are inferred)."""
     if raw is None:
-        return FacetSchema()
+        return FacetSchema(inferred=True)
     try:
         data = yaml.safe_load(raw.decode("utf-8"))
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -263,20 +266,20 @@ class CoercionError(ValueError):
 def coerce(value: Any, kind: str) -> list[str]:
     """A facet value as the canonical strings stored and compared (one per list item)."""
     if kind == "list":
-        return [_scalar_text(v) for v in (value if isinstance(value, list) else as_string_list(value))]
+        return [scalar_text(v) for v in (value if isinstance(value, list) else as_string_list(value))]
     if isinstance(value, list | dict):
         raise CoercionError(f"expected a {kind}, got a {'list' if isinstance(value, list) else 'mapping'}")
     return [_coerce_scalar(value, kind)]
 
 
-def _scalar_text(value: Any) -> str:
+def scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value).strip()
 
 
 def _coerce_scalar(value: Any, kind: str) -> str:
-    text = _scalar_text(value)
+    text = scalar_text(value)
     if kind == "string":
         return text
     if kind == "integer":

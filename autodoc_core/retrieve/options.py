@@ -94,10 +94,9 @@ def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFil
         name = typed if not isinstance(typed, str) or typed in BUILTIN_FACETS else schema.spelled(typed)
         kind = BUILTIN_FACETS.get(name) or schema.declared(name)
         if kind is None:
-            declared = sorted(set(schema.common) | {f for t in schema.types.values() for f in t})
+            where = "in any document's frontmatter" if schema.inferred else "declared in _schema/frontmatter.yaml"
             raise invalid_params(
-                f"facet field {name!r} is not declared in _schema/frontmatter.yaml "
-                f"(declared: {', '.join(declared) or 'none'})",
+                f"facet field {name!r} is not {where} (fields: {', '.join(sorted(schema.field_names())) or 'none'})",
                 field=name,
             )
         for item in value if isinstance(value, list) else [value]:

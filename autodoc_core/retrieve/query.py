@@ -19,6 +19,13 @@ MAX_TERMS = 64
 BUILTIN_FACETS = {"tag": "list", "tags": "list"}
 NO_MATCH = "\x00no-match"  # the filter value of a facet whose value does not fit its type
 
+
+class _LeftOut:
+    """A query token that is neither a filter nor words (a negated field no filter has)."""
+
+
+LEFT_OUT = _LeftOut()
+
 STOPWORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being below
@@ -109,7 +116,8 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
     for position, token in enumerate(tokens):
         facet = facets[position]
         if facet is not None:
-            query.facets.append(facet)
+            if isinstance(facet, FacetFilter):
+                query.facets.append(facet)
             typed.append(raw[typed_from : matches[position].start()])
             typed_from = matches[position].end()
             continue
@@ -149,7 +157,7 @@ def tag_key(tag: str) -> str:
     return tag.lstrip("#").lower()
 
 
-def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None:
+def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter | None | _LeftOut:
     negated = token.startswith("-")
     body = token[1:] if negated else token
     if ":" not in body:
@@ -158,9 +166,14 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     value = value.strip('"')
     name = name if name.lower() in BUILTIN_FACETS else schema.spelled(name)
     kind = BUILTIN_FACETS.get(name.lower()) or schema.declared(name)
-    if not kind and value and (near := schema.closest(name)):
-        query.problems.append(f"{name!r} is not a filter field, so {token!r} was searched as words "
-                              f"(did you mean {near}:?)")
+    near = schema.closest(name) if not kind and value else None
+    hint = f" (did you mean {near}:?)" if near else ""
+    if not kind and value and negated:  # as words, "-status:superseded" would search for "status superseded"
+        query.problems.append(f"{name!r} is not a filter field{_where_fields_come_from(schema)}, so {token!r} "
+                              f"was left out{hint}")
+        return LEFT_OUT
+    if not kind and near:
+        query.problems.append(f"{name!r} is not a filter field, so {token!r} was searched as words{hint}")
     if not kind or not value:
         return None
     field_name = "tag" if name.lower() in BUILTIN_FACETS else name
@@ -173,6 +186,10 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
         query.problems.append(f"{'-' if negated else ''}{name}:{value}: {exc}; the filter {effect}")
         values = [NO_MATCH]
     return FacetFilter(field_name, values[0], negated)
+
+
+def _where_fields_come_from(schema: FacetSchema) -> str:
+    return " (no document's frontmatter has it)" if schema.inferred else " (declared in _schema/frontmatter.yaml)"
 
 
 def _drop_stopwords(query: ParsedQuery) -> None:

@@ -238,14 +238,20 @@ class Engine:
             return wsmod.get(conn, name)
 
     def _schema(self, ws: Workspace) -> fm.FacetSchema:
+        """The workspace's facet schema; without a schema file, the fields its documents have, as strings."""
         path = Path(ws.root) / fm.SCHEMA_RELPATH
         try:
             stamp = path.stat().st_mtime
         except OSError:
             stamp = 0.0
+        key = (stamp, ws.next_generation)  # an index run can bring inferred fields
         cached = self._schemas.get(ws.id)
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, fm.load_schema(Path(ws.root)))
+        if cached is None or cached[0] != key:
+            schema = fm.load_schema(Path(ws.root))
+            if schema.inferred:
+                with self.store.snapshot() as conn:
+                    schema.common = {name: "string" for name in wsmod.facet_fields(conn, ws.id)}
+            cached = (key, schema)
             self._schemas[ws.id] = cached
         return cached[1]
 

@@ -202,8 +202,7 @@ TOOLS = [
                        "description": "which stages to run (default: all available); include lexical or "
                                       "semantic"},
             "facets": {"type": "object", "description": "front-matter filters {\"field\": value or [values]}; "
-                                                        "fields must be declared in the workspace's "
-                                                        "_schema/frontmatter.yaml"},
+                                                        "the fields are those the workspaces tool lists"},
             "paths": {**STRINGS, "description": "folder prefixes to search in, e.g. [\"adr\", \"design/api\"]"},
             "max_tokens": _integer("token budget for all hit texts together", 0, MAX_TOKENS,
                                    DEFAULT_SEARCH_TOKENS),
