@@ -256,6 +256,7 @@ def cached_records(engine: Engine, qset: QuerySet, cache_dir: Path, refresh: boo
                 all(r.get("code") == code_version() for r in records):
             return records
     records = capture(engine, qset.workspace, queries)
+    cache_dir.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(records))
     return records
 
