@@ -323,6 +323,7 @@ def test_only_paths_reindexes_just_those(engine, kb: Path, indexed) -> None:
     report = indexed(paths=["a.md"])
     assert (report["scanned"], report["changed"]) == (1, 1)
     assert paths(search(engine, "changed")) == ["a.md"]  # b.md keeps its old text until indexed
+    assert indexed(paths="b.md")["changed"] == 1  # one path as a string, as search's paths take it
 
 
 def test_section_size_setting_rechunks(engine, kb: Path, indexed) -> None:

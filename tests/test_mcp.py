@@ -285,6 +285,7 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
         ("read", {"path": str(tmp_path / "outside.md")}, -32061, "relative to the workspace root"),
         ("read", {"path": "missing.md"}, -32062, "documents"),
         ("read", {"path": "storage.md", "line_start": 5, "line_end": 2}, -32602, "line_end"),
+        ("read", {"path": "storage.md", "max_tokens": 0}, -32602, "from 1 to 200000, got 0"),  # paging on it looped
         ("documents", {"limit": 1000}, -32602, "from 1 to 200"),
     ]
 

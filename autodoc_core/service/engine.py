@@ -314,6 +314,8 @@ class Engine:
         if wait not in INDEX_WAIT_LEVELS:
             raise invalid_params(f"'wait' must be one of {', '.join(INDEX_WAIT_LEVELS)}")
         paths = opts.get("paths")
+        if isinstance(paths, str):  # one path, as search's paths take it
+            paths = [paths]
         if paths is not None and (not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)):
             raise invalid_params("'paths' must be a list of paths relative to the root")
         waited_for = self._workspace(name)

@@ -62,6 +62,7 @@ from autodoc_core.surface.mcp_tools import (
     MAX_DOCUMENTS,
     MAX_LIMIT,
     MAX_TOKENS,
+    MIN_READ_TOKENS,
     TOOLS,
 )
 
@@ -234,7 +235,10 @@ class Tools:
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, 0, MAX_TOKENS), cut_long_lines=True)
+        # At least one token: with none, a read gave no line and a next_line of the same line (an agent paging on
+        # it looped).
+        tokens = _int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, MIN_READ_TOKENS, MAX_TOKENS)
+        budget = Budget(tokens, cut_long_lines=True)
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         lines_wanted = {k: arguments[k] for k in ("line_start", "line_end") if arguments.get(k) is not None}

@@ -24,6 +24,7 @@ from autodoc_core.errors import (
 DEFAULT_LIMIT, MAX_LIMIT = 5, 50
 DEFAULT_SEARCH_TOKENS = 2000
 DEFAULT_READ_TOKENS = 8000
+MIN_READ_TOKENS = 1
 MAX_TOKENS = 200_000
 DEFAULT_DOCUMENTS, MAX_DOCUMENTS = 20, 200
 
@@ -215,7 +216,7 @@ TOOLS = [
             "workspace": WORKSPACE_ARG,
             "line_start": {"type": "integer", "minimum": 1, "description": "first line (default 1)"},
             "line_end": {"type": "integer", "minimum": 1, "description": "last line (default: the end)"},
-            "max_tokens": _integer("token budget for the text", 0, MAX_TOKENS, DEFAULT_READ_TOKENS),
+            "max_tokens": _integer("token budget for the text", MIN_READ_TOKENS, MAX_TOKENS, DEFAULT_READ_TOKENS),
         }, ["path"]),
         output_schema=READ_OUTPUT, annotations=READ_ONLY),
     types.Tool(
