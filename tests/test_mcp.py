@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 
 from autodoc_core.service.engine import Engine
 from autodoc_core.store.lease import WriterLease
-from autodoc_core.surface.mcp import ERROR_META
+from autodoc_core.surface.mcp import BY_MEANING_ONLY, ERROR_META
 from tests.conftest import PROJECT, write
 
 NOTES = """\
@@ -475,6 +475,13 @@ def test_the_server_embeds_in_the_background_and_reports_progress(tmp_path: Path
                                                  "stages": ["semantic"]})).structured_content
         assert answer["semantic"] == "ready" and answer["stages"]["performed"] == ["semantic"]
         assert answer["hits"][0]["breadcrumb"] == "Storage › Write-ahead log"
+        # Words no section has: the semantic stage still returns its nearest sections, at a relevance that
+        # looked like a find (0.67 on the techdocs for "quuxbar flibbertigibbet"); the answer says so.
+        nonsense = await call(session, "search", {"query": "quuxbar flibbertigibbet"})
+        assert nonsense.structured_content["hits"] and nonsense.structured_content["notes"] == [BY_MEANING_ONLY]
+        assert "found by meaning alone" in nonsense.content[0].text
+        found = (await call(session, "search", {"query": "geckos waiting for writers"})).structured_content
+        assert BY_MEANING_ONLY not in found["notes"]
 
     talk(db, tmp_path / "server.log", scenario)
 

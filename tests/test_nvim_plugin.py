@@ -152,6 +152,22 @@ def test_the_selection_follows_the_first_hit_until_the_user_moves_it(nvim) -> No
     assert lua(nvim, selected) == "c.md"
 
 
+def test_the_list_title_says_what_a_user_needs_to_know(nvim) -> None:
+    """No ranker configured is no news ("not re-ranked: no ranker is configured" titled every list of a user
+    who never set one up); hits found by meaning alone, for words no section has, are said."""
+    title = "return require('autodoc.picker.render').list_title(...)"
+    hit = {"path": "a.md", "line_start": 1, "line_end": 1, "breadcrumb": "A"}
+    no_ranker = {"state": "off"}
+    skipped = {"rerank": "no ranker is configured for this workspace"}
+    words = {"hits": [hit], "rank": no_ranker, "query": {"candidates": 4},
+             "stages": {"performed": ["lexical", "semantic"], "skipped": skipped}}
+    assert lua(nvim, title, words) == " 1 hit "
+    guess = {**words, "query": {"candidates": 0}}
+    assert lua(nvim, title, guess) == " no section has these words: by meaning only "
+    failed = {**words, "rank": {"state": "error", "error": "the ranker did not answer"}}
+    assert lua(nvim, title, failed) == " not re-ranked: the ranker did not answer "
+
+
 def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
     """A scan for outside changes runs every scan_ms: the open picker searched again after each one (and
     asked a paid ranker again), though nothing had changed."""

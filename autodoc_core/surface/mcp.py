@@ -229,7 +229,7 @@ class Tools:
             "workspace": name, "query": _shortened(query), "hits": hits, "stages": answer["stages"],
             "semantic": answer["semantic"], "mode_used": answer["mode_used"],
             "max_tokens": budget.total, "text_tokens": budget.used, "trimmed": budget.trimmed,
-            "notes": _query_notes(answer["query"]),
+            "notes": _query_notes(answer),
         }
         return result, render_search(result)
 
@@ -337,14 +337,29 @@ def _shortened(text: str, most: int = 300) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def _query_notes(parsed: dict[str, Any]) -> list[str]:
+def _query_notes(answer: dict[str, Any]) -> list[str]:
     """What the engine did with the query that an agent would not guess from the hits: a facet value or a
-    path that matches nothing, common words left out of the word search."""
+    path that matches nothing, common words left out of the word search, hits found by meaning alone."""
+    parsed = answer["query"]
     notes = list(parsed.get("problems", []))
     if parsed.get("common_terms_left_out"):
         common = ", ".join(parsed["common_terms_left_out"])
         notes.append(f"words in over 30% of the sections, left out of the any-word search: {common}")
+    if by_meaning_only(answer):
+        notes.append(BY_MEANING_ONLY)
     return notes
+
+
+BY_MEANING_ONLY = ("no section holds any of the query's words: every hit was found by meaning alone, and the "
+                   "semantic stage returns the nearest sections whether or not they are related (their relevance "
+                   "is relative to each other, not a confidence)")
+
+
+def by_meaning_only(answer: dict[str, Any]) -> bool:
+    """The word search ran and found nothing, and the hits are the semantic stage's."""
+    performed = answer["stages"]["performed"]
+    return bool(answer["hits"]) and "lexical" in performed and "semantic" in performed and \
+        answer["query"].get("candidates") == 0
 
 
 def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:

@@ -34,13 +34,19 @@ function M.list_title(answer)
     table.insert(parts, 're-ranked by ' .. tostring(rank.model))
   elseif rank.state == 'error' then
     table.insert(parts, 'not re-ranked: ' .. tostring(rank.error))
-  elseif answer.stages and answer.stages.skipped and answer.stages.skipped.rerank then
-    table.insert(parts, 'not re-ranked: ' .. answer.stages.skipped.rerank)
+  elseif rank.state ~= 'off' and answer.stages and answer.stages.skipped and answer.stages.skipped.rerank then
+    table.insert(parts, 'not re-ranked: ' .. answer.stages.skipped.rerank) -- no ranker at all is no news
+  end
+  local performed = answer.stages and answer.stages.performed or {}
+  if #answer.hits > 0 and answer.query and answer.query.candidates == 0 and vim.tbl_contains(performed, 'lexical')
+      and vim.tbl_contains(performed, 'semantic') then
+    table.insert(parts, 'no section has these words: by meaning only')
   end
   if answer.semantic == 'partial' or answer.semantic == 'switching' then
     table.insert(parts, 'semantic ' .. answer.semantic)
   end
-  return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or string.format('%d hits', #answer.hits)) .. ' '
+  local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
+  return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or count) .. ' '
 end
 
 ---@param state autodoc.PickerState
