@@ -12,9 +12,25 @@ local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, fn, opts)
 end
 
+--- `@name rest`: the workspace to search and the query; else the query alone.
+local function workspace_and_query(args)
+  local name, rest = args:match('^@(%S+)%s*(.*)$')
+  return name, name and rest or args
+end
+
+local function complete_workspace(lead)
+  if not lead:match('^@%S*$') then
+    return {}
+  end
+  local names = vim.tbl_map(function(name) return '@' .. name end, vim.tbl_keys(require('autodoc').workspaces))
+  table.sort(names)
+  return vim.tbl_filter(function(name) return vim.startswith(name, lead) end, names)
+end
+
 command('AutodocSearch', function(cmd)
-  require('autodoc.picker').open({ query = cmd.args })
-end, { nargs = '?', desc = 'AutoDoc: search the knowledge base' })
+  local workspace, query = workspace_and_query(cmd.args)
+  require('autodoc.picker').open({ query = query, workspace = workspace })
+end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: search the knowledge base ([@workspace] query)' })
 
 -- The same search in the pickers people already use (each only when installed; none is a dependency).
 local picker_sources = {
@@ -58,8 +74,9 @@ else
 end
 
 command('AutodocOpen', function(cmd)
-  require('autodoc.picker').open({ mode = 'documents', query = cmd.args })
-end, { nargs = '?', desc = 'AutoDoc: open a document by title, alias or path' })
+  local workspace, query = workspace_and_query(cmd.args)
+  require('autodoc.picker').open({ mode = 'documents', query = query, workspace = workspace })
+end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: open a document by title, alias or path' })
 
 command('AutodocWorkspaceAdd', function(cmd)
   if #cmd.fargs == 2 then

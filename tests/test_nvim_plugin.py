@@ -184,6 +184,25 @@ def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
     assert picker(nvim, "seq") == before + 1
 
 
+def test_each_workspace_can_be_searched(nvim, tmp_path: Path) -> None:
+    """Only the first workspace could be searched from the editor: `:AutodocSearch @name query` picks one, and
+    <M-w> moves the open picker to the next with the same query."""
+    ready(nvim)
+    write(tmp_path / "other", "bread.md", "# Other bread\n\nRye bread from the other folder.\n")
+    lua(nvim, "require('autodoc').add_workspace('other', ...)", str(tmp_path / "other"))
+    wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.other ~= nil"))
+    nvim.command("AutodocSearch @other bread")
+    wait_for(lambda: picker(nvim, "answer") and picker(nvim, "hits"))
+    assert picker(nvim, "workspace") == "other" and [h["path"] for h in picker(nvim, "hits")] == ["bread.md"]
+    assert picker(nvim, "query") == "bread"
+    nvim.input("<M-w>")
+    wait_for(lambda: picker(nvim, "workspace") == "kb" and picker(nvim, "hits")
+             and picker(nvim, "hits")[0]["path"] == "notes/cooking.md")
+    title = lua(nvim, "return vim.api.nvim_win_get_config(require('autodoc.picker').state.prompt_win).title")
+    assert "kb" in title[0][0]
+    assert lua(nvim, "return vim.fn.getcompletion('AutodocSearch @o', 'cmdline')") == ["@other"]
+
+
 def test_toggles_change_the_stages_and_persist(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

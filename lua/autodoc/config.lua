@@ -50,6 +50,7 @@ M.defaults = {
     open_split = '<C-x>',
     open_tab = '<C-t>',
     quickfix = '<C-q>',
+    next_workspace = '<M-w>',
     next = { '<C-n>', '<Down>' },
     prev = { '<C-p>', '<Up>' },
     close = { '<Esc>', 'q' },

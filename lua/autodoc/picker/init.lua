@@ -174,6 +174,28 @@ function M.toggle(name)
   M.search(state)
 end
 
+--- Search the next workspace, in name order, with the same query.
+function M.next_workspace()
+  local state = M.state
+  if not state or state.mode == 'folders' or not state.workspace then
+    return
+  end
+  local names = vim.tbl_keys(autodoc.workspaces)
+  table.sort(names)
+  if #names < 2 then
+    vim.notify('autodoc: there is one workspace; add another with :AutodocWorkspaceAdd', vim.log.levels.INFO)
+    return
+  end
+  local index = 1
+  for i, name in ipairs(names) do
+    if name == state.workspace then
+      index = i % #names + 1
+    end
+  end
+  state.workspace, state.moved, state.available = names[index], false, {}
+  M._engine_ready(state)
+end
+
 --- Close the open picker and return to the window it was opened from.
 function M.close()
   local state = M.state
