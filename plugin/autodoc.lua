@@ -8,6 +8,12 @@ vim.g.loaded_autodoc = 1
 
 require('autodoc.host').register()
 
+-- `:help autodoc` needs doc/tags: plugin managers make it, a plain clone or a runtimepath entry has none.
+local doc = require('autodoc.host').root .. '/doc'
+if vim.uv.fs_stat(doc .. '/autodoc.txt') and not vim.uv.fs_stat(doc .. '/tags') then
+  pcall(vim.cmd.helptags, vim.fn.fnameescape(doc)) -- a read-only install stays without, as before
+end
+
 local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, fn, opts)
 end

@@ -136,6 +136,17 @@ def plugin_copy(tmp_path: Path) -> Path:
     return root
 
 
+def test_help_works_for_a_plain_clone(tmp_path: Path) -> None:
+    """A clone put on the runtimepath (or in pack/*/start) had no doc/tags: `:help autodoc` was E149. Plugin
+    managers run :helptags; without one, the plugin makes the tags when it loads."""
+    root = plugin_copy(tmp_path)
+    shutil.copytree(PROJECT / "doc", root / "doc", ignore=shutil.ignore_patterns("tags", "benchmarks", "kb"))
+    with neovim(tmp_path, rtp(root)) as nvim:
+        nvim.command("help autodoc-picker")
+        assert nvim.current.buffer.name == str(root / "doc" / "autodoc.txt")
+    assert (root / "doc" / "tags").exists()
+
+
 def test_the_plugins_own_venv_is_found_without_any_setting(tmp_path: Path, notes: Path) -> None:
     root = plugin_copy(tmp_path)
     (root / ".venv").symlink_to(Path(sys.prefix))  # the environment `make install` built
