@@ -95,7 +95,7 @@ def test_focus_gained_notices_a_file_added_outside_neovim(tmp_path: Path, kb: Pa
         wait_for(lambda: finds(nvim, "zeppelin"))
         wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 2)  # the scan's answer, after its commit
         messages = nvim.exec_lua("return vim.fn.execute('messages')")
-        assert "kb: 8 files scanned, 1 changed" in messages  # a quiet scan speaks only when files changed
+        assert "kb: 8 files scanned, 1 added" in messages  # a quiet scan speaks only when files changed
 
 
 def test_start_up_notices_a_file_added_while_neovim_was_closed(tmp_path: Path, kb: Path) -> None:
@@ -110,7 +110,7 @@ def test_start_up_notices_a_file_added_while_neovim_was_closed(tmp_path: Path, k
     with neovim(tmp_path, started(tmp_path, kb, scan_ms=0)) as nvim:  # no periodic scan, no focus event
         wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
         assert finds(nvim, "zeppelin")
-        assert "kb: 8 files scanned, 1 changed" in nvim.exec_lua("return vim.fn.execute('messages')")
+        assert "kb: 8 files scanned, 1 added" in nvim.exec_lua("return vim.fn.execute('messages')")
 
 
 def test_a_periodic_scan_notices_a_file_changed_outside_neovim(tmp_path: Path, kb: Path) -> None:
@@ -263,7 +263,7 @@ def test_indexing_progress_updates_in_place(tmp_path: Path, kb: Path) -> None:
         wait_for(lambda: any(text.startswith("kb: indexing 120/300 files") for text in progress_texts(nvim)),
                  timeout=120)
         release.touch()
-        wait_for(lambda: any("300 files scanned, 300 changed" in text for text in progress_texts(nvim)), timeout=120)
+        wait_for(lambda: any("300 files scanned, 300 added" in text for text in progress_texts(nvim)), timeout=120)
         events = [e for e in nvim.exec_lua("return _G.progress") if "files" in text_of(e)]
         assert len({event["id"] for event in events}) == 1  # one message, updated in place
         assert events[-1]["status"] == "success"

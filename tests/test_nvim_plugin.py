@@ -203,6 +203,24 @@ def test_each_workspace_can_be_searched(nvim, tmp_path: Path) -> None:
     assert lua(nvim, "return vim.fn.getcompletion('AutodocSearch @o', 'cmdline')") == ["@other"]
 
 
+def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:
+    """A binary file, malformed YAML: the index message said only "32 files scanned, 30 changed", and the
+    problems could be read only through the command line."""
+    ready(nvim)
+    wait_for(lambda: lua(nvim, "return _G.autodoc_indexed") >= 1)  # the start-up index ran: the files are new
+    write(kb, "broken.md", "---\ntitle: [unclosed\n---\n# Broken\n\ntext\n")
+    write(kb, "binary.md", b"\x00\x01\x02 not text")
+    report = index_once(nvim)
+    assert len(report["problems"]) == 2
+    text = lua(nvim, "return require('autodoc.progress').report_text('kb', ...)", report)
+    assert text.startswith("kb: 4 files scanned, 1 added, 1 skipped, 2 with problems (:AutodocStatus lists them)")
+    nvim.command("AutodocStatus")
+    wait_for(lambda: len(nvim.funcs.getqflist()) == 2)
+    items = nvim.funcs.getqflist()
+    assert sorted(nvim.funcs.bufname(item["bufnr"]).split("/")[-1] for item in items) == ["binary.md", "broken.md"]
+    assert "files with problems: in the quickfix list" in nvim.exec_lua("return vim.fn.execute('messages')")
+
+
 def test_toggles_change_the_stages_and_persist(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

@@ -253,23 +253,48 @@ end
 --- Notify a workspace's documents, chunks and semantic state.
 ---@param name string|nil default: the first workspace
 function M.show_status(name)
-  local ws = name or next(M.workspaces)
-  if not ws then
-    notify('no workspace: add one in setup({ workspaces = ... })', vim.log.levels.WARN)
+  local names = name and { name } or vim.tbl_keys(M.workspaces)
+  table.sort(names)
+  if #names == 0 then
+    notify('no workspace: add one with :AutodocWorkspaceAdd or setup({ workspaces = ... })', vim.log.levels.WARN)
     return
   end
-  rpc.request('workspace.status', { ws }, function(err, result)
-    if err then
-      notify(rpc.describe(err), vim.log.levels.ERROR)
-      return
-    end
-    local text = string.format('%s: %d documents, %d chunks, semantic %s', ws, result.documents, result.chunks,
-      result.semantic)
-    if result.embedder ~= vim.NIL and result.embedder and result.semantic ~= 'ready' then
-      text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
-    end
-    notify(text)
-  end)
+  local problems = {} ---@type table[] quickfix items of every workspace's file problems
+  local left = #names
+  for _, ws in ipairs(names) do
+    rpc.request('workspace.status', { ws }, function(err, result)
+      left = left - 1
+      if err then
+        notify(rpc.describe(err), vim.log.levels.ERROR)
+      else
+        notify(M.status_text(ws, result))
+        for _, problem in ipairs(result.problems or {}) do
+          table.insert(problems, { filename = result.root .. '/' .. problem.path, lnum = 1,
+            text = string.format('%s: %s', problem.kind, problem.reason), type = 'W' })
+        end
+      end
+      if left == 0 and #problems > 0 then
+        vim.fn.setqflist({}, ' ', { title = 'autodoc: files with problems', items = problems })
+        notify(string.format('%d files with problems: in the quickfix list (:copen)', #problems), vim.log.levels.WARN)
+      end
+    end)
+  end
+end
+
+--- One line of a workspace's status: "kb: 30 documents, 3,111 chunks, semantic ready, 4 files with problems".
+---@param ws string
+---@param result table workspace.status's answer
+---@return string
+function M.status_text(ws, result)
+  local text = string.format('%s: %s documents, %s chunks, semantic %s', ws, progress.thousands(result.documents),
+    progress.thousands(result.chunks), result.semantic)
+  if result.embedder ~= vim.NIL and result.embedder and result.semantic ~= 'ready' then
+    text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
+  end
+  if result.problems and #result.problems > 0 then
+    text = text .. string.format(', %d files with problems', #result.problems)
+  end
+  return text
 end
 
 --- Every workspace whose root holds `file` (nested roots hold it both), with the path relative to each.

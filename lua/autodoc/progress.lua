@@ -117,10 +117,27 @@ function M.indexed(ws, report)
   if not report then
     echo(work, 'index_id', ws .. ': indexing failed', 'failed', nil)
   else
-    local changed = (report.added or 0) + (report.changed or 0) + (report.renamed or 0) + (report.deleted or 0)
-    echo(work, 'index_id', string.format('%s: %s files scanned, %s changed (%.1f s)', ws, M.thousands(report.scanned or 0),
-      M.thousands(changed), report.seconds or 0), 'success', 100)
+    echo(work, 'index_id', M.report_text(ws, report), 'success', 100)
   end
+end
+
+--- The text of an index report: "kb: 32 files scanned, 8 added, 2 changed, 1 skipped, 4 with problems
+--- (:AutodocStatus lists them) (0.3 s)"; counts of nothing are left out.
+---@param ws string
+---@param report table workspace.index's answer
+---@return string
+function M.report_text(ws, report)
+  local parts = { string.format('%s files scanned', M.thousands(report.scanned or 0)) }
+  for _, key in ipairs({ 'added', 'changed', 'renamed', 'deleted', 'skipped' }) do
+    if (report[key] or 0) > 0 then
+      table.insert(parts, string.format('%s %s', M.thousands(report[key]), key))
+    end
+  end
+  local problems = type(report.problems) == 'table' and #report.problems or 0
+  if problems > 0 then
+    table.insert(parts, string.format('%s with problems (:AutodocStatus lists them)', M.thousands(problems)))
+  end
+  return string.format('%s: %s (%.1f s)', ws, table.concat(parts, ', '), report.seconds or 0)
 end
 
 --- The text of an embedding update: "kb: 812/2,000 embedded · 35.2/s · 0:34 left".
