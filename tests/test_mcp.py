@@ -183,7 +183,7 @@ def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, n
 
 
 def test_a_file_edited_since_indexing_says_its_lines_may_be_off(tmp_path: Path, notes: Path) -> None:
-    """An agent edits a note and nothing re-indexes it yet (the server has no --allow-index, Neovim is
+    """An agent edits a note and nothing re-indexes it yet (a server started with --scan-seconds 0, Neovim
     closed): a hit's stored line span now reads other lines. They were given as the section, complete."""
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)
@@ -207,7 +207,32 @@ def test_a_file_edited_since_indexing_says_its_lines_may_be_off(tmp_path: Path, 
         unchanged = await call(session, "read", {"path": "net/network.md"})
         assert unchanged.structured_content["changed_since_indexed"] is False
 
-    talk(db, tmp_path / "server.log", scenario)
+    talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "0")
+
+
+def test_the_server_re_indexes_a_file_edited_on_disk(tmp_path: Path, notes: Path) -> None:
+    """With only the MCP server running (no editor), an edit on disk stayed unsearchable and its hits' lines
+    stale until someone ran an index. A search that meets a changed file has the server re-index at once."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    storage = notes / "storage.md"
+
+    async def scenario(session: ClientSession) -> None:
+        assert (await call(session, "search", {"query": "gecko"})).structured_content["hits"]
+        storage.write_text("# Moved down\n\nzorblax lines\n\n" + storage.read_text(encoding="utf-8"),
+                           encoding="utf-8")
+        await call(session, "search", {"query": "gecko"})  # meets the changed file: the scan starts now
+        deadline = time.monotonic() + 50  # the interval is an hour: only the wake can re-index it in time
+        while True:
+            found = (await call(session, "search", {"query": "zorblax"})).structured_content["hits"]
+            if found:
+                break
+            assert time.monotonic() < deadline, "the edit was never indexed"
+            await anyio.sleep(0.2)
+        assert found[0]["path"] == "storage.md" and found[0]["line_start"] == 1
+        assert found[0]["text"].startswith("# Moved down") and "text_problem" not in found[0]
+
+    talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "3600")
 
 
 def test_reading_past_a_line_longer_than_the_budget_makes_progress(tmp_path: Path, notes: Path) -> None:
@@ -329,7 +354,7 @@ def test_a_workspace_not_indexed_yet_says_so(tmp_path: Path, notes: Path) -> Non
         answer = (await call(session, "search", {"query": "gecko"})).structured_content
         assert answer["stages"]["skipped"]["semantic"].startswith("the workspace has no indexed sections")
 
-    talk(db, tmp_path / "server.log", scenario)
+    talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "0")  # a scan would index it
 
 
 def test_several_workspaces_need_a_name(tmp_path: Path, notes: Path) -> None:

@@ -2,7 +2,7 @@
 
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
-    autodoc [--db PATH] mcp [--allow-index]
+    autodoc [--db PATH] mcp [--allow-index] [--scan-seconds N]
 
 The engine is imported where it is used, so `autodoc mcp` answers the tool list before numpy loads.
 """
@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
     parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
     parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
+    parser.add_argument("--scan-seconds", type=float, default=30.0, metavar="N",
+                        help="with 'mcp': re-index changed files every N seconds, and when a search meets one "
+                             "(default 30; 0: never)")
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
     parser.add_argument("words", nargs="*", metavar="PARAMS | serve | mcp",
                         help="with --call: the params as a JSON array or object; or 'serve --stdio'; or 'mcp' "
@@ -49,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.words == ["mcp"] and not args.call:
         from autodoc_core.surface.mcp import serve
 
-        return serve(args.db, allow_index=args.allow_index)
+        return serve(args.db, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
     if args.words == ["serve"] and not args.call:
         if not args.stdio:
             parser.error("serve needs --stdio (the only transport)")

@@ -43,6 +43,7 @@ from autodoc_core.errors import (
 
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
+    from autodoc_core.service.scanner import Scanner
 
 from autodoc_core.surface.mcp_text import (
     render_documents,
@@ -71,11 +72,13 @@ log = logging.getLogger("autodoc.mcp")
 class EngineHandle:
     """Opens the engine on first need; ``open_in_background`` starts that early in a thread."""
 
-    def __init__(self, db: str | None) -> None:
+    def __init__(self, db: str | None, scan_seconds: float = 0.0) -> None:
         self._db = db
         self._engine: Engine | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.scan_seconds = scan_seconds  # 0: no periodic scan (see service.scanner)
+        self.scanner: Scanner | None = None
 
     def get(self) -> Engine:
         with self._lock:
@@ -87,7 +90,16 @@ class EngineHandle:
                 engine = Engine(self._db)
                 engine.start_background()
                 self._engine = engine
+                if self.scan_seconds > 0:
+                    from autodoc_core.service.scanner import Scanner
+
+                    self.scanner = Scanner(engine, self.scan_seconds)
             return self._engine
+
+    def file_changed(self) -> None:
+        """A search met a file changed since it was indexed: scan now, not at the next round."""
+        if self.scanner is not None:
+            self.scanner.wake()
 
     def open_in_background(self) -> None:
         threading.Thread(target=self._open_quietly, name="autodoc-mcp-open", daemon=True).start()
@@ -101,6 +113,8 @@ class EngineHandle:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            if self.scanner is not None:
+                self.scanner.close()
             if self._engine is not None:
                 self._engine.close()
 
@@ -225,6 +239,8 @@ class Tools:
         answer = engine.search_query(name, query, options)
         files = FileLines(engine, name)
         hits = [_hit(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
+        if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
+            self.engines.file_changed()
         result = {
             "workspace": name, "query": _shortened(query), "hits": hits, "stages": answer["stages"],
             "semantic": answer["semantic"], "mode_used": answer["mode_used"],
@@ -284,7 +300,8 @@ class Tools:
 
 
 STALE_FILE = ("the file changed since it was indexed: these lines may not be the section any more; read the "
-              "file, or search again once it is re-indexed")
+              "file, or search again in a few seconds (the server re-indexes changed files; started with "
+              "--scan-seconds 0 it does not, and the index tool or `autodoc --call workspace.index` does)")
 
 
 class FileLines:
@@ -441,11 +458,12 @@ async def _serve(server: Server) -> None:
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
-def serve(db: str | None, allow_index: bool = False) -> int:
-    """Serve MCP on stdin/stdout until the client closes stdin. Logs go to stderr."""
+def serve(db: str | None, allow_index: bool = False, scan_seconds: float = 0.0) -> int:
+    """Serve MCP on stdin/stdout until the client closes stdin; with ``scan_seconds``, re-index the workspaces'
+    changed files that often (and at once when a search meets one). Logs go to stderr."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="autodoc mcp: %(levelname)s %(name)s: %(message)s")
-    engines = EngineHandle(db)
+    engines = EngineHandle(db, scan_seconds)
     try:
         anyio.run(_serve, build_server(Tools(engines, allow_index)))
     except KeyboardInterrupt:
