@@ -356,6 +356,29 @@ def test_workspace_add_counts_with_a_bounded_walk(nvim, tmp_path: Path) -> None:
     nvim.command(f"AutodocWorkspaceAdd {big}/")
     wait_for(lambda: list_lines(nvim) and str(big) in list_lines(nvim)[0])
     assert f"{walk}+ Markdown files" in list_lines(nvim)[0]
+    nvim.input("<Esc>")
+
+
+def test_the_folder_list_walks_a_bounded_total_and_lists_each_folder_once(nvim, tmp_path: Path) -> None:
+    """/usr/share/ completes to hundreds of folders, each walked up to LIST_WALK entries at every keystroke:
+    the editor froze for a second. The walks share one budget; folders past it show no count. The typed
+    folder was listed twice (it is also its own completion), with a line span, relevance and stage."""
+    ready(nvim)
+    parent = tmp_path / "many"
+    walk = lua(nvim, "return require('autodoc.picker.finder').LIST_WALK")
+    total = lua(nvim, "return require('autodoc.picker.finder').LIST_WALK_TOTAL")
+    folders = total // walk + 3
+    for f in range(folders):
+        for i in range(walk + 10):
+            write(parent / f"kb{f:02}", f"n{i:05}.md", "# n\n")
+    nvim.command(f"AutodocWorkspaceAdd {parent}/")
+    wait_for(lambda: len(list_lines(nvim)) == folders + 1)  # the typed folder, then its subfolders
+    counts = [line.split("  ")[1] for line in list_lines(nvim)]
+    assert counts[0].endswith("+ Markdown files") and counts[-1] == "… Markdown files"
+    nvim.input("<Esc>")
+    nvim.command(f"AutodocWorkspaceAdd {parent}/kb00")
+    wait_for(lambda: list_lines(nvim))
+    assert list_lines(nvim) == [f"{parent}/kb00  {walk}+ Markdown files"]
 
 
 def test_preview_of_a_file_that_shrank_since_indexing(nvim, kb: Path) -> None:

@@ -69,13 +69,16 @@ end
 --- runs on the editor's thread at every keystroke, and a folder like $HOME holds millions.
 M.LIST_WALK = 2000
 M.PREVIEW_WALK = 20000
+--- Entries all the listed folders' walks look at together per keystroke: /usr/share/ completes to hundreds
+--- of folders, and walking each froze the editor for a second; folders past it show no count.
+M.LIST_WALK_TOTAL = 5000
 
 --- The Markdown files under `path` (relative to it), hidden folders, node_modules and __pycache__ skipped
 --- as the indexer does (`.MD` is Markdown too), looking at no more than `budget` entries; `complete` is
 --- false when the walk stopped early.
 ---@param path string
 ---@param budget integer
----@return string[] files, boolean complete
+---@return string[] files, boolean complete, integer seen the entries looked at
 function M.markdown_files(path, budget)
   local files, seen = {}, 0
   local skip = function(dir)
@@ -85,14 +88,14 @@ function M.markdown_files(path, budget)
   for name, kind in vim.fs.dir(path, { depth = 32, skip = skip }) do
     seen = seen + 1
     if seen > budget then
-      return files, false
+      return files, false, seen - 1
     end
     local lower = vim.fs.basename(name):lower()
     if kind == 'file' and not vim.startswith(lower, '.') and (lower:match('%.md$') or lower:match('%.markdown$')) then
       table.insert(files, name)
     end
   end
-  return files, true
+  return files, true, seen
 end
 
 --- :AutodocWorkspaceAdd: folders completed from what is typed, the typed one first.
@@ -104,12 +107,20 @@ function M.folders(query)
   if query ~= '' and vim.fn.isdirectory(vim.fn.expand(query)) == 1 then
     table.insert(candidates, 1, query)
   end
+  local listed, left = {}, M.LIST_WALK_TOTAL
   for _, dir in ipairs(candidates) do
     local path = vim.fn.fnamemodify(vim.fn.expand(dir), ':p'):gsub('/$', '')
-    local files, complete = M.markdown_files(path, M.LIST_WALK)
-    local count = complete and tostring(#files) or (#files .. '+')
-    table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
-      relevance = 1, via = { 'folder' }, folder = true })
+    if not listed[path] then -- the typed folder is also among its own completions
+      listed[path] = true
+      local count = '…'
+      if left > 0 then
+        local files, complete, seen = M.markdown_files(path, math.min(M.LIST_WALK, left))
+        left = left - seen
+        count = complete and tostring(#files) or (#files .. '+')
+      end
+      table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
+        relevance = 1, via = { 'folder' }, folder = true })
+    end
   end
   return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } }
 end

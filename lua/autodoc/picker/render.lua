@@ -18,6 +18,9 @@ end
 ---@param hit autodoc.Hit
 ---@return string
 function M.hit_line(hit)
+  if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
+    return string.format('%s  %s', hit.path, hit.breadcrumb)
+  end
   local via = table.concat(hit.via or {}, '+')
   local mark = hit.superseded and '  (superseded)' or ''
   return string.format('%s:%d-%d  %s  %.2f  [%s]%s', hit.path, hit.line_start, hit.line_end, hit.breadcrumb,
