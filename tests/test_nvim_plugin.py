@@ -166,6 +166,10 @@ def test_the_list_title_says_what_a_user_needs_to_know(nvim) -> None:
     assert lua(nvim, title, guess) == " no section has these words: by meaning only "
     failed = {**words, "rank": {"state": "error", "error": "the ranker did not answer"}}
     assert lua(nvim, title, failed) == " not re-ranked: the ranker did not answer "
+    filling = {**words, "semantic": "partial"}
+    assert lua(nvim, title, filling) == " semantic partial "
+    switched_off = {**filling, "stages": {"requested": ["lexical"], "performed": ["lexical"]}}
+    assert lua(nvim, title, switched_off) == " 1 hit "
 
 
 def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:

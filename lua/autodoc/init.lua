@@ -141,6 +141,10 @@ local changed_files = M.changed_files
 ---@param quiet boolean|nil
 function M.index(name, callback, paths, quiet)
   local names = name and { name } or vim.tbl_keys(M.workspaces)
+  if #names == 0 and not quiet then
+    notify('no workspace to index: add one with :AutodocWorkspaceAdd or setup({ workspaces = ... })',
+      vim.log.levels.WARN)
+  end
   for _, ws in ipairs(names) do
     M.indexing[ws] = (M.indexing[ws] or 0) + 1
     if not quiet then

@@ -45,8 +45,10 @@ function M.list_title(answer)
       and vim.tbl_contains(performed, 'semantic') then
     table.insert(parts, 'no section has these words: by meaning only')
   end
-  if answer.semantic == 'partial' or answer.semantic == 'switching' then
-    table.insert(parts, 'semantic ' .. answer.semantic)
+  local requested = answer.stages and answer.stages.requested
+  local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
+  if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
+    table.insert(parts, 'semantic ' .. answer.semantic) -- not news once Semantic is switched off
   end
   local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
   return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or count) .. ' '
