@@ -225,6 +225,19 @@ def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:
     assert "files with problems: in the quickfix list" in nvim.exec_lua("return vim.fn.execute('messages')")
 
 
+def test_opening_a_hit_whose_file_was_deleted_says_so_and_updates(nvim, kb: Path) -> None:
+    """A file deleted outside Neovim before the next scan: Enter opened an empty new buffer, silently."""
+    ready(nvim)
+    nvim.command("AutodocSearch bread")
+    wait_for(lambda: picker(nvim, "hits") and picker(nvim, "hits")[0]["path"] == "notes/cooking.md")
+    (kb / "notes" / "cooking.md").unlink()
+    nvim.input("<CR>")
+    wait_for(lambda: "notes/cooking.md was deleted since it was indexed" in nvim.exec_lua(
+        "return vim.fn.execute('messages')"))
+    assert picker(nvim, "query") == "bread"  # the picker stays open
+    wait_for(lambda: all(hit["path"] != "notes/cooking.md" for hit in picker(nvim, "hits")))
+
+
 def test_toggles_change_the_stages_and_persist(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

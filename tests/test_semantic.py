@@ -221,8 +221,8 @@ def test_a_section_the_server_refuses_does_not_stop_the_fill(engine, kb: Path) -
     workspace becomes ready; status says how many and why."""
     for i in range(20):
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\nbody text number {i}\n")
-    fence = "\n".join(f"log line {i}: gecko" for i in range(400))
-    write(kb, "logs.md", f"# Logs\n\n## Full dump\n\n```\n{fence}\n```\n")
+    image = "![plot](data:image/png;base64," + "iVBORw0KGgo" * 500 + ")"  # one line: no part of it is cut off
+    write(kb, "logs.md", f"# Logs\n\n## Full dump\n\n{image}\n")
     engine.workspace_add("kb", str(kb))
     with model_server("tei", Behaviour(max_text_chars=3000)) as server:
         engine.workspace_configure("kb", tei_config(server.url))

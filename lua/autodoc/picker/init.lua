@@ -221,12 +221,20 @@ function M.open_hit(how)
   if not state or not hit then
     return
   end
-  M.close()
   if hit.folder then
+    M.close()
     actions.add_folder(hit)
-  else
-    actions.jump(state.root .. '/' .. hit.path, hit.line_start, hit.line_end, how)
+    return
   end
+  local file = state.root .. '/' .. hit.path
+  if not vim.uv.fs_stat(file) then -- deleted since it was indexed: an empty new buffer said nothing
+    vim.notify(string.format('autodoc: %s was deleted since it was indexed; the index is updated now', hit.path),
+      vim.log.levels.WARN)
+    autodoc.index(state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
+    return
+  end
+  M.close()
+  actions.jump(file, hit.line_start, hit.line_end, how)
 end
 
 --- Send every hit to the quickfix list and open it.
