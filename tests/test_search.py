@@ -123,6 +123,11 @@ def test_a_negated_field_no_filter_has_is_left_out_not_searched(notes) -> None:
     assert answer["query"]["problems"] == ["'colour' is not a filter field (declared in _schema/frontmatter.yaml), "
                                            "so '-colour:red' was left out"]
     assert paths(answer)[:2] == paths(search(notes, "storage engine"))[:2]
+    for pasted, words in (("java -XX:+UseG1GC", ["java", "xx", "useg1gc"]), ("-std::move", ["std", "move"]),
+                          ("offset -05:00", ["offset", "05", "00"]), ("see https://example.org/x", None)):
+        parsed = search(notes, pasted)["query"]
+        assert parsed["problems"] == [], pasted  # flags, times and URLs are words, not exclusions
+        assert words is None or [t for t in parsed["terms"] if t in words] == words, (pasted, parsed["terms"])
 
 
 def test_without_a_schema_file_frontmatter_fields_are_filters(engine, kb: Path, indexed) -> None:
@@ -148,6 +153,15 @@ def test_without_a_schema_file_frontmatter_fields_are_filters(engine, kb: Path, 
     gone = search(engine, "storage -colour:red")
     assert gone["query"]["problems"] == [
         "'colour' is not a filter field (no document's frontmatter has it), so '-colour:red' was left out"]
+    engine.workspace_remove("kb")  # added again, it gets the same id: the fields are the new notes'
+    for path in ("adr/0001.md", "adr/0002.md", "guide.md"):
+        (kb / path).unlink()
+    write(kb, "y.md", "---\ncolour: red\n---\n# Y\n\nkiwi\n")
+    write(kb, "z.md", "---\ncolour: blue\n---\n# Z\n\nkiwi\n")
+    write(kb, "w.md", "# W\n\nno frontmatter\n")  # as many documents as before: the same generation
+    indexed()
+    assert engine.workspace_status("kb")["schema"]["common"] == {"colour": "string"}
+    assert paths(search(engine, "kiwi -colour:red")) == ["z.md"]
 
 
 def test_undeclared_facet_in_options_is_invalid_params(notes) -> None:

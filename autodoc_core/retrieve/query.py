@@ -18,6 +18,8 @@ MAX_QUERY_CHARS = 4000
 MAX_TERMS = 64
 BUILTIN_FACETS = {"tag": "list", "tags": "list"}
 NO_MATCH = "\x00no-match"  # the filter value of a facet whose value does not fit its type
+_FIELD_LIKE = re.compile(r"[a-z][a-z0-9_-]*")  # how frontmatter fields are spelled (status, f5-product)
+_VALUE_LIKE = re.compile(r"[\w][\w .-]*")
 
 
 class _LeftOut:
@@ -163,12 +165,16 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     if ":" not in body:
         return None
     name, _, value = body.partition(":")
+    if value.startswith("//"):  # a URL (https://...): words, whatever fields there are
+        return None
     value = value.strip('"')
     name = name if name.lower() in BUILTIN_FACETS else schema.spelled(name)
     kind = BUILTIN_FACETS.get(name.lower()) or schema.declared(name)
     near = schema.closest(name) if not kind and value else None
     hint = f" (did you mean {near}:?)" if near else ""
-    if not kind and value and negated:  # as words, "-status:superseded" would search for "status superseded"
+    if not kind and negated and _FIELD_LIKE.fullmatch(name) and _VALUE_LIKE.fullmatch(value):
+        # As words, "-status:superseded" would search for "status superseded", what it excludes. A pasted
+        # flag (-XX:+UseG1GC, -std::move, -Dkey.name:true) or a time (-05:00) does not look like a field.
         query.problems.append(f"{name!r} is not a filter field{_where_fields_come_from(schema)}, so {token!r} "
                               f"was left out{hint}")
         return LEFT_OUT

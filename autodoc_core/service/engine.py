@@ -244,7 +244,8 @@ class Engine:
             stamp = path.stat().st_mtime
         except OSError:
             stamp = 0.0
-        key = (stamp, ws.next_generation)  # an index run can bring inferred fields
+        # An index run can bring inferred fields; the epoch tells a workspace added again under a removed one's id.
+        key = (stamp, ws.next_generation, ws.vector_epoch)
         cached = self._schemas.get(ws.id)
         if cached is None or cached[0] != key:
             schema = fm.load_schema(Path(ws.root))
