@@ -195,8 +195,8 @@ class Engine:
         else:
             stop = self._stop.is_set
         try:
-            fill(self.store, ws.id, embedder, progress, stop)
-            if not stop():  # filled: a fill stopped early leaves the WAL to whoever writes next
+            complete = fill(self.store, ws.id, embedder, progress, stop)
+            if complete and progress.done_this_run:  # stopped early: the WAL is the next writer's
                 self.store.shrink_wal()
         except ProviderError as exc:
             raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
@@ -307,7 +307,9 @@ class Engine:
     def workspace_section_size(self, name: Any, tokens: Any) -> dict[str, Any]:
         return self.workspace_configure(name, {"section_tokens": tokens})
 
-    def workspace_index(self, name: Any, opts: Any = None) -> dict[str, Any]:
+    def workspace_index(self, name: Any, opts: Any = None, lease_wait: float | None = None) -> dict[str, Any]:
+        """``lease_wait``: how long to wait for another process's writer lease (default: the lease's own
+        wait; the background scanner passes 0 and skips the round, raising BUSY at once)."""
         opts = opts or {}
         if not isinstance(opts, dict):
             raise invalid_params("index options must be an object")
@@ -322,7 +324,7 @@ class Engine:
         waited_for = self._workspace(name)
         if paths is not None:  # an absolute path inside the root, as an agent passes it, is that file
             paths = [relative_to_root(waited_for.root, path) for path in paths]
-        with self._index_lock(waited_for.id), self.store.exclusive():
+        with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
             ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
             if ws.id != waited_for.id:
                 raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while this "

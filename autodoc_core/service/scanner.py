@@ -13,18 +13,20 @@ import logging
 import threading
 from typing import Any
 
-from autodoc_core.errors import AutodocError
+from autodoc_core.errors import BUSY, AutodocError
 from autodoc_core.providers.base import mark_background_thread
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SCAN_SECONDS = 30.0
+MIN_SCAN_SECONDS = 1.0
 
 
 class Scanner:
     def __init__(self, engine: Any, interval: float) -> None:
         self.engine = engine
-        self.interval = interval
+        self.interval = max(interval, MIN_SCAN_SECONDS)
+        self._last_problem: dict[str, str] = {}  # said once per workspace until it changes (a root not mounted)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="autodoc-scanner", daemon=True)
@@ -42,17 +44,25 @@ class Scanner:
     def _loop(self) -> None:
         mark_background_thread()
         while not self._stop.is_set():
-            self.scan_once()
+            try:
+                self.scan_once()
+            except Exception:  # noqa: BLE001 - a lease file or database fault: said, and tried next round
+                log.exception("scanning the workspaces failed")
             self._wake.wait(timeout=self.interval)
             self._wake.clear()
 
     def scan_once(self) -> None:
-        if not self.engine.store.lease.try_acquire():
-            return  # another process writes now: an editor scans by itself, and the next round comes soon
         for workspace in self.engine.workspace_list():
-            if self._stop.is_set():
-                return
+            name = workspace["name"]
+            if self._stop.is_set() or not self.engine.store.lease.try_acquire():
+                return  # another process writes now (an editor scans by itself): the next round comes soon
             try:
-                self.engine.workspace_index(workspace["name"])
-            except AutodocError as exc:  # a root not mounted, a removed workspace: said in the log, tried again
-                log.warning("scanning %s: %s", workspace["name"], exc.reason)
+                self.engine.workspace_index(name, lease_wait=0)
+            except AutodocError as exc:
+                if exc.code == BUSY:  # another process took the lease since: not a problem of this workspace
+                    return
+                if self._last_problem.get(name) != exc.reason:  # a root not mounted: once, not every round
+                    log.warning("scanning %s: %s", name, exc.reason)
+                self._last_problem[name] = exc.reason
+            else:
+                self._last_problem.pop(name, None)

@@ -222,8 +222,11 @@ class Store:
     def shrink_wal(self) -> None:
         """Copy the WAL into the database and empty it, after a long write (an index run, a fill), so the
         disk space comes back now. Without waiting: a reader in another process may still need the WAL's
-        pages; then it stays for now and ``WAL_SIZE_LIMIT`` trims it when it starts over."""
-        with self.lease.hold(), self._write_lock:
+        pages; then it stays for now and ``WAL_SIZE_LIMIT`` trims it when it starts over. Nor for the lease:
+        another process writing now will write into the WAL again."""
+        if not self.lease.try_acquire():
+            return
+        with self.lease.hold(0), self._write_lock:
             writer = self._writer_connection()
             writer.setbusytimeout(0)
             try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from autodoc_core import __version__
 from autodoc_core.errors import INVALID_PARAMS, PARSE_ERROR, AutodocError
+from autodoc_core.service.scanner import DEFAULT_SCAN_SECONDS
 from autodoc_core.surface.wire import to_json
 
 if TYPE_CHECKING:
@@ -36,9 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
     parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
     parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
-    parser.add_argument("--scan-seconds", type=float, default=30.0, metavar="N",
-                        help="with 'mcp': re-index changed files every N seconds, and when a search meets one "
-                             "(default 30; 0: never)")
+    parser.add_argument("--scan-seconds", type=float, default=DEFAULT_SCAN_SECONDS, metavar="N",
+                        help="with 'mcp': re-index changed files every N seconds (at least 1), and when a search "
+                             "meets one (default 30; 0: never)")
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
     parser.add_argument("words", nargs="*", metavar="PARAMS | serve | mcp",
                         help="with --call: the params as a JSON array or object; or 'serve --stdio'; or 'mcp' "
