@@ -205,6 +205,9 @@ def test_a_block_over_four_budgets_is_cut_between_lines() -> None:
     assert [c.line_start for c in parts[1:]] == [c.line_end + 1 for c in parts[:-1]]  # no line lost or repeated
     assert doc.chunks[-1].body == "plain words"
     assert_spans_exact(raw.encode(), doc.chunks)
+    lines = ["x" * 1392] * 4 + [" " * 12] * 150 + ["y" * 1392] * 4  # a cut part of blank lines alone is no chunk
+    cut = parse("# Log\n\n```\n" + "\n".join(lines) + "\n```\n")
+    assert all(c.body.strip() for c in cut.chunks) and len(cut.chunks) >= 8
 
 
 def test_empty_anchors_and_rules_are_not_text() -> None:

@@ -189,9 +189,10 @@ def section_chunks(lines: list[str], table: LineTable, blocks: list[Block], titl
             last = _last_content_line(lines, first, end)
             body = _shown_text(lines, body_start, end, part) if part else ""
             chunk = make_chunk("section", section.breadcrumb, body, first, last, table)
-            if part and all(block.hidden for block in part):
-                # Only comments or a table of contents (a KEP's template guidance, `<!-- toc -->`): nothing
-                # to land on, and the short text outranked every section with text for the heading's words.
+            if part and (all(block.hidden for block in part) or not body):
+                # Only comments or a table of contents (a KEP's template guidance, `<!-- toc -->`), or the blank
+                # lines a cut block ends with: nothing to land on, and the short text outranked every section
+                # with text for the heading's words.
                 hidden_only = hidden_only or [chunk]
                 continue
             chunks.append(chunk)
