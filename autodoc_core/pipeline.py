@@ -321,8 +321,9 @@ def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[i
                     found: SemanticFound | None, pool: int, frequencies: lexical.DocumentFrequencies,
                     ) -> tuple[dict[str, list[int]], dict[int, float], SemanticFound | None, dict[int, float]]:
     """The same retrievers as ``rankings`` came from (asked for ``pool`` candidates each), each asked for
-    ``FILL_FACTOR`` times as many; one that returned fewer than ``pool`` returned all it has and is not
-    asked again. Returns the rankings, the BM25 scores, the semantic candidates and the blend's cosines."""
+    ``FILL_FACTOR`` times as many; lexical or semantic, having returned fewer than ``pool``, returned all it
+    has and is not asked again (the symbol retriever, reading the lexical list, always is). Returns the
+    rankings, the BM25 scores, the semantic candidates and the blend's cosines."""
     wider = dict(rankings)
     if "lexical" in rankings and len(rankings["lexical"]) >= pool:
         result = _lexical_ranking(run, frequencies, pool * FILL_FACTOR)

@@ -8,20 +8,29 @@ vim.g.loaded_autodoc = 1
 
 require('autodoc.host').register()
 
--- `:help autodoc` needs doc/tags: plugin managers make it, a plain clone or a runtimepath entry has none.
+-- `:help autodoc` needs doc/tags: plugin managers make it, a plain clone or a runtimepath entry has none (and
+-- after a `git pull` that adds help, an old one lacks the new tags).
 local doc = require('autodoc.host').root .. '/doc'
-if vim.uv.fs_stat(doc .. '/autodoc.txt') and not vim.uv.fs_stat(doc .. '/tags') then
-  pcall(vim.cmd.helptags, vim.fn.fnameescape(doc)) -- a read-only install stays without, as before
+local help, tags = vim.uv.fs_stat(doc .. '/autodoc.txt'), vim.uv.fs_stat(doc .. '/tags')
+if help and (not tags or tags.mtime.sec < help.mtime.sec) then
+  pcall(vim.cmd.helptags, vim.fn.fnameescape(doc)) -- a read-only install stays as it is
 end
 
 local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, fn, opts)
 end
 
---- `@name rest`: the workspace to search and the query; else the query alone.
+--- `@name rest`: the workspace to search and the query, when NAME is a workspace (known or configured);
+--- else the query alone (`@decorator` is a word).
 local function workspace_and_query(args)
   local name, rest = args:match('^@(%S+)%s*(.*)$')
-  return name, name and rest or args
+  local autodoc = require('autodoc')
+  local configured = vim.tbl_contains(vim.tbl_map(function(ws) return ws.name end,
+    (autodoc.config or {}).workspaces or {}), name)
+  if name and (autodoc.workspaces[name] or configured) then
+    return name, rest
+  end
+  return nil, args
 end
 
 local function complete_workspace(lead)

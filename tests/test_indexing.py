@@ -230,6 +230,9 @@ def test_a_root_that_cannot_be_listed_changes_nothing(engine, kb: Path, tmp_path
     with pytest.raises(AutodocError) as caught:
         engine.workspace_index("kb")
     assert caught.value.code == -32064 and "cannot list the workspace root" in caught.value.reason
+    with pytest.raises(AutodocError) as caught:  # one path (a save, Enter on a hit): it deleted the document
+        engine.workspace_index("kb", {"paths": ["a.md"]})
+    assert caught.value.code == -32064 and "is not a folder now" in caught.value.reason
     assert sorted(paths(search(engine, "okapi"))) == ["a.md", "sub/b.md"]
     (tmp_path / "unmounted").rename(kb)
     again = indexed()

@@ -156,13 +156,13 @@ def test_the_list_title_says_what_a_user_needs_to_know(nvim) -> None:
     """No ranker configured is no news ("not re-ranked: no ranker is configured" titled every list of a user
     who never set one up); hits found by meaning alone, for words no section has, are said."""
     title = "return require('autodoc.picker.render').list_title(...)"
-    hit = {"path": "a.md", "line_start": 1, "line_end": 1, "breadcrumb": "A"}
+    hit = {"path": "a.md", "line_start": 1, "line_end": 1, "breadcrumb": "A", "via": ["lexical", "semantic"]}
     no_ranker = {"state": "off"}
     skipped = {"rerank": "no ranker is configured for this workspace"}
     words = {"hits": [hit], "rank": no_ranker, "query": {"candidates": 4},
              "stages": {"performed": ["lexical", "semantic"], "skipped": skipped}}
     assert lua(nvim, title, words) == " 1 hit "
-    guess = {**words, "query": {"candidates": 0}}
+    guess = {**words, "hits": [{**hit, "via": ["semantic"]}]}
     assert lua(nvim, title, guess) == " no section has these words: by meaning only "
     failed = {**words, "rank": {"state": "error", "error": "the ranker did not answer"}}
     assert lua(nvim, title, failed) == " not re-ranked: the ranker did not answer "
@@ -205,6 +205,10 @@ def test_each_workspace_can_be_searched(nvim, tmp_path: Path) -> None:
     title = lua(nvim, "return vim.api.nvim_win_get_config(require('autodoc.picker').state.prompt_win).title")
     assert "kb" in title[0][0]
     assert lua(nvim, "return vim.fn.getcompletion('AutodocSearch @o', 'cmdline')") == ["@other"]
+    nvim.input("<Esc>")
+    nvim.command("AutodocSearch @decorator usage")  # not a workspace: words
+    wait_for(lambda: picker(nvim, "query") == "@decorator usage")
+    assert picker(nvim, "workspace") == "kb"
 
 
 def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:

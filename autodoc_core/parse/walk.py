@@ -159,6 +159,8 @@ def canonical_relpaths(root: str, relpaths: list[str]) -> list[str]:
     """Each path as a full walk would index it: a path through a symlink becomes the file's own path when
     the walk finds the file there (a buffer opened through a linked folder is saved to its real file)."""
     real_root = os.path.realpath(root)
+    if not os.path.isdir(real_root):  # the run that follows says so
+        return list(relpaths)
     canonical = []
     for relpath in relpaths:
         listed = next(listed_markdown_files(root, [relpath]), None)  # abspath is the file's real path
@@ -171,6 +173,8 @@ def listed_markdown_files(root: str, relpaths: list[str]) -> Iterator[FoundFile]
     """The files among ``relpaths`` that a full walk would find, without walking the whole tree
     (a saved buffer in a workspace of 25,000 files): same hidden, ignore and symlink rules."""
     real_root = os.path.realpath(root)
+    if not os.path.isdir(real_root):  # a drive not mounted: its files are not gone, and none may be deleted
+        raise RootUnlisted(f"cannot list the workspace root {root}: it is not a folder now")
     for relpath in dict.fromkeys(relpaths):
         parts = relpath.replace(os.sep, "/").split("/")
         if not relpath or any(not p or _skipped_name(p) for p in parts):  # "." and ".." start with "."

@@ -373,10 +373,9 @@ BY_MEANING_ONLY = ("no section holds any of the query's words: every hit was fou
 
 
 def by_meaning_only(answer: dict[str, Any]) -> bool:
-    """The word search ran and found nothing, and the hits are the semantic stage's."""
-    performed = answer["stages"]["performed"]
-    return bool(answer["hits"]) and "lexical" in performed and "semantic" in performed and \
-        answer["query"].get("candidates") == 0
+    """The word search ran, and every hit came from the semantic stage alone."""
+    return bool(answer["hits"]) and "lexical" in answer["stages"]["performed"] and \
+        all(hit.get("via") == ["semantic"] for hit in answer["hits"])
 
 
 def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:

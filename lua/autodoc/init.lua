@@ -123,10 +123,8 @@ end
 M.indexing = {} ---@type table<string, integer> index runs asked for and not answered yet, per workspace
 local last_quiet_error = {} ---@type table<string, string|nil> the last quiet run's error, per workspace
 
----@param report table workspace.index's answer
----@return boolean
 --- Whether an index run's report says files were added, changed, renamed or deleted.
----@param report table
+---@param report table workspace.index's answer
 ---@return boolean
 function M.changed_files(report)
   return (report.added or 0) + (report.changed or 0) + (report.renamed or 0) + (report.deleted or 0) > 0

@@ -227,6 +227,11 @@ function M.open_hit(how)
     return
   end
   local file = state.root .. '/' .. hit.path
+  if not vim.uv.fs_stat(state.root) then
+    vim.notify(string.format('autodoc: the workspace root %s is not there (a drive not mounted?)', state.root),
+      vim.log.levels.ERROR)
+    return
+  end
   if not vim.uv.fs_stat(file) then -- deleted since it was indexed: an empty new buffer said nothing
     vim.notify(string.format('autodoc: %s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
@@ -356,8 +361,9 @@ function M._engine_ready(state)
     state.root = autodoc.workspaces[state.workspace] or ''
     vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
     -- Which stages the workspace can run, before the first answer says so (an empty prompt asks nothing).
-    rpc.request('workspace.status', { state.workspace }, function(err, status)
-      if not err and M.state == state and status then
+    local asked = state.workspace
+    rpc.request('workspace.status', { asked }, function(err, status)
+      if not err and M.state == state and state.workspace == asked and status then -- not after <M-w> moved on
         state.available.semantic = status.semantic ~= 'off'
         state.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
         state.rank_model = state.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil

@@ -41,8 +41,11 @@ function M.list_title(answer)
     table.insert(parts, 'not re-ranked: ' .. answer.stages.skipped.rerank) -- no ranker at all is no news
   end
   local performed = answer.stages and answer.stages.performed or {}
-  if #answer.hits > 0 and answer.query and answer.query.candidates == 0 and vim.tbl_contains(performed, 'lexical')
-      and vim.tbl_contains(performed, 'semantic') then
+  local by_meaning = #answer.hits > 0 and vim.tbl_contains(performed, 'lexical')
+  for _, hit in ipairs(answer.hits) do
+    by_meaning = by_meaning and hit.via and #hit.via == 1 and hit.via[1] == 'semantic'
+  end
+  if by_meaning then
     table.insert(parts, 'no section has these words: by meaning only')
   end
   local requested = answer.stages and answer.stages.requested
