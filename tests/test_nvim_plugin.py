@@ -242,6 +242,15 @@ def test_opening_a_hit_whose_file_was_deleted_says_so_and_updates(nvim, kb: Path
     wait_for(lambda: all(hit["path"] != "notes/cooking.md" for hit in picker(nvim, "hits")))
 
 
+def test_a_database_given_after_the_engine_opened_is_said_to_wait_for_a_restart(nvim, tmp_path: Path) -> None:
+    ready(nvim)
+    lua(nvim, "require('autodoc').setup({ db = ..., workspaces = require('autodoc').config.workspaces })",
+        str(tmp_path / "other.db"))
+    messages = nvim.exec_lua("return vim.fn.execute('messages')")
+    assert "autodoc: setup: 'db' takes effect when Neovim restarts (the engine is open already)" in messages
+    assert "'python'" not in messages
+
+
 def test_toggles_change_the_stages_and_persist(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

@@ -404,9 +404,17 @@ end
 ---@param opts autodoc.Config|table|nil
 function M.setup(opts)
   local problems
+  local before = M.config
   M.config, problems = config.resolve(opts)
   if #problems > 0 then
     notify('setup: ' .. table.concat(problems, '; ') .. ' (left out; the other options apply)', vim.log.levels.ERROR)
+  end
+  local open = M.phase == 'ready' or M.phase == 'starting'
+  for _, key in ipairs({ 'db', 'python' }) do
+    if open and M.config[key] ~= before[key] then -- it was ignored without a word
+      notify(string.format("setup: '%s' takes effect when Neovim restarts (the engine is open already)", key),
+        vim.log.levels.WARN)
+    end
   end
   if M.phase == 'ready' then
     add_configured(function() end)
