@@ -76,6 +76,21 @@ def index_in_batches_of_4(engine, kb: Path, url: str) -> dict:
     return config
 
 
+def fill_in_a_thread(engine) -> tuple[threading.Thread, list[BaseException]]:
+    """workspace.index "kb" with wait "semantic", started in a thread; the list gets what it raised."""
+    raised: list[BaseException] = []
+
+    def fill() -> None:
+        try:
+            engine.workspace_index("kb", {"wait": "semantic"})
+        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+            raised.append(exc)
+
+    thread = threading.Thread(target=fill)
+    thread.start()
+    return thread, raised
+
+
 def test_identical_sections_share_one_vector_and_edits_reembed_only_changes(engine, kb: Path) -> None:
     shared = "## Shared\n\nThe same boilerplate paragraph in every file.\n"
     for name in ("a", "b", "c"):  # same headings, so the shared section's breadcrumb and text are identical
@@ -326,16 +341,7 @@ def test_searches_stay_consistent_while_embedding_runs(engine, kb: Path) -> None
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\n## Part\n\nshared kiwi text {i}\n")
     with model_server("tei", Behaviour(hold_after=5)) as server:
         index_in_batches_of_4(engine, kb, server.url)
-        errors: list[BaseException] = []
-
-        def fill() -> None:
-            try:
-                engine.workspace_index("kb", {"wait": "semantic"})
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-
-        filler = threading.Thread(target=fill)
-        filler.start()
+        filler, errors = fill_in_a_thread(engine)
         server.behaviour.holding.wait(timeout=60)
         assert embedded_rows(engine) == 20  # 5 batches of 4 are stored; the 6th is held
         for _ in range(5):
@@ -416,16 +422,7 @@ def test_a_workspace_removed_while_a_batch_is_embedded_leaves_no_vectors(engine,
         write(kb, f"n{i:02d}.md", f"# Note {i}\n\nkiwi fact {i}\n")
     with model_server("tei", Behaviour(hold_after=1)) as server:
         index_in_batches_of_4(engine, kb, server.url)
-        failures: list[Exception] = []
-
-        def fill() -> None:
-            try:
-                engine.workspace_index("kb", {"wait": "semantic"})
-            except AutodocError as exc:
-                failures.append(exc)
-
-        filler = threading.Thread(target=fill)
-        filler.start()
+        filler, failures = fill_in_a_thread(engine)
         try:
             assert server.behaviour.holding.wait(timeout=60)
             engine.workspace_remove("kb")
