@@ -153,12 +153,19 @@ def test_without_a_schema_file_frontmatter_fields_are_filters(engine, kb: Path, 
     gone = search(engine, "storage -colour:red")
     assert gone["query"]["problems"] == [
         "'colour' is not a filter field (no document's frontmatter has it), so '-colour:red' was left out"]
+    write(kb, "post.md", "---\nStatus: In Progress\nstart: 10:30\nversion: 1.10\ndraft: no\n"
+                         "date: 2024-01-02T10:00:00Z\ntags: \"#project #idea\"\n---\n# Post\n\ntext\n")
+    indexed()
+    for typed in ('status:"in progress"', 'Status:"In Progress"', "start:10:30", "version:1.10", "draft:no",
+                  "draft:false", "date:2024-01-02T10:00:00Z", "date:2024-01-02", "tag:idea", "tag:project"):
+        assert paths(search(engine, typed)) == ["post.md"], typed  # values as written; YAML 1.1 rewrites some
     engine.workspace_remove("kb")  # added again, it gets the same id: the fields are the new notes'
-    for path in ("adr/0001.md", "adr/0002.md", "guide.md"):
+    for path in ("adr/0001.md", "adr/0002.md", "guide.md", "post.md"):
         (kb / path).unlink()
     write(kb, "y.md", "---\ncolour: red\n---\n# Y\n\nkiwi\n")
     write(kb, "z.md", "---\ncolour: blue\n---\n# Z\n\nkiwi\n")
     write(kb, "w.md", "# W\n\nno frontmatter\n")  # as many documents as before: the same generation
+    write(kb, "v.md", "# V\n\nno frontmatter\n")
     indexed()
     assert engine.workspace_status("kb")["schema"]["common"] == {"colour": "string"}
     assert paths(search(engine, "kiwi -colour:red")) == ["z.md"]

@@ -68,7 +68,7 @@ def parse_document(raw: bytes, relpath: str, schema: fm.FacetSchema, section_tok
     tags = _unique([t.lstrip("#").lower() for t in fm.as_string_list(fields.get("tags"))] + structure.tags)
     doc_type = _text_field(fields.get("type"))
     status = _text_field(fields.get("status"))
-    facets, facet_problems = _facets(fields, schema, doc_type)
+    facets, facet_problems = _facets(fields, schema, doc_type, fm.raw_scalars(lines[: front.line_count]))
     problems.extend(facet_problems)
 
     chunks = section_chunks(lines, table, structure.blocks, title, section_tokens)
@@ -119,10 +119,10 @@ def reference_key_sets(references: list[str], relpath: str) -> list[list[str]]:
 
 
 def _facets(
-    fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None
+    fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None, written: dict[str, str]
 ) -> tuple[list[tuple[str, str]], list[str]]:
     if schema.inferred:
-        return _inferred_facets(fields), []
+        return _inferred_facets(fields, written), []
     facets: list[tuple[str, str]] = []
     problems: list[str] = []
     for name, kind in schema.fields_for(doc_type).items():
@@ -142,16 +142,25 @@ _INFERRED_NAME = re.compile(r"[^\s\"':]+")
 MAX_INFERRED_FIELDS, MAX_INFERRED_VALUES, MAX_INFERRED_CHARS = 50, 50, 100
 
 
-def _inferred_facets(fields: dict[str, Any]) -> list[tuple[str, str]]:
+def _inferred_facets(fields: dict[str, Any], written: dict[str, str]) -> list[tuple[str, str]]:
     """Without a schema file, each frontmatter field whose values are short scalars is a string facet
     (`status: superseded` makes `-status:superseded` a filter): the facet filters in the README's first
-    example matched nothing until one wrote _schema/frontmatter.yaml."""
-    facets: list[tuple[str, str]] = []
+    example matched nothing until one wrote _schema/frontmatter.yaml. Field names are lower-cased (`Status`
+    and `status` are one field, typed in any case); a value is kept as YAML read it and as written
+    (`start: 10:30` is 630 to YAML 1.1, `version: 1.10` is 1.1, `draft: no` is false), and a timestamp also
+    by its date."""
+    facets: dict[tuple[str, str], None] = {}
     named = [name for name in fields if isinstance(name, str) and name.lower() not in NOT_INFERRED
              and _INFERRED_NAME.fullmatch(name)]
     for name in named[:MAX_INFERRED_FIELDS]:
         values = fields[name] if isinstance(fields[name], list) else [fields[name]]
         texts = [fm.scalar_text(value) for value in values[:MAX_INFERRED_VALUES]
                  if value is not None and not isinstance(value, list | dict)]
-        facets.extend((name, text) for text in texts if 0 < len(text) <= MAX_INFERRED_CHARS)
-    return facets
+        if name in written:
+            texts.append(written[name])
+        texts += [text[:10] for text in texts if _TIMESTAMP.match(text)]
+        facets.update(((name.lower(), text), None) for text in texts if 0 < len(text) <= MAX_INFERRED_CHARS)
+    return list(facets)
+
+
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d")

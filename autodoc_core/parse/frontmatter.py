@@ -85,6 +85,21 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
                                            "alias; ignored")
 
 
+# A top-level `key: plain scalar` line (not quoted, not a list, mapping, block, anchor, alias or tag).
+_PLAIN_SCALAR_LINE = re.compile(r"^([^\s#:'\"\[{-][^:]*?):[ \t]+([^\s'\"\[{|>&*!%@`#][^#]*?)\s*$")
+
+
+def raw_scalars(block: list[str]) -> dict[str, str]:
+    """Each top-level field's value as written, for plain scalars (the frontmatter block's lines, fences
+    included): YAML 1.1 reads `10:30` as 630, `1.10` as 1.1 and `yes` as true, which no one types back."""
+    written: dict[str, str] = {}
+    for line in block[1:-1]:
+        match = _PLAIN_SCALAR_LINE.match(line)
+        if match:
+            written.setdefault(match.group(1).strip(), match.group(2))
+    return written
+
+
 class _TooMuch(ValueError):
     pass
 
@@ -139,7 +154,9 @@ def as_string_list(value: Any) -> list[str]:
     if isinstance(value, list):
         items = value
     elif isinstance(value, str):
-        items = re.split(r"[,\s]+", value) if "," in value or " " not in value.strip() else [value]
+        words = value.split()
+        hashtags = len(words) > 1 and all(word.startswith("#") for word in words)  # "#project #idea"
+        items = re.split(r"[,\s]+", value) if "," in value or " " not in value.strip() or hashtags else [value]
     else:
         items = [value]
     return [str(item).strip() for item in items if str(item).strip()]
