@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ import pytest
 from autodoc_core.errors import BUSY, AutodocError
 from autodoc_core.service.engine import Engine
 from autodoc_core.service.scanner import Scanner
-from tests.conftest import paths, search, write
+from tests.conftest import paths, search, wait_until, write
+from tests.test_lease import lease_record
 
 
 @pytest.fixture
@@ -48,6 +50,36 @@ def test_a_round_skips_while_another_process_writes(engine: Engine, kb: Path, in
         other.close()
     scanner.scan_once()
     assert paths(search(engine, "zorblax")) == ["b.md"]
+
+
+def test_a_round_a_search_asked_for_waits_for_the_lease(engine: Engine, kb: Path, indexed, tmp_path: Path,
+                                                         scanner: Scanner) -> None:
+    """Another process filling vectors for hours holds the lease but hands it over between batches to a
+    process that asks: a round that only took a free lease never ran, and the agent was told to search again
+    in a few seconds. A round a search asked for asks for the lease, and gets it at the next hand-over."""
+    indexed()
+    write(kb, "b.md", "# B\n\nzorblax\n")
+    other = Engine(tmp_path / "autodoc.db")
+    batch_done = threading.Event()
+
+    def one_batch() -> None:  # the other process's fill: one batch under the lease, then it lets go
+        with other.store.exclusive():
+            batch_done.wait(timeout=60)
+
+    try:
+        holder = threading.Thread(target=one_batch)
+        holder.start()
+        wait_until(lambda: (lease_record(tmp_path / "autodoc.db").get("holder") or {}).get("token")
+                   == other.store.lease.token, what="the other process holding the lease")
+        scanner.wake()
+        wait_until(lambda: engine.store.lease.token in lease_record(tmp_path / "autodoc.db").get("wanted", {}),
+                   what="the scanner asking for the lease")
+        batch_done.set()
+        holder.join(timeout=30)
+        wait_until(lambda: paths(search(engine, "zorblax")) == ["b.md"], what="the asked-for round")
+    finally:
+        batch_done.set()
+        other.close()
 
 
 def test_a_root_not_mounted_is_said_once(engine: Engine, kb: Path, indexed, scanner: Scanner,

@@ -4,7 +4,8 @@ The editor scans its workspaces every ``scan_ms`` and re-indexes a buffer when i
 server alone had nothing of the kind, and an edit made on disk stayed unsearchable (and its hits' lines stale)
 until someone ran an index. Every ``interval`` seconds, and at once when woken (a search met a file changed
 since it was indexed), each workspace is indexed incrementally: a scan that finds nothing only stats the
-files. A round is skipped while another process holds the writer lease (an editor, which scans itself).
+files. A periodic round is skipped while another process holds the writer lease (an editor, which scans
+itself); a round a search asked for waits for it, up to ``ASKED_LEASE_WAIT``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SCAN_SECONDS = 30.0
 MIN_SCAN_SECONDS = 1.0
+# A round a search asked for (it met a changed file) waits this long for another process's lease, which
+# passes between its batches of vectors: while an editor or the CLI filled for hours, a round that only took
+# a free lease never ran, and the agent was told to search again in a few seconds.
+ASKED_LEASE_WAIT = 30.0
 
 
 class Scanner:
@@ -27,13 +32,16 @@ class Scanner:
         self.engine = engine
         self.interval = max(interval, MIN_SCAN_SECONDS)
         self._last_problem: dict[str, str] = {}  # said once per workspace until it changes (a root not mounted)
+        self._asked = threading.Event()  # a search met a changed file: the next round waits for the lease
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="autodoc-scanner", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
-        """Scan now (a search met a file changed since it was indexed)."""
+        """Scan now, waiting for the lease if another process writes (a search met a file changed since it
+        was indexed)."""
+        self._asked.set()
         self._wake.set()
 
     def close(self) -> None:
@@ -52,12 +60,15 @@ class Scanner:
             self._wake.clear()
 
     def scan_once(self) -> None:
+        asked = self._asked.is_set()
+        self._asked.clear()
+        wait = ASKED_LEASE_WAIT if asked else 0.0
         for workspace in self.engine.workspace_list():
             name = workspace["name"]
-            if self._stop.is_set() or not self.engine.store.lease.try_acquire():
+            if self._stop.is_set() or not (asked or self.engine.store.lease.try_acquire()):
                 return  # another process writes now (an editor scans by itself): the next round comes soon
             try:
-                self.engine.workspace_index(name, lease_wait=0)
+                self.engine.workspace_index(name, lease_wait=wait)
             except AutodocError as exc:
                 if exc.code == BUSY:  # another process took the lease since: not a problem of this workspace
                     return
