@@ -343,6 +343,25 @@ def test_an_empty_database_names_itself(tmp_path: Path) -> None:
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_a_root_not_there_is_said_by_the_workspaces_tool(tmp_path: Path, notes: Path) -> None:
+    """A drive not mounted: every hit's text failed ("does not exist") and the workspaces tool still said
+    two documents, with nothing about the missing root."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    notes.rename(tmp_path / "away")
+
+    async def scenario(session: ClientSession) -> None:
+        answer = await call(session, "workspaces", {})
+        assert answer.structured_content["workspaces"][0]["root_missing"] is True
+        assert "the root folder is not there (a drive not mounted?)" in answer.content[0].text
+        assert (await call(session, "search", {"query": "gecko"})).structured_content["hits"]  # nothing lost
+
+    try:
+        talk(db, tmp_path / "server.log", scenario)
+    finally:
+        (tmp_path / "away").rename(notes)
+
+
 def test_a_workspace_not_indexed_yet_says_so(tmp_path: Path, notes: Path) -> None:
     """It said "semantic ready (0 of 0 sections embedded)", and a search's semantic stage that no document
     was fully embedded yet."""

@@ -17,6 +17,7 @@ lines) is one request's path: the engine handle, argument checks, the token budg
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -390,6 +391,7 @@ def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:
         "name": status["name"], "root": status["root"], "documents": status["documents"],
         "chunks": status["chunks"], "indexed_at": status["indexed_at"], "semantic": status["semantic"],
         "embedding": embedding, "problems": len(status["problems"]), "facets": _facet_fields(status["schema"]),
+        "root_missing": not os.path.isdir(status["root"]),
     }
 
 

@@ -88,8 +88,10 @@ def render_workspaces(result: dict[str, Any]) -> str:
         progress = f" ({embedding['embedded']} of {embedding['total']} sections embedded)" if embedding else ""
         problems = f" · {_count(ws['problems'], 'file problem')}" if ws["problems"] else ""
         state = f"semantic {ws['semantic']}{progress}" if ws["indexed_at"] is not None else "not indexed yet"
+        missing = " · the root folder is not there (a drive not mounted?): reads fail" if ws.get("root_missing") \
+            else ""
         lines.append(f"- {ws['name']}: {ws['root']} · {_count(ws['documents'], 'document')}, "
-                     f"{_count(ws['chunks'], 'section')} · {state}{problems}")
+                     f"{_count(ws['chunks'], 'section')} · {state}{problems}{missing}")
         facets = ", ".join(f"{name} ({kind})" for name, kind in ws["facets"].items())
         lines.append(f"  filter fields (field:value, -field:value in a query): {facets}")
     return "\n".join(lines)

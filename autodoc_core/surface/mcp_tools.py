@@ -175,6 +175,8 @@ WORKSPACES_OUTPUT = _object({
         "name": {"type": "string"}, "root": {"type": "string"}, "documents": {"type": "integer"},
         "chunks": {"type": "integer"}, "indexed_at": {"type": ["number", "null"]}, "semantic": STATE,
         "embedding": EMBEDDING, "problems": {"type": "integer"},
+        "root_missing": {"type": "boolean", "description": "the root folder is not there (a drive not mounted?): "
+                                                            "its documents stay indexed, but reading them fails"},
         "facets": {"type": "object", "additionalProperties": {"type": "string"},
                    "description": "fields a query filters on with field:value, and their types"}},
         ["name", "root", "documents", "chunks", "semantic"], closed=False)},
