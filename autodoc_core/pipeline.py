@@ -157,12 +157,17 @@ def _report_unmatched_facets(run: SearchRun) -> None:
     for facet in run.facets:
         if facet.negated or str(facet.value).startswith(NO_MATCH):  # a value that does not fit is said already
             continue
-        if run.conn.execute("SELECT 1 FROM facets WHERE ws_id = ? AND field = ? AND value = ? LIMIT 1",
-                            (run.ws.id, facet.field, facet.value)).fetchone():
+        value = str(facet.value)
+        if run.conn.execute("SELECT 1 FROM facets WHERE ws_id = ? AND field = ? AND value IN (?, ?) LIMIT 1",
+                            (run.ws.id, facet.field, value, value.casefold())).fetchone():
             continue
-        values = [row[0] for row in run.conn.execute(
+        common = run.conn.execute(
             "SELECT value FROM facets WHERE ws_id = ? AND field = ? GROUP BY value ORDER BY COUNT(*) DESC, value "
-            "LIMIT ?", (run.ws.id, facet.field, FACET_VALUES_NAMED))]
+            "LIMIT ?", (run.ws.id, facet.field, 2 * FACET_VALUES_NAMED))
+        named: dict[str, str] = {}
+        for (known,) in common:
+            named.setdefault(known.casefold(), known)  # a folded twin (zürich beside Zürich) is named once
+        values = list(named.values())[:FACET_VALUES_NAMED]
         known = f"; its values here include {', '.join(map(repr, values))}" if values else \
             "; no document has that field"
         run.query.problems.append(f"{facet.field}:{facet.value!r} matches no document{known}")

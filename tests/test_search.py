@@ -154,10 +154,11 @@ def test_without_a_schema_file_frontmatter_fields_are_filters(engine, kb: Path, 
     assert gone["query"]["problems"] == [
         "'colour' is not a filter field (no document's frontmatter has it), so '-colour:red' was left out"]
     write(kb, "post.md", "---\nStatus: In Progress\nstart: 10:30\nversion: 1.10\ndraft: no\n"
-                         "date: 2024-01-02T10:00:00Z\ntags: \"#project #idea\"\n---\n# Post\n\ntext\n")
+                         "date: 2024-01-02T10:00:00Z\ntags: \"#project #idea\"\ncity: Zürich\n---\n# Post\n\ntext\n")
     indexed()
     for typed in ('status:"in progress"', 'Status:"In Progress"', "start:10:30", "version:1.10", "draft:no",
-                  "draft:false", "date:2024-01-02T10:00:00Z", "date:2024-01-02", "tag:idea", "tag:project"):
+                  "draft:false", "date:2024-01-02T10:00:00Z", "date:2024-01-02", "tag:idea", "tag:project",
+                  "city:zürich", "city:ZÜRICH", "city:Zürich"):  # case folded beyond ASCII too
         assert paths(search(engine, typed)) == ["post.md"], typed  # values as written; YAML 1.1 rewrites some
     engine.workspace_remove("kb")  # added again, it gets the same id: the fields are the new notes'
     for path in ("adr/0001.md", "adr/0002.md", "guide.md", "post.md"):

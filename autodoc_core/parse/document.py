@@ -129,7 +129,9 @@ def _facets(
         if name not in fields or fields[name] is None:
             continue
         try:
-            facets.extend((name, value) for value in fm.coerce(fields[name], kind) if value)
+            values = fm.coerce(fields[name], kind)
+            facets.extend((name, value) for value in (with_folded(values) if kind in ("string", "list") else values)
+                          if value)
         except fm.CoercionError as exc:
             problems.append(f"frontmatter field '{name}': {exc} (declared {kind}); not usable as a facet")
     return facets, problems
@@ -159,8 +161,15 @@ def _inferred_facets(fields: dict[str, Any], written: dict[str, str]) -> list[tu
         if name in written:
             texts.append(written[name])
         texts += [text[:10] for text in texts if _TIMESTAMP.match(text)]
-        facets.update(((name.lower(), text), None) for text in texts if 0 < len(text) <= MAX_INFERRED_CHARS)
+        facets.update(((name.lower(), text), None) for text in with_folded(texts)
+                      if 0 < len(text) <= MAX_INFERRED_CHARS)
     return list(facets)
+
+
+def with_folded(texts: list[str]) -> list[str]:
+    """The texts, and each non-ASCII one case-folded too: SQLite's NOCASE folds ASCII letters only, so
+    `owners:çelik` missed `Çelik` (a query folds its value the same way, retrieve.filters)."""
+    return texts + [text.casefold() for text in texts if not text.isascii() and text.casefold() != text]
 
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d")

@@ -13,7 +13,10 @@ def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: b
     filters = Filters()
     by_field: dict[tuple[str, bool], list[str]] = {}
     for facet in facets:
-        by_field.setdefault((facet.field, facet.negated), []).append(facet.value)
+        values = by_field.setdefault((facet.field, facet.negated), [])
+        values.append(facet.value)
+        if isinstance(facet.value, str) and not facet.value.isascii():  # as the index folds it (with_folded)
+            values.append(facet.value.casefold())
     for (name, negated), values in by_field.items():
         marks = ", ".join("?" * len(values))
         clause = f"d.id {'NOT ' if negated else ''}IN (SELECT doc_id FROM facets WHERE ws_id = ? AND field = ? " \
