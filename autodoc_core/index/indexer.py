@@ -50,7 +50,7 @@ from autodoc_core.store.workspace import Workspace
 # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline; 4: comments and
 # tables of contents are not indexed, and sections with no text are no chunks; 5: empty anchors and rules are not
 # indexed either, and a block over four budgets is cut between lines; 6: without a schema file, frontmatter fields
-# are facets (strings)
+# are facets (strings), and a non-ASCII facet value is kept case-folded too
 PARSER_VERSION = 6
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
