@@ -17,7 +17,7 @@ import apsw
 import numpy as np
 
 from autodoc_core.errors import AutodocError, invalid_params
-from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.parse.frontmatter import FacetSchema, folded_twin
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.rankers import Ranker
 from autodoc_core.rank import fuse, hits
@@ -155,11 +155,12 @@ def _report_unmatched_facets(run: SearchRun) -> None:
     """A facet value no document has (a typo such as "NGINX Pluss") filters everything out: say so, with the
     values the field has, or an answer with no hits looks like nothing matched the words."""
     for facet in run.facets:
-        if facet.negated or str(facet.value).startswith(NO_MATCH):  # a value that does not fit is said already
-            continue
         value = str(facet.value)
+        if facet.negated or value.startswith(NO_MATCH):  # a value that does not fit is said already
+            continue
+        twin = folded_twin(value) or value
         if run.conn.execute("SELECT 1 FROM facets WHERE ws_id = ? AND field = ? AND value IN (?, ?) LIMIT 1",
-                            (run.ws.id, facet.field, value, value.casefold())).fetchone():
+                            (run.ws.id, facet.field, value, twin)).fetchone():
             continue
         common = run.conn.execute(
             "SELECT value FROM facets WHERE ws_id = ? AND field = ? GROUP BY value ORDER BY COUNT(*) DESC, value "

@@ -68,7 +68,7 @@ def parse_document(raw: bytes, relpath: str, schema: fm.FacetSchema, section_tok
     tags = _unique([t.lstrip("#").lower() for t in fm.as_string_list(fields.get("tags"))] + structure.tags)
     doc_type = _text_field(fields.get("type"))
     status = _text_field(fields.get("status"))
-    facets, facet_problems = _facets(fields, schema, doc_type, fm.raw_scalars(lines[: front.line_count]))
+    facets, facet_problems = _facets(fields, schema, doc_type, lines[: front.line_count])
     problems.extend(facet_problems)
 
     chunks = section_chunks(lines, table, structure.blocks, title, section_tokens)
@@ -119,10 +119,10 @@ def reference_key_sets(references: list[str], relpath: str) -> list[list[str]]:
 
 
 def _facets(
-    fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None, written: dict[str, str]
+    fields: dict[str, Any], schema: fm.FacetSchema, doc_type: str | None, frontmatter_lines: list[str]
 ) -> tuple[list[tuple[str, str]], list[str]]:
-    if schema.inferred:
-        return _inferred_facets(fields, written), []
+    if schema.inferred:  # only then are the values as written read
+        return _inferred_facets(fields, fm.raw_scalars(frontmatter_lines)), []
     facets: list[tuple[str, str]] = []
     problems: list[str] = []
     for name, kind in schema.fields_for(doc_type).items():
@@ -130,7 +130,7 @@ def _facets(
             continue
         try:
             values = fm.coerce(fields[name], kind)
-            facets.extend((name, value) for value in (with_folded(values) if kind in ("string", "list") else values)
+            facets.extend((name, value) for value in (fm.with_folded(values) if kind in ("string", "list") else values)
                           if value)
         except fm.CoercionError as exc:
             problems.append(f"frontmatter field '{name}': {exc} (declared {kind}); not usable as a facet")
@@ -161,15 +161,9 @@ def _inferred_facets(fields: dict[str, Any], written: dict[str, str]) -> list[tu
         if name in written:
             texts.append(written[name])
         texts += [text[:10] for text in texts if _TIMESTAMP.match(text)]
-        facets.update(((name.lower(), text), None) for text in with_folded(texts)
+        facets.update(((name.lower(), text), None) for text in fm.with_folded(texts)
                       if 0 < len(text) <= MAX_INFERRED_CHARS)
     return list(facets)
-
-
-def with_folded(texts: list[str]) -> list[str]:
-    """The texts, and each non-ASCII one case-folded too: SQLite's NOCASE folds ASCII letters only, so
-    `owners:çelik` missed `Çelik` (a query folds its value the same way, retrieve.filters)."""
-    return texts + [text.casefold() for text in texts if not text.isascii() and text.casefold() != text]
 
 
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d")

@@ -289,6 +289,18 @@ def coerce(value: Any, kind: str) -> list[str]:
     return [_coerce_scalar(value, kind)]
 
 
+def folded_twin(text: str) -> str | None:
+    """A facet value's case-folded twin, stored and queried beside it, when SQLite's NOCASE (ASCII letters
+    only) would not fold it: `owners:çelik` missed `Çelik`."""
+    folded = text.casefold()
+    return folded if not text.isascii() and folded != text else None
+
+
+def with_folded(texts: list[str]) -> list[str]:
+    """The texts, and the folded twin of each that has one."""
+    return texts + [twin for text in texts if (twin := folded_twin(text))]
+
+
 def scalar_text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import apsw
 import numpy as np
 
+from autodoc_core.parse.frontmatter import with_folded
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.query import FacetFilter
 
@@ -14,9 +15,7 @@ def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: b
     by_field: dict[tuple[str, bool], list[str]] = {}
     for facet in facets:
         values = by_field.setdefault((facet.field, facet.negated), [])
-        values.append(facet.value)
-        if isinstance(facet.value, str) and not facet.value.isascii():  # as the index folds it (with_folded)
-            values.append(facet.value.casefold())
+        values.extend(with_folded([facet.value]) if isinstance(facet.value, str) else [facet.value])
     for (name, negated), values in by_field.items():
         marks = ", ".join("?" * len(values))
         clause = f"d.id {'NOT ' if negated else ''}IN (SELECT doc_id FROM facets WHERE ws_id = ? AND field = ? " \
