@@ -103,12 +103,28 @@ class DocumentFrequencies:
         )
         if len(stems) != 1:
             return 0
+        return self.stem_count(conn, ws_id, stems[0][0])
+
+    def stem_count(self, conn: apsw.Connection, ws_id: int, stem: str) -> int:
+        """Chunks containing a stem as the index's tokenizer wrote it."""
         now = time.monotonic()
-        stem = stems[0][0]
         count = self._cached(ws_id, stem, now)
         if count is None:
             count = self._store(ws_id, stem, now, self._document_count(conn, ws_id, stem))
         return count
+
+    def stem_counts(self, conn: apsw.Connection, ws_id: int, stems: list[str]) -> dict[str, int]:
+        """``stem_count`` for many stems, those not cached read in one query (a document has thousands)."""
+        now = time.monotonic()
+        counts = {stem: self._cached(ws_id, stem, now) for stem in stems}
+        missing = [stem for stem, count in counts.items() if count is None]
+        for start in range(0, len(missing), 500):
+            part = missing[start : start + 500]
+            found = dict(conn.execute(f"SELECT term, doc FROM {self._vocabulary(conn, ws_id)} WHERE term IN "
+                                      f"({', '.join('?' * len(part))})", part))
+            for stem in part:
+                counts[stem] = self._store(ws_id, stem, now, found.get(stem, 0))
+        return {stem: count or 0 for stem, count in counts.items()}
 
     def _cached(self, ws_id: int, key: str, now: float) -> int | None:
         hit = self._cache.get((ws_id, key))
@@ -124,14 +140,18 @@ class DocumentFrequencies:
     def _total(conn: apsw.Connection, ws_id: int) -> int:
         return conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
 
+    @classmethod
+    def _document_count(cls, conn: apsw.Connection, ws_id: int, stem: str) -> int:
+        row = conn.execute(f"SELECT doc FROM {cls._vocabulary(conn, ws_id)} WHERE term = ?", (stem,)).fetchone()
+        return row[0] if row else 0
+
     @staticmethod
-    def _document_count(conn: apsw.Connection, ws_id: int, stem: str) -> int:
+    def _vocabulary(conn: apsw.Connection, ws_id: int) -> str:
         vocab = f"temp.vocab_{int(ws_id)}"
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, '{fts_table(ws_id)}', 'row')"
         )
-        row = conn.execute(f"SELECT doc FROM {vocab} WHERE term = ?", (stem,)).fetchone()
-        return row[0] if row else 0
+        return vocab
 
 
 def prune_common(conn: apsw.Connection, ws_id: int, terms: list[Term],

@@ -248,6 +248,13 @@ class VectorIndex:
             values = self.vectors[positions] @ query
             return dict(zip(self.chunk_ids[positions].tolist(), values.tolist(), strict=True))
 
+    def vectors_of(self, chunk_ids: list[int]) -> np.ndarray:
+        """The held vectors of these chunks (their documents need not be fully embedded), one row each, in
+        index order; no row for a chunk without one."""
+        with self.lock:
+            positions = self._positions(np.asarray(chunk_ids, dtype=np.int64))
+            return self.vectors[positions].copy()
+
     def _positions(self, chunk_ids: np.ndarray) -> np.ndarray:
         """The index positions of those of these chunks it holds, in index order: a binary search in a sorted
         copy of the ids, sorted again only when the ids change (``np.isin`` over every id took 6 ms a query at

@@ -27,6 +27,7 @@ from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.rankers import Ranker, make_ranker
+from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
 from autodoc_core.retrieve.semantic import VectorIndex
 from autodoc_core.service import changes, documents
@@ -399,6 +400,15 @@ class Engine:
             ws = self._workspace(name)
             source = self._semantic_source(conn, ws, failure)
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
+
+    def search_related(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
+        """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
+        ws = self._workspace(name)
+        schema = self._schema(ws)
+        with self.store.snapshot() as conn:
+            ws = self._workspace(name)  # inside the snapshot, as for search_query
+            source = self._semantic_source(conn, ws, self._probe_remote_model(ws) if wants_semantic(opts) else None)
+            return run_related(conn, ws, schema, path, opts, self._frequencies, source, self._ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

@@ -37,6 +37,7 @@ METHODS: dict[str, str] = {
     "workspace.index": "workspace_index",
     "workspace.status": "workspace_status",
     "search.query": "search_query",
+    "search.related": "search_related",
     "doc.read": "doc_read",
     "doc.list": "doc_list",
     "changes.since": "changes_since",

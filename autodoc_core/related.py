@@ -1,0 +1,321 @@
+"""Related sections: what else the knowledge base says about a section, or about a document as a whole.
+
+    locate the source -> semantic (its stored vector) -> lexical (its most distinctive words) -> link (the
+    link graph, both ways) -> fuse (rank/fuse.py, as search.query fuses) -> rerank -> demote -> shape
+
+Hits are sections of other documents, at most three per document, in ``search.query``'s answer. The
+semantic stage needs no embedding: a section is searched with the vector stored for it, a document as a
+whole with the mean of its sections' vectors (``document_vector``). A source with no vector yet (the
+workspace is still filling, or has no embedder) is answered by its links and words, and ``stages.skipped``
+says why.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+
+from autodoc_core.errors import NOT_FOUND, AutodocError, invalid_params
+from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.pipeline import (
+    SearchRun,
+    StageReport,
+    Timer,
+    _answer,
+    _lexical,
+    _report_ranker,
+    _report_unmatched_facets,
+    _report_unmatched_paths,
+    _rerank,
+)
+from autodoc_core.providers.rankers import Ranker
+from autodoc_core.rank import fuse, hits
+from autodoc_core.rank.hits import Hit
+from autodoc_core.retrieve import lexical, more_like_this, semantic_stage
+from autodoc_core.retrieve.filters import build_filters
+from autodoc_core.retrieve.linked import linked_documents
+from autodoc_core.retrieve.options import parse_options
+from autodoc_core.retrieve.query import ParsedQuery, Term
+from autodoc_core.retrieve.semantic_stage import SemanticSource
+from autodoc_core.service.documents import resolve_inside
+from autodoc_core.store.workspace import Workspace
+
+# The blend's lexical weight for related sections, chosen on the KEPs' citation pairs (tests/bench/related.py,
+# doc/benchmarks/related.md); a search's own weight (fusion_weight) is tuned for typed queries, not for a
+# section's words.
+RELATED_LEXICAL_WEIGHT = 0.3
+# What a link adds to a section's fused score (the blend is 0..2 with its document's share). Not tuned: the
+# benchmark's pairs are citations, which are links, so they are removed there. An author's own link says the
+# documents are related, so a linked document's best section comes among the first hits, not always first.
+LINK_WEIGHT = 0.5
+# "mean": a whole document's vector is the normalised mean of its sections' vectors; "first": its first
+# section's. Chosen on the KEPs' citation pairs (doc/benchmarks/related.md).
+DOCUMENT_VECTOR = "mean"
+# A whole document's words count when written at least this often (a section's, once). Chosen on the KEPs.
+DOCUMENT_LEAST_FREQUENCY = 2
+OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
+SOURCE_EXCERPT_CHARS = 2000  # what the ranker reads of the source section, as its query
+
+
+@dataclass
+class SourceSection:
+    chunk_id: int
+    kind: str
+    breadcrumb: str
+    line_start: int
+    line_end: int
+    body: str
+
+
+@dataclass
+class Source:
+    """The document asked about, and the section holding the line (None: the document as a whole)."""
+
+    doc_id: int
+    path: str
+    line_count: int
+    tags: tuple[str, ...]
+    sections: list[SourceSection]
+    section: SourceSection | None
+
+    @property
+    def chosen(self) -> list[SourceSection]:
+        return [self.section] if self.section is not None else self.sections
+
+    @property
+    def text(self) -> str:
+        return "\n".join(f"{s.breadcrumb}\n{s.body}" for s in self.chosen)
+
+
+def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path: Any, opts: Any,
+                frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
+                ranker: Ranker | None = None) -> dict[str, Any]:
+    timer = Timer()
+    line, search_opts = _split_options(opts)
+    options = parse_options(search_opts, ws, schema)
+    source = locate(conn, ws, path, line)
+    filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
+    query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS])
+    run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer)
+    _report_unmatched_paths(run)
+    _report_unmatched_facets(run)
+    _report_ranker(run.report, ranker)
+    timer.lap("locate")
+    about = _about(source)
+    others = conn.execute("SELECT COUNT(*) FROM documents WHERE ws_id = ? AND id <> ?",
+                          (ws.id, source.doc_id)).fetchone()[0]
+    if not others:
+        about["note"] = f"{source.path} is the only document in workspace {ws.name}: there is nothing to relate it to"
+        query.problems.append(about["note"])
+        return {**_answer(run, [], "none"), "related": about}
+    pool = max(lexical.CANDIDATES, options.limit)
+    rankings: dict[str, list[int]] = {}
+    cosines: dict[int, float] = {}
+    vector = _source_vector(run, source) if "semantic" in options.stages else None
+    if vector is not None:
+        rankings["semantic"], cosines = _semantic(run, source, vector, pool)
+        about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
+    bm25: dict[int, float] = {}
+    query.terms = [Term(w.word) for w in _words(run, source, frequencies)]
+    query.raw = " ".join(t.text for t in query.terms)
+    if "lexical" in options.stages:
+        rankings["lexical"], bm25 = _more_like_this(run, source, frequencies, pool)
+    rankings["link"], link_cosines = _links(run, source, vector, rankings.get("lexical", []))
+    cosines.update(link_cosines)
+    about["linked_documents"] = len(rankings["link"])
+    ranked = _fused(run, source, rankings, bm25, cosines)
+    timer.lap("fuse")
+    if ranker is not None and "rerank" in options.stages:
+        ranked = _rerank(run, ranked, ranker)
+    if options.demote_superseded:
+        ranked = hits.demote_superseded(ranked)
+    shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
+    timer.lap("shape")
+    return {**_answer(run, shown, run.report.mode_used), "related": about}
+
+
+def _split_options(opts: Any) -> tuple[int | None, dict[str, Any]]:
+    """``line`` and the options ``search.query`` takes."""
+    if opts is None:
+        return None, {}
+    if not isinstance(opts, dict):
+        raise invalid_params("related options must be an object")
+    rest = dict(opts)
+    line = rest.pop("line", None)
+    if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
+        raise invalid_params(f"'line' must be a line number (an integer, 1 or more), got {line!r}", option="line")
+    return line, rest
+
+
+def locate(conn: apsw.Connection, ws: Workspace, path: Any, line: int | None) -> Source:
+    """The indexed document at ``path`` and the section holding ``line``; a clear error otherwise."""
+    absolute, relpath = resolve_inside(ws, path)
+    row = conn.execute("SELECT id, line_count, tags FROM documents WHERE ws_id = ? AND path = ?",
+                       (ws.id, relpath)).fetchone()
+    if row is None:
+        if os.path.isfile(absolute):
+            raise AutodocError(NOT_FOUND, f"{relpath} is not indexed yet", path=relpath,
+                               fix=f"index it (workspace.index [{ws.name!r}, {{\"paths\": [{relpath!r}]}}]; the "
+                                   "Neovim plugin indexes a file when it is saved), then ask again")
+        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath,
+                           fix="give the path relative to the workspace root; doc.list finds a document by title")
+    doc_id, line_count, tags = row
+    if line is not None and line > line_count:
+        raise invalid_params(f"'line' {line} is past the end: {relpath} has {line_count} lines as indexed",
+                             option="line", fix=f"give a line from 1 to {line_count}, or none for the whole document")
+    sections = [SourceSection(*r) for r in conn.execute(
+        "SELECT id, kind, breadcrumb, line_start, line_end, body FROM chunks WHERE doc_id = ? ORDER BY ord",
+        (doc_id,))]
+    return Source(doc_id, relpath, line_count, hits._tags(tags), sections, _holding(sections, line))
+
+
+def _holding(sections: list[SourceSection], line: int | None) -> SourceSection | None:
+    """The section whose lines hold ``line`` (a section before an abstract), else the next one (the line is
+    in the frontmatter, or between sections), else the last."""
+    if line is None or not sections:
+        return None
+    holding = [s for s in sections if s.line_start <= line <= s.line_end]
+    if holding:
+        return min(holding, key=lambda s: s.kind == "abstract")
+    return next((s for s in sections if s.line_start > line), sections[-1])
+
+
+def _about(source: Source) -> dict[str, Any]:
+    section = source.section
+    return {"path": source.path, "vector": None, "linked_documents": 0,
+            "section": None if section is None else {"breadcrumb": section.breadcrumb, "chunk_id": section.chunk_id,
+                                                     "line_start": section.line_start, "line_end": section.line_end}}
+
+
+def _source_vector(run: SearchRun, source: Source) -> np.ndarray | None:
+    """The stored vector of the section, or the document's; None when there is none (the report says why)."""
+    why = run.semantic.why_not()
+    if why is not None or run.semantic.index is None:
+        run.report.skipped["semantic"] = (why or ("no vectors are loaded", 0))[0]
+        return None
+    held = run.semantic.index.vectors_of([s.chunk_id for s in source.chosen])
+    if not len(held):
+        embedded, total = run.semantic.progress
+        what = "this section has" if source.section is not None else "no section of this document has"
+        run.report.skipped["semantic"] = (f"{what} a vector yet ({embedded} of {total} chunk texts are embedded); "
+                                          "related sections come from links and words meanwhile")
+        return None
+    return document_vector(held)
+
+
+def document_vector(held: np.ndarray) -> np.ndarray:
+    """One vector for the rows held: the row itself, or per ``DOCUMENT_VECTOR`` the normalised mean or the
+    first (the rows are in index order, which is the sections' order when they were embedded together)."""
+    if len(held) == 1 or DOCUMENT_VECTOR == "first":
+        return held[0]
+    mean = held.mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm else mean).astype(np.float32)
+
+
+def _semantic(run: SearchRun, source: Source, vector: np.ndarray, pool: int) -> tuple[list[int], dict[int, float]]:
+    own = {s.chunk_id for s in source.sections}
+    assert run.semantic.index is not None
+    found = semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool + len(own))
+    chunk_ids = [c for c in found.chunk_ids if c not in own][:pool]
+    run.report.performed.append("semantic")
+    run.report.query_info.update(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist)
+    run.timer.lap("semantic")
+    return chunk_ids, {c: found.cosines[c] for c in chunk_ids}
+
+
+def _more_like_this(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
+                    pool: int) -> tuple[list[int], dict[int, float]]:
+    """The lexical ranking for the source's distinctive words, its own sections left out afterwards (a filter
+    on the document would take FTS5 off its fast path of scoring the index alone)."""
+    own = {s.chunk_id for s in source.sections}
+    ranked, bm25 = _lexical(run, frequencies, pool + min(len(own), OWN_SECTIONS_SKIPPED))
+    ranked = [c for c in ranked if c not in own][:pool]
+    return ranked, {c: bm25[c] for c in ranked if c in bm25}
+
+
+def _words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies) -> list:
+    own = more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
+    least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
+    words = more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies,
+                                             _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least)
+    run.timer.lap("words")
+    return words
+
+
+# (database, workspace id) -> (the workspace's generation when measured, its mean section length in words)
+_AVERAGE_TOKENS: dict[tuple[str, int], tuple[int, float]] = {}
+CHARS_PER_WORD = 6.0
+
+
+def _average_tokens(run: SearchRun) -> float:
+    key = (run.conn.filename, run.ws.id)
+    generation, average = _AVERAGE_TOKENS.get(key, (-1, 0.0))
+    if generation != run.ws.next_generation:
+        chars = run.conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (run.ws.id,)).fetchone()[0]
+        average = (chars or 0.0) / CHARS_PER_WORD
+        _AVERAGE_TOKENS[key] = (run.ws.next_generation, average)
+    return average
+
+
+def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
+           lexical_ids: list[int]) -> tuple[list[int], dict[int, float]]:
+    """One section of each linked document the filters allow: the one nearest the source's vector, else its
+    best lexical candidate, else its first section; nearest first. Returns them and their cosines."""
+    linked = linked_documents(run.conn, source.doc_id)
+    run.report.performed.append("link")
+    if not linked:
+        run.timer.lap("link")
+        return [], {}
+    marks = ", ".join("?" * len(linked))
+    clauses = [c for c in run.filters.clauses if not c.startswith("c.")]
+    where = "".join(f" AND {c}" for c in clauses)
+    kinds = "" if run.options.abstract_chunk else " AND c.kind <> 'abstract'"
+    chunks = run.conn.execute(
+        f"SELECT c.id, c.doc_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.doc_id IN ({marks})"
+        f"{where}{kinds} ORDER BY c.doc_id, c.ord", (*linked, *run.filters.params)).fetchall()
+    index = run.semantic.index
+    cosines = index.exact_cosines(vector, [c for c, _ in chunks]) if vector is not None and index else {}
+    lexical_rank = {c: rank for rank, c in enumerate(lexical_ids)}
+    best: dict[int, tuple[tuple, int]] = {}
+    for position, (chunk_id, doc_id) in enumerate(chunks):
+        key = (-cosines.get(chunk_id, -2.0), lexical_rank.get(chunk_id, len(lexical_ids)), position)
+        if doc_id not in best or key < best[doc_id][0]:
+            best[doc_id] = (key, chunk_id)
+    chosen = [chunk_id for _, chunk_id in sorted(best.values())]
+    run.timer.lap("link")
+    return chosen, {c: cosines[c] for c in chosen if c in cosines}
+
+
+def _fused(run: SearchRun, source: Source, rankings: dict[str, list[int]], bm25: dict[int, float],
+           cosines: dict[int, float]) -> list[Hit]:
+    """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
+    ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
+    rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
+    rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
+    rankings = {name: ids for name, ids in rankings.items() if ids}
+    linear = run.ws.option("fusion") == "linear" and "semantic" in rankings
+    if linear:
+        doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
+        fused = fuse.linear(rankings, bm25, cosines, doc_of, RELATED_LEXICAL_WEIGHT)
+        for entry in fused:
+            if "link" in entry.via:
+                entry.score += LINK_WEIGHT
+        fused.sort(key=lambda e: -e.score)
+        run.report.query_info["fusion_weight"] = {"value": RELATED_LEXICAL_WEIGHT, "link": LINK_WEIGHT}
+    else:
+        fused = fuse.rrf(rankings)
+    most_inbound = run.conn.execute("SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?",
+                                    (run.ws.id,)).fetchone()[0]
+    fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
+                              {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound,
+                              set(source.tags))
+    retrievers = {name: ids for name, ids in rankings.items() if name != "link"}
+    fused = fuse.keep_leaders(fused, retrievers, cosines if linear else None)
+    return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+

@@ -1,0 +1,77 @@
+""""More like this": a text's most distinctive words by their BM25 weight, to be searched as a query.
+
+Each word is weighed as BM25 would weigh it if the text were a document of the workspace: its inverse
+document frequency among the workspace's sections, times its saturated frequency in the text. Words only
+the source document has find nothing else, and stopwords, numbers and two-letter words say little: all
+are left out. Words are grouped by their stem (the index's own porter tokenizer), and each is searched as
+it was first written.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import apsw
+
+from autodoc_core.retrieve.lexical import DocumentFrequencies
+from autodoc_core.retrieve.query import STOPWORDS
+
+# Chosen on the KEPs' citation pairs with tests/bench/related.py (doc/benchmarks/related.md).
+MORE_LIKE_THIS_TERMS = 25
+BM25_K1, BM25_B = 1.2, 0.75
+MIN_WORD_CHARS = 3
+
+
+@dataclass(frozen=True)
+class WeightedWord:
+    word: str  # as first written in the text
+    stem: str
+    weight: float
+
+
+def stems(conn: apsw.Connection, text: str) -> list[tuple[str, str]]:
+    """(stem, the word as written) for each word of ``text``, in order."""
+    data = text.encode("utf-8", "replace")
+    tokenize = conn.fts5_tokenizer("porter", ["unicode61"])
+    return [(token[2], data[token[0] : token[1]].decode("utf-8", "replace"))
+            for token in tokenize(data, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True)]
+
+
+def distinctive_words(conn: apsw.Connection, ws_id: int, text: str, own_sections: Counter[str],
+                      frequencies: DocumentFrequencies, average_tokens: float,
+                      count: int = MORE_LIKE_THIS_TERMS, least_frequency: int = 1) -> list[WeightedWord]:
+    """The ``count`` words of ``text`` with the highest BM25 weight, each written at least ``least_frequency``
+    times. ``own_sections``: how many of the source document's sections hold each stem (a word in no other
+    section of the workspace finds nothing); ``average_tokens``: the workspace's mean section length, for
+    BM25's length normalisation."""
+    written: dict[str, str] = {}
+    frequency: Counter[str] = Counter()
+    for stem, word in stems(conn, text):
+        if len(stem) < MIN_WORD_CHARS or stem.isdigit() or word.lower() in STOPWORDS:
+            continue
+        frequency[stem] += 1
+        written.setdefault(stem, word)
+    total = frequencies.total(conn, ws_id)
+    length = sum(frequency.values())
+    saturation = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average_tokens, 1.0))
+    candidates = [stem for stem, tf in frequency.items() if tf >= least_frequency]
+    document_frequency = frequencies.stem_counts(conn, ws_id, candidates)
+    weighted = []
+    for stem in candidates:
+        tf, df = frequency[stem], document_frequency[stem]
+        if df <= own_sections.get(stem, 1):
+            continue
+        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        weighted.append(WeightedWord(written[stem], stem, idf * tf * (BM25_K1 + 1) / (tf + saturation)))
+    weighted.sort(key=lambda w: (-w.weight, w.stem))
+    return weighted[:count]
+
+
+def sections_holding(conn: apsw.Connection, texts: list[str]) -> Counter[str]:
+    """How many of these texts hold each stem."""
+    held: Counter[str] = Counter()
+    for text in texts:
+        held.update({stem for stem, _ in stems(conn, text)})
+    return held

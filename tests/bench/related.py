@@ -1,0 +1,312 @@
+"""``make bench``: related sections (``search.related``), quality on citations and speed beside a search.
+
+Quality: documents citing other documents of the same corpus are the ground truth (``related_corpus``); the
+copies indexed have every citation removed, with its link. For each citing document ``search.related`` is
+asked for the document as a whole, and the cited documents are looked for among the documents of its hits
+(Recall@10, MRR), by source (semantic only, lexical only, fused) and against a baseline measured in the same
+run: the document's own summary (its "Summary" section, else its first) sent to ``search.query``. Parameters
+are chosen on the KEPs; the Rust RFCs only report.
+
+Speed: ``search.related`` for sections of techdocs over ``serve --stdio`` against lexical ``search.query``
+for the dev queries in the same process, interleaved.
+
+    python -m tests.bench.related --shared ../shared [--work /tmp/related-bench] [--out doc/benchmarks/related.md]
+
+The work folder keeps the copies and their databases between runs (embedding them takes a while).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autodoc_core import related
+from autodoc_core.retrieve import more_like_this
+from autodoc_core.service.engine import Engine
+from tests.bench.related_corpus import CORPORA, KEEP_CHARS, TEMPLATE_SHARE, Rewritten, rewrite
+from tests.bench.retrieval import load_queries, percentile
+
+ROOT = Path(__file__).resolve().parents[2]
+TUNING, REPORTING = "keps", "rust-rfcs"
+HITS_ASKED = 30  # three per document at most: at least ten documents
+SOURCES = {"semantic only": ["semantic"], "lexical only": ["lexical"], "fused": None}
+WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+TERMS = (10, 25, 40)
+LEAST = (1, 2)
+VECTORS = ("mean", "first")
+SPEED_SECTIONS = 120
+SPEED_ROUNDS = 3
+
+
+@dataclass
+class Scores:
+    recall10: float
+    mrr: float
+    ms: float
+
+    def row(self, name: str) -> str:
+        return f"| {name} | {self.recall10:.3f} | {self.mrr:.3f} | {self.ms:.1f} |"
+
+
+def prepared(engine: Engine, name: str, root: Path) -> None:
+    """The copy registered, indexed and embedded (a run that finds it so does nothing)."""
+    if name not in {ws["name"] for ws in engine.workspace_list()}:
+        engine.workspace_add(name, str(root))
+    engine.workspace_index(name, {"wait": "semantic"})
+
+
+def documents(hits: list[dict[str, Any]], own: str) -> list[str]:
+    return [path for path in dict.fromkeys(hit["path"] for hit in hits) if path != own]
+
+
+def score(ranked: list[list[str]], relevant: list[set[str]], ms: list[float]) -> Scores:
+    recall = [len(r & set(docs[:10])) / len(r) for docs, r in zip(ranked, relevant, strict=True)]
+    reciprocal = [next((1 / rank for rank, doc in enumerate(docs, 1) if doc in r), 0.0)
+                  for docs, r in zip(ranked, relevant, strict=True)]
+    return Scores(statistics.mean(recall), statistics.mean(reciprocal), statistics.median(ms))
+
+
+def related_scores(engine: Engine, name: str, cited: dict[str, list[str]], stages: list[str] | None) -> Scores:
+    ranked, ms = [], []
+    for path in cited:
+        opts: dict[str, Any] = {"limit": HITS_ASKED, **({"stages": stages} if stages else {})}
+        started = time.perf_counter()
+        answer = engine.search_related(name, path, opts)
+        ms.append((time.perf_counter() - started) * 1000)
+        if answer["related"]["linked_documents"]:
+            raise RuntimeError(f"{path} still links to {answer['related']['linked_documents']} documents in the copy")
+        ranked.append(documents(answer["hits"], path))
+    return score(ranked, [set(v) for v in cited.values()], ms)
+
+
+def summary_text(engine: Engine, name: str, path: str) -> str:
+    """The document's "Summary" section, else its first, as indexed."""
+    with engine.store.snapshot() as conn:
+        ws_id = conn.execute("SELECT id FROM workspaces WHERE name = ?", (name,)).fetchone()[0]
+        rows = conn.execute("SELECT c.breadcrumb, c.body FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                            "WHERE d.ws_id = ? AND d.path = ? ORDER BY c.ord", (ws_id, path)).fetchall()
+    chosen = next((body for crumb, body in rows if crumb.rstrip().lower().endswith("summary")), rows[0][1])
+    return chosen[:4000]
+
+
+def baseline_scores(engine: Engine, name: str, cited: dict[str, list[str]]) -> Scores:
+    ranked, ms = [], []
+    for path in cited:
+        text = summary_text(engine, name, path)
+        started = time.perf_counter()
+        answer = engine.search_query(name, text, {"limit": HITS_ASKED})
+        ms.append((time.perf_counter() - started) * 1000)
+        ranked.append(documents(answer["hits"], path))
+    return score(ranked, [set(v) for v in cited.values()], ms)
+
+
+@contextlib.contextmanager
+def parameters(weight: float, terms: int, least: int, vector: str) -> Iterator[None]:
+    saved = (related.RELATED_LEXICAL_WEIGHT, more_like_this.MORE_LIKE_THIS_TERMS, related.DOCUMENT_LEAST_FREQUENCY,
+             related.DOCUMENT_VECTOR)
+    related.RELATED_LEXICAL_WEIGHT, more_like_this.MORE_LIKE_THIS_TERMS = weight, terms
+    related.DOCUMENT_LEAST_FREQUENCY, related.DOCUMENT_VECTOR = least, vector
+    try:
+        yield
+    finally:
+        (related.RELATED_LEXICAL_WEIGHT, more_like_this.MORE_LIKE_THIS_TERMS, related.DOCUMENT_LEAST_FREQUENCY,
+         related.DOCUMENT_VECTOR) = saved
+
+
+def tune(engine: Engine, name: str, cited: dict[str, list[str]]) -> tuple[dict[str, Any], list[str]]:
+    """Each parameter on the source it moves, in turn: the document vector on semantic only, the words on
+    lexical only, then the blend's weight on the fused answer. Best Recall@10, then MRR."""
+    chosen = {"weight": related.RELATED_LEXICAL_WEIGHT, "terms": more_like_this.MORE_LIKE_THIS_TERMS,
+              "least": related.DOCUMENT_LEAST_FREQUENCY, "vector": related.DOCUMENT_VECTOR}
+    lines = ["| parameter | value | source | Recall@10 | MRR |", "|---|---|---|---|---|"]
+    steps = [("vector", VECTORS, ["semantic"]), ("terms", TERMS, ["lexical"]), ("least", LEAST, ["lexical"]),
+             ("weight", WEIGHTS, None)]
+    for key, values, stages in steps:
+        results = {}
+        for value in values:
+            with parameters(**{**chosen, key: value}):
+                results[value] = related_scores(engine, name, cited, stages)
+            source = "fused" if stages is None else f"{stages[0]} only"
+            lines.append(f"| {key} | {value} | {source} | {results[value].recall10:.3f} | {results[value].mrr:.3f} |")
+        chosen[key] = max(values, key=lambda v: (round(results[v].recall10, 4), results[v].mrr))
+    return chosen, lines
+
+
+def quality(engine: Engine, name: str, cited: dict[str, list[str]]) -> dict[str, Scores]:
+    found = {source: related_scores(engine, name, cited, stages) for source, stages in SOURCES.items()}
+    found["baseline: summary sent to search.query"] = baseline_scores(engine, name, cited)
+    return found
+
+
+def verdict(found: dict[str, Scores]) -> str:
+    fused, base = found["fused"], found["baseline: summary sent to search.query"]
+    best = max(found["semantic only"].recall10, found["lexical only"].recall10)
+    beats = fused.recall10 > base.recall10 and fused.mrr > base.mrr
+    holds = fused.recall10 >= best
+    return (f"fused {'beats' if beats else 'does NOT beat'} the baseline on both measures; fused Recall@10 is "
+            f"{'at least' if holds else 'BELOW'} the better of its two sources ({best:.3f}).")
+
+
+# -- speed over serve --stdio --------------------------------------------------------------------
+
+
+class Stdio:
+    def __init__(self, db: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
+        self.number = 0
+
+    def ask(self, method: str, params: list[Any]) -> tuple[Any, float]:
+        assert self.process.stdin and self.process.stdout
+        self.number += 1
+        message = {"jsonrpc": "2.0", "id": self.number, "method": method, "params": params}
+        started = time.perf_counter()
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        ms = (time.perf_counter() - started) * 1000
+        if "error" in answer:
+            raise RuntimeError(answer["error"])
+        return answer["result"], ms
+
+    def close(self) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def sample_sections(db: Path, name: str, count: int) -> list[tuple[str, int]]:
+    """Every n-th section of the workspace, as (path, its first line)."""
+    engine = Engine(db)
+    with engine.store.snapshot() as conn:
+        rows = conn.execute("SELECT d.path, c.line_start FROM chunks c JOIN documents d ON d.id = c.doc_id "
+                            "JOIN workspaces w ON w.id = d.ws_id WHERE w.name = ? ORDER BY c.id", (name,)).fetchall()
+    engine.close()
+    step = max(1, len(rows) // count)
+    return rows[::step][:count]
+
+
+def speed(db: Path, name: str, queries: list[str], sections: list[tuple[str, int]]) -> dict[str, Any]:
+    server = Stdio(db)
+    lexical_ms: list[float] = []
+    related_ms: list[float] = []
+    stages: dict[str, int] = {}
+    try:
+        server.ask("search.query", [name, queries[0], {"stages": ["lexical"]}])  # warm up: imports, vectors
+        server.ask("search.related", [name, sections[0][0], {"line": sections[0][1]}])
+        for _ in range(SPEED_ROUNDS):
+            for text in queries:
+                lexical_ms.append(server.ask("search.query", [name, text, {"stages": ["lexical"], "limit": 10}])[1])
+            for path, line in sections:
+                answer, ms = server.ask("search.related", [name, path, {"line": line, "limit": 10}])
+                related_ms.append(ms)
+                key = "+".join(answer["stages"]["performed"])
+                stages[key] = stages.get(key, 0) + 1
+    finally:
+        server.close()
+    return {"lexical": lexical_ms, "related": related_ms, "stages": stages}
+
+
+def speed_lines(result: dict[str, Any], name: str, sections: int, queries: int) -> list[str]:
+    lexical_ms, related_ms = result["lexical"], result["related"]
+    ratio = statistics.median(related_ms) / statistics.median(lexical_ms)
+    return [
+        "| request | count | median ms | p95 ms |", "|---|---|---|---|",
+        f"| search.query, lexical ({queries} dev queries x {SPEED_ROUNDS}) | {len(lexical_ms)} | "
+        f"{statistics.median(lexical_ms):.1f} | {percentile(lexical_ms, 0.95):.1f} |",
+        f"| search.related, a section ({sections} sections x {SPEED_ROUNDS}) | {len(related_ms)} | "
+        f"{statistics.median(related_ms):.1f} | {percentile(related_ms, 0.95):.1f} |",
+        "", f"search.related median / lexical search.query median: **{ratio:.2f}** "
+        f"({'holds' if ratio <= 1 else 'does NOT hold'}: the target is at most 1). Stages performed: "
+        + ", ".join(f"{k} ({v})" for k, v in sorted(result["stages"].items())) + f". Workspace {name}.",
+    ]
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+def corpus_lines(title: str, done: Rewritten, found: dict[str, Scores]) -> list[str]:
+    pairs = sum(len(v) for v in done.cited.values())
+    return ["", f"### {title}", "",
+            f"{done.documents} documents, {len(done.cited)} citing another, {pairs} (citing, cited) pairs.", "",
+            "| answer | Recall@10 | MRR | median ms (in process) |", "|---|---|---|---|",
+            *(scores.row(name) for name, scores in found.items()), "", verdict(found)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--shared", default="../shared")
+    parser.add_argument("--work", default="/tmp/related-bench")
+    parser.add_argument("--techdocs-db", default=None, help="a database with techdocs indexed and embedded")
+    parser.add_argument("--out", default="doc/benchmarks/related.md")
+    args = parser.parse_args()
+    shared, work = Path(args.shared), Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    sections: dict[str, list[str]] = {}
+    chosen: dict[str, Any] = {}
+    for corpus_name in (TUNING, REPORTING):
+        done = rewrite(CORPORA[corpus_name], shared, work / corpus_name)
+        with Engine(work / f"{corpus_name}.db") as engine:
+            prepared(engine, corpus_name, done.root)
+            if corpus_name == TUNING:
+                chosen, tuning = tune(engine, corpus_name, done.cited)
+                sections["tuning"] = tuning
+            with parameters(**chosen):
+                found = quality(engine, corpus_name, done.cited)
+            role = "tuning: the parameters were chosen here" if corpus_name == TUNING else "reporting only"
+            sections[corpus_name] = corpus_lines(f"{corpus_name} ({role})", done, found)
+            print(corpus_name, {k: (round(v.recall10, 3), round(v.mrr, 3)) for k, v in found.items()}, flush=True)
+    techdocs_db = Path(args.techdocs_db) if args.techdocs_db else work / "techdocs.db"
+    with Engine(techdocs_db) as engine:
+        prepared(engine, "techdocs", shared / "data" / "techdocs")
+    queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
+    picked = sample_sections(techdocs_db, "techdocs", SPEED_SECTIONS)
+    timing = speed(techdocs_db, "techdocs", queries, picked)
+    write(Path(args.out), sections, chosen, speed_lines(timing, "techdocs", len(picked), len(queries)))
+
+
+def write(out: Path, sections: dict[str, list[str]], chosen: dict[str, Any], speed_rows: list[str]) -> None:
+    lines = [
+        "# Related sections (search.related)", "",
+        f"Generated by `python -m tests.bench.related` (in `make bench`) on {time.strftime('%Y-%m-%d')}, "
+        f"{platform.machine()}, Python {platform.python_version()}; MiniLM-L6 vectors, no ranker.", "",
+        "## Quality: do a document's related documents include the ones its authors cited?", "",
+        "Ground truth nobody here wrote: KEPs citing KEPs, Rust RFCs citing RFCs (by number, path or pull request). "
+        "The copies indexed have every citation removed, with the links that carried them (no `link` hit "
+        f"remains; the benchmark checks), and keep each document's first {KEEP_CHARS:,} characters (after the KEP "
+        "template's table of contents and sign-off checklist) to bound the embedding. A document cited by more "
+        f"than {TEMPLATE_SHARE:.0%} of the citing documents is a template's citation (the KEPs' production "
+        "readiness KEP) and is left out. Each citing document asks `search.related` for the document as a whole "
+        f"({HITS_ASKED} hits, so at least ten documents); Recall@10 and MRR are over the cited documents, by "
+        "the documents of the hits in order. The baseline, in the same run: the document's \"Summary\" section "
+        "(else its first) sent to `search.query` with every stage.", "",
+        "Chosen on the KEPs: lexical weight of the blend "
+        f"**{chosen['weight']}**, **{chosen['terms']}** distinctive words, a document's words written at least "
+        f"**{chosen['least']}** times, the document vector **{chosen['vector']}** of its sections' vectors.",
+        *sections[TUNING], *sections[REPORTING],
+        "", "### Tuning steps (KEPs only)", "", *sections["tuning"],
+        "", "## Speed: search.related beside a lexical search, over serve --stdio (techdocs)", "",
+        "One `autodoc serve --stdio` process, warmed up, then rounds of the dev set's queries as lexical "
+        "`search.query` and `search.related` for every n-th section of techdocs (with its first line), limit 10.",
+        "", *speed_rows, "",
+        "At one million vectors: not measured. `tests/bench/retrieval.py` has no million-vector database to reuse "
+        "(the synthetic scan in `tests/bench/semantic.py` holds vectors without chunks or an FTS table); the "
+        "semantic step of `search.related` is the same scan as a query's, with the section's stored vector "
+        "instead of an embedded query.",
+    ]
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
