@@ -12,6 +12,7 @@ says why.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -159,7 +160,7 @@ def locate(conn: apsw.Connection, ws: Workspace, path: Any, line: int | None) ->
     if row is None:
         if os.path.isfile(absolute):
             raise AutodocError(NOT_FOUND, f"{relpath} is not indexed yet", path=relpath,
-                               fix=f"index it (workspace.index [{ws.name!r}, {{\"paths\": [{relpath!r}]}}]; the "
+                               fix=f"index it (workspace.index {json.dumps([ws.name, {'paths': [relpath]}])}; the "
                                    "Neovim plugin indexes a file when it is saved), then ask again")
         raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath,
                            fix="give the path relative to the workspace root; doc.list finds a document by title")
@@ -200,8 +201,8 @@ def _source_vector(run: SearchRun, source: Source) -> np.ndarray | None:
     held = run.semantic.index.vectors_of([s.chunk_id for s in source.chosen])
     if not len(held):
         embedded, total = run.semantic.progress
-        what = "this section has" if source.section is not None else "no section of this document has"
-        run.report.skipped["semantic"] = (f"{what} a vector yet ({embedded} of {total} chunk texts are embedded); "
+        what = "this section has no vector" if source.section is not None else "this document has no vectors"
+        run.report.skipped["semantic"] = (f"{what} yet ({embedded} of {total} chunk texts are embedded); "
                                           "related sections come from links and words meanwhile")
         return None
     return document_vector(held)

@@ -42,8 +42,8 @@ def stems(conn: apsw.Connection, text: str) -> list[tuple[str, str]]:
 def distinctive_words(conn: apsw.Connection, ws_id: int, text: str, own_sections: Counter[str],
                       frequencies: DocumentFrequencies, average_tokens: float,
                       count: int = MORE_LIKE_THIS_TERMS, least_frequency: int = 1) -> list[WeightedWord]:
-    """The ``count`` words of ``text`` with the highest BM25 weight, each written at least ``least_frequency``
-    times. ``own_sections``: how many of the source document's sections hold each stem (a word in no other
+    """The ``count`` words of ``text`` with the highest BM25 weight, those written at least ``least_frequency``
+    times first. ``own_sections``: how many of the source document's sections hold each stem (a word in no other
     section of the workspace finds nothing); ``average_tokens``: the workspace's mean section length, for
     BM25's length normalisation."""
     written: dict[str, str] = {}
@@ -56,16 +56,16 @@ def distinctive_words(conn: apsw.Connection, ws_id: int, text: str, own_sections
     total = frequencies.total(conn, ws_id)
     length = sum(frequency.values())
     saturation = BM25_K1 * (1 - BM25_B + BM25_B * length / max(average_tokens, 1.0))
-    candidates = [stem for stem, tf in frequency.items() if tf >= least_frequency]
-    document_frequency = frequencies.stem_counts(conn, ws_id, candidates)
+    document_frequency = frequencies.stem_counts(conn, ws_id, list(frequency))
     weighted = []
-    for stem in candidates:
-        tf, df = frequency[stem], document_frequency[stem]
+    for stem, tf in frequency.items():
+        df = document_frequency[stem]
         if df <= own_sections.get(stem, 1):
             continue
         idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
         weighted.append(WeightedWord(written[stem], stem, idf * tf * (BM25_K1 + 1) / (tf + saturation)))
-    weighted.sort(key=lambda w: (-w.weight, w.stem))
+    # Words written less often than asked come after the others, not never: a short note has few repeated.
+    weighted.sort(key=lambda w: (frequency[w.stem] < least_frequency, -w.weight, w.stem))
     return weighted[:count]
 
 
