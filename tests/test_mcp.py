@@ -102,7 +102,7 @@ def test_lists_the_tools_with_input_and_output_schemas(tmp_path: Path, notes: Pa
 
     async def scenario(session: ClientSession) -> None:
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-        assert sorted(tools) == ["documents", "read", "search", "workspaces"]
+        assert sorted(tools) == ["documents", "read", "related", "search", "workspaces"]
         for tool in tools.values():
             assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
             assert tool.annotations.read_only_hint is True
@@ -325,6 +325,37 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
         assert absolute.structured_content["path"] == "net/network.md"
         still = await call(session, "search", {"query": "gecko"})  # the server kept serving
         assert not still.is_error and still.structured_content["hits"]
+
+    talk(db, tmp_path / "server.log", scenario)
+
+
+def test_related_gives_the_sections_around_a_file_with_their_text(tmp_path: Path, notes: Path) -> None:
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+
+    async def scenario(session: ClientSession) -> None:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert tools["related"].input_schema["required"] == ["path"]
+        assert "line" in tools["related"].input_schema["properties"]
+        answer = await call(session, "related", {"path": "storage.md", "line": 7})
+        assert not answer.is_error
+        found = answer.structured_content
+        assert found["section"]["breadcrumb"] == "Storage" and found["path"] == "storage.md"
+        hit = found["hits"][0]
+        assert hit["path"] == "net/network.md" and "lexical" in hit["via"]
+        assert hit["text"] == file_lines(notes / "net" / "network.md", hit["line_start"], hit["line_end"])
+        assert "storage.md" not in [h["path"] for h in found["hits"]]
+        assert "for 'related to storage.md › Storage'" in answer.content[0].text
+        assert found["stages"]["skipped"]["semantic"] == "no embedding model is configured for this workspace"
+        bare = await call(session, "related", {"path": str(notes / "storage.md"), "max_tokens": 0})
+        assert bare.structured_content["section"] is None and bare.structured_content["hits"][0]["text"] == ""
+        for arguments, code, words in [({"path": "missing.md"}, -32062, "does not exist"),
+                                       ({"path": "storage.md", "line": 99}, -32602, "past the end"),
+                                       ({"path": "../storage.md"}, -32061, "outside"),
+                                       ({"path": "storage.md", "line": "7"}, -32602, "'line'")]:
+            failed = await call(session, "related", arguments)
+            assert failed.is_error and failed.meta[ERROR_META]["code"] == code, (arguments, failed.meta)
+            assert words in failed.content[0].text
 
     talk(db, tmp_path / "server.log", scenario)
 

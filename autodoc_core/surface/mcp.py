@@ -221,7 +221,8 @@ class Tools:
         self.engines = engines
         self.listed = [*TOOLS, INDEX_TOOL] if allow_index else list(TOOLS)
         self.handlers: dict[str, Callable[[dict[str, Any]], Answer]] = {
-            "search": self.search, "read": self.read, "documents": self.documents, "workspaces": self.workspaces,
+            "search": self.search, "related": self.related, "read": self.read, "documents": self.documents,
+            "workspaces": self.workspaces,
         }
         if allow_index:
             self.handlers["index"] = self.index
@@ -238,17 +239,33 @@ class Tools:
         name = _workspace(engine, arguments)
         options = {"limit": limit, **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
         answer = engine.search_query(name, query, options)
+        result = {"workspace": name, "query": _shortened(query), **self._with_texts(engine, name, answer, budget)}
+        return result, render_search(result)
+
+    def related(self, arguments: dict[str, Any]) -> Answer:
+        path = _string_argument(arguments, "path")
+        line = arguments.get("line")
+        limit = _int_argument(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
+        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_SEARCH_TOKENS, 0, MAX_TOKENS))
+        engine = self.engines.get()
+        name = _workspace(engine, arguments)
+        answer = engine.search_related(name, path, {"limit": limit, **({"line": line} if line is not None else {})})
+        about = answer["related"]
+        section = about["section"]
+        result = {"workspace": name, "path": about["path"], "section": section,
+                  "query": f"related to {about['path']}" + (f" › {section['breadcrumb']}" if section else ""),
+                  **self._with_texts(engine, name, answer, budget)}
+        return result, render_search(result)
+
+    def _with_texts(self, engine: Engine, name: str, answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
+        """A search's or related answer's hits with their section texts, and what the agent needs beside."""
         files = FileLines(engine, name)
         hits = [_hit(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
-        result = {
-            "workspace": name, "query": _shortened(query), "hits": hits, "stages": answer["stages"],
-            "semantic": answer["semantic"], "mode_used": answer["mode_used"],
-            "max_tokens": budget.total, "text_tokens": budget.used, "trimmed": budget.trimmed,
-            "notes": _query_notes(answer),
-        }
-        return result, render_search(result)
+        return {"hits": hits, "stages": answer["stages"], "semantic": answer["semantic"],
+                "mode_used": answer["mode_used"], "max_tokens": budget.total, "text_tokens": budget.used,
+                "trimmed": budget.trimmed, "notes": _query_notes(answer)}
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")

@@ -85,6 +85,15 @@ partly words-only results).
 Section texts share max_tokens (cut at line ends); a hit with text_complete false can be read in full \
 with the read tool."""
 
+RELATED_DESCRIPTION = """\
+What else the knowledge base says about one of its files, or about the section holding a line of it: sections \
+of other documents, found by meaning (the section's stored vector), by its most distinctive words, and by \
+links either way (via: semantic, lexical, link), with their text as search gives it. Use it when you work on \
+or next to a Markdown file of the workspace (editing a design note, or code that an ADR governs) to pull in \
+the decisions, references and notes around it without guessing a query; use search when you know what to \
+look for. path is relative to the workspace root (or absolute inside it); line (1-based) picks the section, \
+none means the document as a whole."""
+
 READ_DESCRIPTION = """\
 Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
 line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
@@ -116,7 +125,8 @@ HIT = _object({
     "relevance": {"type": "number", "description": "0..1: how well this section alone matches, in the stages "
                                                    "that ran; hits are ordered by a score that also counts the "
                                                    "document's other sections, so it need not fall with rank"},
-    "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet"},
+    "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet; "
+                                         "for related also link"},
     "superseded_by": {"type": ["string", "null"]},
     "text": {"type": "string", "description": "the section's lines line_start..text_line_end"},
     "text_line_end": {"type": "integer"},
@@ -140,6 +150,13 @@ SEARCH_OUTPUT = _object({
     "notes": {**STRINGS, "description": "what was done with the query that the hits do not show: a facet value "
                                         "or path that matches nothing, common words left out"},
 }, ["workspace", "hits", "stages", "semantic", "trimmed"], closed=False)
+
+RELATED_OUTPUT = _object({
+    **SEARCH_OUTPUT["properties"],
+    "path": {"type": "string", "description": "the file asked about, relative to the workspace root"},
+    "section": {"type": ["object", "null"], "description": "the section holding line (breadcrumb, line_start, "
+                                                          "line_end); null for the document as a whole"},
+}, ["workspace", "path", "hits", "stages", "semantic", "trimmed"], closed=False)
 
 READ_OUTPUT = _object({
     "workspace": {"type": "string"},
@@ -212,6 +229,18 @@ TOOLS = [
         }, ["query"]),
         output_schema=SEARCH_OUTPUT, annotations=READ_ONLY),
     types.Tool(
+        name="related", title="Related sections", description=RELATED_DESCRIPTION,
+        input_schema=_object({
+            "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
+            "workspace": WORKSPACE_ARG,
+            "line": {"type": "integer", "minimum": 1, "description": "a line of the section to relate (default: "
+                                                                      "the document as a whole)"},
+            "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
+            "max_tokens": _integer("token budget for all hit texts together", 0, MAX_TOKENS,
+                                   DEFAULT_SEARCH_TOKENS),
+        }, ["path"]),
+        output_schema=RELATED_OUTPUT, annotations=READ_ONLY),
+    types.Tool(
         name="read", title="Read a document", description=READ_DESCRIPTION,
         input_schema=_object({
             "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
@@ -248,7 +277,9 @@ INDEX_TOOL = types.Tool(
 INSTRUCTIONS = (
     "AutoDoc searches the user's Markdown knowledge bases (design notes, ADRs, references). Start with "
     "search: its hits carry the matching sections' text with path and line span; cite path:line_start-line_end. "
-    "Use read for more context around a hit, documents to find a file by title, workspaces for what is indexed."
+    "Working on a file of the knowledge base (or on code next to one), call related with its path (and a line) "
+    "for what else the knowledge base says about it. Use read for more context around a hit, documents to find "
+    "a file by title, workspaces for what is indexed."
 )
 
 
