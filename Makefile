@@ -60,6 +60,7 @@ bench: dev
 	$(BIN)/python -m tests.bench.fusion --shared $(SHARED) $(if $(FUSION_DB),--db $(FUSION_DB)) \
 		--out doc/benchmarks/fusion.md
 	$(BIN)/python -m tests.bench.picker --shared $(SHARED) --out doc/benchmarks/filling.md
+	$(BIN)/python -m tests.bench.related --shared $(SHARED) --out doc/benchmarks/related.md
 	$(MAKE) soak
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.

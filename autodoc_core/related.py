@@ -127,6 +127,9 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
         rankings["lexical"], bm25 = _more_like_this(run, source, frequencies, pool)
     rankings["link"], link_cosines = _links(run, source, vector, rankings.get("lexical", []))
     cosines.update(link_cosines)
+    if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
+        missing = [c for c in rankings.get("lexical", []) if c not in cosines]
+        cosines.update(run.semantic.index.exact_cosines(vector, missing))
     about["linked_documents"] = len(rankings["link"])
     ranked = _fused(run, source, rankings, bm25, cosines)
     timer.lap("fuse")
@@ -240,7 +243,9 @@ def _more_like_this(run: SearchRun, source: Source, frequencies: lexical.Documen
 
 
 def _words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies) -> list:
-    own = more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
+    # A section's words are not read in the rest of its document (that took longer than the word search):
+    # a word only its own document has finds nothing and just takes a place.
+    own = more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.chosen])
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     words = more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies,
                                              _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least)

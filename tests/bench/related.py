@@ -272,6 +272,11 @@ def main() -> None:
     queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
     picked = sample_sections(techdocs_db, "techdocs", SPEED_SECTIONS)
     timing = speed(techdocs_db, "techdocs", queries, picked)
+    defaults = {"weight": related.RELATED_LEXICAL_WEIGHT, "terms": more_like_this.MORE_LIKE_THIS_TERMS,
+                "least": related.DOCUMENT_LEAST_FREQUENCY, "vector": related.DOCUMENT_VECTOR}
+    if chosen != defaults:  # the speed run's server uses the code's defaults: they must be the chosen ones
+        sections["tuning"] += ["", f"**The code's defaults {defaults} are not the chosen ones: set them and run "
+                                   "again.**"]
     write(Path(args.out), sections, chosen, speed_lines(timing, "techdocs", len(picked), len(queries)))
 
 
