@@ -4,7 +4,6 @@ local stages = require('autodoc.stages')
 
 local M = {}
 M.ns = vim.api.nvim_create_namespace('autodoc')
-M.LABELS = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
 
 ---@param buf integer
 ---@param lines string[]
@@ -113,7 +112,7 @@ function M.toggles(state)
   local column = 0
   for _, name in ipairs(stages.names) do
     if state.available[name] ~= false then
-      local label = M.LABELS[name]
+      local label = stages.labels[name]
       if name == 'rerank' and state.rank_model then
         label = string.format('Rerank (%s)', state.rank_model)
       end

@@ -27,6 +27,17 @@ function M.stage_keys(name)
   return config.key_list(autodoc.config.keys['toggle_' .. name])
 end
 
+--- Call `bind(name, key, flip, index)` for every key of every stage (`index`: the key's place in its list).
+---@param session autodoc.SourceSession
+---@param bind fun(name: string, key: string, flip: fun(), index: integer)
+function M.each_stage_key(session, bind)
+  for _, name in ipairs(stages.names) do
+    for index, key in ipairs(M.stage_keys(name)) do
+      bind(name, key, function() M.toggle(session, name) end, index)
+    end
+  end
+end
+
 --- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
 ---@param lane string requests of one source supersede each other only
 ---@param on_update fun(session: autodoc.SourceSession)
