@@ -7,6 +7,7 @@ end
 vim.g.loaded_autodoc = 1
 
 require('autodoc.host').register()
+require('autodoc.highlights').setup()
 
 -- `:help autodoc` needs doc/tags: plugin managers make it, a plain clone or a runtimepath entry has none (and
 -- after a `git pull` that adds help, an old one lacks the new tags).

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, write
 from tests.test_nvim_install import neovim, notes, python_line, rtp, setup_call  # noqa: F401 - notes: fixture
 from tests.test_nvim_plugin import wait_for
 
@@ -256,3 +256,84 @@ def test_pick_autodoc_is_registered_whenever_the_plugin_loads(tmp_path: Path) ->
         assert nvim.exec_lua("return MiniPick.registry.autodoc") is None
         nvim.exec_lua("vim.opt.runtimepath:prepend(...); vim.cmd('runtime plugin/autodoc.lua')", str(PROJECT))
         assert nvim.exec_lua("return type(MiniPick.registry.autodoc)") == "function"
+
+
+LONG_FILE = "# Runbook\n\n" + "".join(f"Step {n}: check the dashboards and the alerts.\n\n" for n in range(1, 8)) + \
+    "## Lease recovery\n\nThe lease recovery lock is taken again after a crash, once the lease expires.\n\n"
+MOVE = {"telescope": ("<Down>", "<Up>"), "mini_pick": ("<C-n>", "<C-p>"), "snacks": ("<Down>", "<Up>"),
+        "fzf_lua": ("<Down>", "<Up>")}
+ERRORS = "return { vim.v.errmsg, vim.api.nvim_exec2('messages', { output = true }).output }"
+
+
+def previewed(nvim, module: str) -> dict | None:
+    """The hit the source previewed last, and whether its window shows it with the cursor on its span."""
+    return nvim.exec_lua(
+        f"local p = {session_of(module)}.previewed; if not p or not vim.api.nvim_win_is_valid(p.win or -1) then "
+        "return nil end; local shown = vim.api.nvim_win_get_buf(p.win) == p.buf; return { path = p.hit.path, "
+        "line = p.hit.line_start, shown = shown, lines = vim.api.nvim_buf_line_count(p.buf), "
+        "cursor = vim.api.nvim_win_get_cursor(p.win)[1] }")
+
+
+@pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
+@pytest.mark.parametrize("termguicolors", [False, True], ids=["notermguicolors", "termguicolors"])
+def test_moving_between_a_short_and_a_long_file_previews_each_without_an_error(
+        tmp_path: Path, kb: Path, module: str, termguicolors: bool) -> None:
+    """Telescope puts a new preview buffer in its window a tick after define_preview: the cursor set at once
+    went to the previous, 3-line buffer ("Cursor position outside buffer", then Enter opened the wrong file)."""
+    if module == "fzf_lua" and shutil.which("fzf") is None:
+        pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
+    write(kb, "short.md", "The lease recovery lock, in short.\nIt is taken again after a crash.\nThat is all.\n")
+    write(kb, "runbook.md", LONG_FILE)
+    assert LONG_FILE.count("\n") == 20
+    *plugins, after = OPEN[module]
+    if module == "fzf_lua":
+        after = "require('fzf-lua').setup({})\n"  # its previewer shown
+    name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
+    init = picker_init(tmp_path, kb, *plugins, after=after + f"vim.o.termguicolors = {str(termguicolors).lower()}\n")
+    down, up = MOVE[module]
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        nvim.input(f":AutodocPick {name}<CR>")
+        wait_for(lambda: nvim.exec_lua(f"return {session_of(module)} ~= nil"))
+        if module == "fzf_lua":
+            wait_for(lambda: nvim.api.get_mode()["mode"] == "t")
+        nvim.input("lease recovery lock")
+        wait_full_answer(nvim, module, "lease recovery lock")
+        if module == "mini_pick":
+            nvim.input("<Tab>")  # mini.pick shows the preview on demand; moving then keeps it
+        seen = set()
+        for key in [None, down, up, down, up]:
+            before = previewed(nvim, module)
+            if key:
+                nvim.input(key)
+                wait_for(lambda before=before: (previewed(nvim, module) or {}) != before)
+            shown = wait_for(lambda: (p := previewed(nvim, module)) and p["shown"] and p["cursor"] == p["line"] and p)
+            assert shown["lines"] == {"short.md": 3, "runbook.md": 20}[shown["path"]]
+            seen.add(shown["path"])
+        assert seen == {"short.md", "runbook.md"}
+        errmsg, messages = nvim.exec_lua(ERRORS)
+        assert errmsg == "" and "rror" not in messages, messages
+
+
+def test_the_picker_s_highlights_are_its_own_overridable_and_visible_in_every_colour_mode(
+        tmp_path: Path, notes: Path) -> None:  # noqa: F811
+    """The selection used CursorLine, whose default has gui colours only; the preview wrapped mid-word."""
+    own = "vim.api.nvim_set_hl(0, 'AutodocMatch', { underline = true })\n"  # a user's own, before plugin/ loads
+    init = rtp(PROJECT) + python_line() + own + COUNT_INDEXED + setup_call(tmp_path / "a.db", notes) + "\n"
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        nvim.command("AutodocSearch relational store")
+        state = "require('autodoc.picker').state"
+        wait_for(lambda: nvim.exec_lua(f"local s = {state}; return s and #s.hits > 0"))
+        assert "CursorLine:AutodocSelection" in nvim.exec_lua(f"return vim.wo[{state}.list_win].winhighlight")
+        assert nvim.exec_lua(f"local w = {state}.preview_win; return vim.wo[w].linebreak and vim.wo[w].breakindent")
+        assert nvim.exec_lua("return vim.api.nvim_get_hl(0, { name = 'AutodocMatch' })").get("underline")  # kept
+        for scheme in ("default", "blue", "shine", "quiet"):  # shipped with Neovim; quiet has few colours
+            nvim.command(f"colorscheme {scheme}")
+            for group in ("AutodocSelection", "AutodocSection"):
+                look = nvim.exec_lua(f"return vim.api.nvim_get_hl(0, {{ name = '{group}', link = false }})")
+                gui = bool(look.get("bg") or look.get("fg") or look.get("reverse") or look.get("underline"))
+                cterm_look = look.get("cterm") or {}
+                cterm = bool(look.get("ctermbg") or look.get("ctermfg") or cterm_look.get("reverse")
+                             or cterm_look.get("underline") or cterm_look.get("bold"))
+                assert gui and cterm, (scheme, group, look)

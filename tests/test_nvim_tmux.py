@@ -4,10 +4,12 @@ read back with capture-pane, as a person would see it."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,13 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 SOCKET = f"autodoc-test-{os.getpid()}"  # a tmux server of its own, without the user's ~/.tmux.conf
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tmux_server() -> Iterator[None]:
+    """One tmux server for the module (a test's new session raced the previous test's kill-server)."""
+    yield
+    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 
 
 def tmux(*args: str) -> str:
@@ -79,7 +88,7 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         wait_for_screen(session, "AutoDoc · kb")
         tmux("send-keys", "-t", session, "-l", "relational store")
         shown = wait_for_screen(session, "adr/0002.md:3-5")
-        assert "[x] Lexical" in shown and "Keep the index in SQLite › Decision" in shown
+        assert "[x] Lexical" in shown and "› Decision  " in shown  # 140 columns: the breadcrumb cut in the middle
         tmux("send-keys", "-t", session, "M-s")  # Alt-s: semantic off
         wait_for_screen(session, "[ ] Semantic")
         tmux("send-keys", "-t", session, "M-s")
@@ -93,4 +102,100 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         assert "3,1" in shown  # the cursor on the hit's first line
         assert "AutoDoc · kb" not in shown  # the picker closed
     finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
+        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
+
+
+def cells(line: str) -> list[tuple[str, tuple]]:
+    """A line of `capture-pane -e` as (character, attributes) cells: the SGR state each character is drawn in."""
+    cells_out, state, index = [], {}, 0
+    while index < len(line):
+        if line.startswith("\x1b[", index):
+            end = line.index("m", index)
+            codes = [int(code) if code else 0 for code in line[index + 2:end].split(";")]
+            while codes:
+                code = codes.pop(0)
+                if code == 0:
+                    state = {}
+                elif code in (38, 48):  # 38;5;n or 38;2;r;g;b
+                    size = 1 if codes[0] == 5 else 3
+                    state["fg" if code == 38 else "bg"] = tuple(codes[:size + 1])
+                    del codes[:size + 1]
+                elif 30 <= code <= 37 or 90 <= code <= 97:
+                    state["fg"] = code
+                elif 40 <= code <= 47 or 100 <= code <= 107:
+                    state["bg"] = code
+                elif code in (39, 49):
+                    state.pop("fg" if code == 39 else "bg", None)
+                elif code in (22, 23, 24, 25, 27, 28, 29):
+                    state.pop(code - 20, None)
+                else:
+                    state[code] = True  # 1 bold, 3 italic, 4 underline, 7 reverse, ...
+            index = end + 1
+        else:
+            cells_out.append((line[index], tuple(sorted(state.items(), key=str))))
+            index += 1
+    return cells_out
+
+
+def look_of(session: str, text: str) -> set[tuple]:
+    """The attributes the characters of `text` are drawn in, on the screen row that shows it."""
+    for line in tmux("capture-pane", "-e", "-p", "-t", session).splitlines():
+        drawn = cells(line)
+        plain = "".join(char for char, _ in drawn)
+        if text in plain:
+            start = plain.index(text)
+            return {attrs for _, attrs in drawn[start:start + len(text)]}
+    raise AssertionError(f"{text!r} is not on the screen:\n{screen(session)}")
+
+
+@pytest.mark.parametrize(("columns", "termguicolors"), [(80, False), (200, True)])
+def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
+        tmp_path: Path, kb: Path, columns: int, termguicolors: bool) -> None:
+    """With 'notermguicolors' (Apple's Terminal, tmux without RGB) the selection linked to CursorLine, which has
+    gui colours only: no row looked selected. At 200 columns rows were cut at the list's 90 cells, losing the
+    relevance and the stages; a refused toggle said nothing on screen."""
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
+                             "### Why one embedded file beats a database server for a plugin in every editor\n\n"
+                             "We keep every workspace in one embedded relational store.\n")
+    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make a relational bread.\n")
+    session = f"autodoc-rows-{os.getpid()}-{columns}"
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.o.termguicolors = {str(termguicolors).lower()}\n"
+                    f"dofile({str(PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua')!r})\n")
+    env = {
+        "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
+        "AUTODOC_DB": str(tmp_path / "autodoc.db"), "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "TERM": "xterm-256color",
+    }
+    command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {nvim_binary()} -u {init}"
+    tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", "40", command)
+    try:
+        wait_for_screen(session, "~")
+        tmux("send-keys", "-t", session, "\\/")
+        wait_for_screen(session, "AutoDoc · kb")
+        tmux("send-keys", "-t", session, "-l", "relational store")
+        shown = wait_for_screen(session, "[lexical+semantic]")  # the full answer, both notes embedded
+        rows = [line for line in shown.splitlines() if "adr/0002.md:" in line or "notes/cooking.md:" in line]
+        assert len(rows) == 2, shown
+        for row in rows:  # every row keeps its span, relevance and stages, in 80 columns and in 200
+            assert re.search(r"\.md:\d+-\d+ .*\d\.\d\d  \[(lexical\+)?semantic\]", row), row
+        first, second = ("adr/0002.md", "notes/cookin") if "adr/" in rows[0] else ("notes/cookin", "adr/0002.md")
+        selected, other = look_of(session, first), look_of(session, second)
+        assert selected != other and selected != {()}, (selected, other)  # the selected row looks different
+        tmux("send-keys", "-t", session, "Down")
+        deadline = time.monotonic() + 30
+        while look_of(session, second) != selected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert look_of(session, second) == selected and look_of(session, first) == other  # the selection moved
+        tmux("send-keys", "-t", session, "M-s")  # semantic off, then lexical off: refused, and said on screen
+        wait_for_screen(session, "[ ] Semantic")
+        tmux("send-keys", "-t", session, "M-l")
+        wait_for_screen(session, "keep Lexical or Semantic on")
+        tmux("send-keys", "-t", session, "-l", "s")  # the next keystroke clears it
+        deadline = time.monotonic() + 30
+        while "keep Lexical or Semantic on" in screen(session) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "keep Lexical or Semantic on" not in screen(session)
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)

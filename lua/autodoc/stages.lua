@@ -4,6 +4,7 @@ local M = {}
 
 local NAMES = { 'lexical', 'semantic', 'rerank' }
 M.names = NAMES
+M.labels = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
 
 local function file()
   return vim.fn.stdpath('state') .. '/autodoc/stages.json'

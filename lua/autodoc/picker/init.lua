@@ -44,6 +44,7 @@ local actions = require('autodoc.picker.actions')
 ---@field last_stages table|nil the stages of the last answer to a search
 ---@field words string[]|nil query words marked in the preview
 ---@field message string|nil shown in place of hits (an error, or why nothing is searched)
+---@field notice string|nil a warning in the list's footer, until the next keystroke
 ---@field query string|nil
 ---@field moved boolean|nil the user moved the selection since the query changed
 ---@field seq integer increases with every query; answers to an older one are dropped
@@ -154,20 +155,24 @@ local function schedule_search(state)
   end, autodoc.config.debounce_ms)
 end
 
---- Flip stage `name` in the open picker and search again.
+--- Flip stage `name` in the open picker and search again. What cannot be flipped is said in the list's
+--- footer until the next keystroke (a notification alone went to :messages, unseen behind the floats).
 ---@param name 'lexical'|'semantic'|'rerank'
 function M.toggle(name)
   local state = M.state
   if not state or state.mode ~= 'search' then
     return
   end
+  local refusal
   if state.available[name] == false then
-    vim.notify(string.format('autodoc: %s is not available in this workspace (%s)', render.LABELS[name],
-      name == 'rerank' and 'no ranker configured' or 'no embedding model'), vim.log.levels.INFO)
-    return
+    refusal = name == 'rerank' and 'autodoc: no ranker is configured: Rerank stays off'
+      or 'autodoc: no embedding model: Semantic stays off'
+  elseif not stages.toggle(state.stages, name) then
+    refusal = 'autodoc: keep Lexical or Semantic on: one must find the hits'
   end
-  if not stages.toggle(state.stages, name) then
-    vim.notify('autodoc: keep Lexical or Semantic on: one of them must find the hits', vim.log.levels.WARN)
+  render.notice(state, refusal)
+  if refusal then
+    vim.notify(refusal, vim.log.levels.WARN)
     return
   end
   render.toggles(state)
@@ -261,6 +266,7 @@ local function watch(state)
     callback = function()
       state.last_keystroke = vim.uv.hrtime()
       state.moved = false -- a new query: the selection starts on its first hit again
+      render.notice(state, nil)
       schedule_search(state)
     end,
   })

@@ -29,13 +29,28 @@ local function scratch(filetype)
   return buf
 end
 
---- 90% of the editor: prompt, list and toggles on the left half, the preview on the right.
+--- Below this many columns the preview goes under the list: side by side, an 80-column terminal left the
+--- list 36 cells, too few for a hit's path, span, relevance and stages.
+M.SIDE_BY_SIDE_COLUMNS = 120
+
+--- 90% of the editor: prompt, list and toggles on the left half, the preview on the right; in a narrow
+--- editor the prompt, list and toggles on top at full width, the preview beneath them.
 ---@return autodoc.PickerGeometry
 function M.geometry()
   local width = math.floor(vim.o.columns * 0.9)
   local height = math.floor(vim.o.lines * 0.8)
   local row = math.floor((vim.o.lines - height) / 2)
   local col = math.floor((vim.o.columns - width) / 2)
+  if vim.o.columns < M.SIDE_BY_SIDE_COLUMNS then
+    local list_height = math.max(3, math.floor((height - 8) * 0.5))
+    return {
+      prompt = { row = row, col = col, width = width, height = 1 },
+      list = { row = row + 3, col = col, width = width, height = list_height },
+      toggles = { row = row + list_height + 5, col = col, width = width, height = 1 },
+      preview = { row = row + list_height + 8, col = col, width = width,
+        height = math.max(1, height - list_height - 8) },
+    }
+  end
   local left = math.floor(width * 0.5)
   return {
     prompt = { row = row, col = col, width = left, height = 1 },
@@ -55,6 +70,7 @@ end
 --- Create the buffers and windows on `state`; the prompt window gets the focus.
 ---@param state autodoc.PickerState
 function M.open(state)
+  require('autodoc.highlights').define() -- for a picker opened before plugin/ was sourced
   local geometry = M.geometry()
   state.preview_buf = scratch('markdown')
   state.list_buf = scratch()
@@ -64,6 +80,7 @@ function M.open(state)
     { title = ' Preview ', focusable = false }), false)
   state.list_win = float(state.list_buf, vim.tbl_extend('force', geometry.list, { title = ' Hits ' }), false)
   vim.wo[state.list_win].cursorline = true
+  vim.wo[state.list_win].winhighlight = 'CursorLine:AutodocSelection' -- visible without 'termguicolors' too
   vim.wo[state.list_win].wrap = false
   state.toggles_win = float(state.toggles_buf, geometry.toggles, false)
   state.prompt_win = float(state.prompt_buf, vim.tbl_extend('force', geometry.prompt,

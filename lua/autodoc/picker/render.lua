@@ -4,7 +4,6 @@ local stages = require('autodoc.stages')
 
 local M = {}
 M.ns = vim.api.nvim_create_namespace('autodoc')
-M.LABELS = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
 
 ---@param buf integer
 ---@param lines string[]
@@ -14,17 +13,62 @@ local function set_lines(buf, lines)
   vim.bo[buf].modifiable = false
 end
 
---- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`.
----@param hit autodoc.Hit
+--- `text` cut to `width` display cells in the middle, keeping more of its end (a breadcrumb's last part
+--- names the section itself).
+---@param text string
+---@param width integer
 ---@return string
-function M.hit_line(hit)
+function M.shorten_middle(text, width)
+  if vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  if width <= 1 then
+    return width == 1 and '…' or ''
+  end
+  local head_cells = math.floor((width - 1) * 0.4)
+  local head, tail = '', ''
+  for index = 0, vim.fn.strchars(text) - 1 do
+    local char = vim.fn.strcharpart(text, index, 1)
+    if vim.fn.strdisplaywidth(head .. char) > head_cells then
+      break
+    end
+    head = head .. char
+  end
+  local tail_cells = width - 1 - vim.fn.strdisplaywidth(head)
+  for index = vim.fn.strchars(text) - 1, 0, -1 do
+    local char = vim.fn.strcharpart(text, index, 1)
+    if vim.fn.strdisplaywidth(char .. tail) > tail_cells then
+      break
+    end
+    tail = char .. tail
+  end
+  return head .. '…' .. tail
+end
+
+--- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`. Given a `width`, a line that
+--- would be wider loses the middle of its breadcrumb first, then of its path: the span, the relevance and the
+--- stages always show (a 90-column list cut them off).
+---@param hit autodoc.Hit
+---@param width integer|nil the list's width in cells
+---@return string
+function M.hit_line(hit, width)
   if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
     return string.format('%s  %s', hit.path, hit.breadcrumb)
   end
-  local via = table.concat(hit.via or {}, '+')
-  local mark = hit.superseded and '  (superseded)' or ''
-  return string.format('%s:%d-%d  %s  %.2f  [%s]%s', hit.path, hit.line_start, hit.line_end, hit.breadcrumb,
-    hit.relevance or 0, via, mark)
+  local span = string.format(':%d-%d', hit.line_start, hit.line_end)
+  local tail = string.format('  %.2f  [%s]%s', hit.relevance or 0, table.concat(hit.via or {}, '+'),
+    hit.superseded and '  (superseded)' or '')
+  local path, crumb = hit.path, hit.breadcrumb
+  if width then
+    local room = width - vim.fn.strdisplaywidth(span .. tail) - vim.fn.strdisplaywidth(path) - 2
+    if room >= 8 then
+      crumb = M.shorten_middle(crumb, room)
+    else -- no room for a breadcrumb worth reading: the path gets what is left
+      crumb = ''
+      path = M.shorten_middle(path, math.max(width - vim.fn.strdisplaywidth(span .. tail), 1))
+    end
+  end
+  return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
 end
 
 --- The list's title: the rerank outcome and the semantic state, or the hit count.
@@ -68,7 +112,7 @@ function M.toggles(state)
   local column = 0
   for _, name in ipairs(stages.names) do
     if state.available[name] ~= false then
-      local label = M.LABELS[name]
+      local label = stages.labels[name]
       if name == 'rerank' and state.rank_model then
         label = string.format('Rerank (%s)', state.rank_model)
       end
@@ -105,7 +149,8 @@ function M.mark_words(buf, words)
         if not from then
           break
         end
-        vim.api.nvim_buf_set_extmark(buf, M.ns, line_number - 1, from - 1, { end_col = to, hl_group = 'Search' })
+        vim.api.nvim_buf_set_extmark(buf, M.ns, line_number - 1, from - 1,
+          { end_col = to, hl_group = 'AutodocMatch' })
         start = to + 1
       end
     end
@@ -131,6 +176,47 @@ function M.preview_lines(hit, root)
   return ok and lines or { 'cannot read ' .. path }
 end
 
+--- Put `win` on `line` of `buf` and centre it, once the window shows `buf`. A picker may put its new
+--- preview buffer in the window a tick after the preview is filled (telescope does): the cursor set at
+--- once landed in the window's previous, shorter buffer ("Cursor position outside buffer").
+---@param win integer
+---@param buf integer
+---@param line integer
+---@param tries integer|nil
+local function centre_when_shown(win, buf, line, tries)
+  if not vim.api.nvim_win_is_valid(win) or not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  if vim.api.nvim_win_get_buf(win) ~= buf then
+    if (tries or 0) < 10 then
+      vim.schedule(function() centre_when_shown(win, buf, line, (tries or 0) + 1) end)
+    end
+    return
+  end
+  -- The file may have shrunk since it was indexed (or be gone: one "cannot read" line).
+  vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(line, vim.api.nvim_buf_line_count(buf))), 0 })
+  vim.api.nvim_win_call(win, function() vim.cmd('normal! zz') end)
+end
+
+--- Highlight the hit's span and the query's words in `buf` (which holds the hit's file), and put `win`
+--- (if given) on the span, lines wrapped between words.
+---@param buf integer
+---@param win integer|nil
+---@param hit autodoc.Hit
+---@param words string[]
+function M.show_section(buf, win, hit, words)
+  vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
+  local line_count = vim.api.nvim_buf_line_count(buf)
+  for line = hit.line_start, math.min(hit.line_end, line_count) do
+    vim.api.nvim_buf_set_extmark(buf, M.ns, line - 1, 0, { line_hl_group = 'AutodocSection' })
+  end
+  M.mark_words(buf, words)
+  if win and vim.api.nvim_win_is_valid(win) then
+    vim.wo[win].linebreak, vim.wo[win].breakindent = true, true -- 'opened throu|gh apsw' no more
+    centre_when_shown(win, buf, hit.line_start)
+  end
+end
+
 --- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
 ---@param state autodoc.PickerState
 function M.preview(state)
@@ -142,19 +228,19 @@ function M.preview(state)
     return
   end
   set_lines(buf, M.preview_lines(hit, state.root))
-  local line_count = vim.api.nvim_buf_line_count(buf)
-  local last = math.min(hit.line_end, line_count)
-  for line = hit.line_start, last do
-    vim.api.nvim_buf_set_extmark(buf, M.ns, line - 1, 0, { line_hl_group = 'Visual' })
+  M.show_section(buf, state.preview_win, hit, state.words or {})
+end
+
+--- Say `text` in the list's footer (nil: say nothing).
+---@param state autodoc.PickerState
+---@param text string|nil
+function M.notice(state, text)
+  if state.notice == text or not vim.api.nvim_win_is_valid(state.list_win) then
+    return
   end
-  M.mark_words(buf, state.words or {})
-  if vim.api.nvim_win_is_valid(state.preview_win) then
-    -- The file may have shrunk since it was indexed (or be gone: one "cannot read" line).
-    vim.api.nvim_win_set_cursor(state.preview_win, { math.max(1, math.min(hit.line_start, line_count)), 0 })
-    vim.api.nvim_win_call(state.preview_win, function()
-      vim.cmd('normal! zz')
-    end)
-  end
+  state.notice = text
+  vim.api.nvim_win_set_config(state.list_win, { footer = text and { { ' ' .. text .. ' ', 'AutodocNotice' } } or '',
+    footer_pos = 'left' })
 end
 
 --- Show `text` in place of the hits (an error, or why there is nothing to search).
@@ -183,11 +269,12 @@ function M.answer(state, answer)
   state.hits = answer.hits
   state.answer = answer
   state.words = answer.query and answer.query.terms or {}
-  local lines = vim.tbl_map(M.hit_line, answer.hits)
+  local width = vim.api.nvim_win_get_width(state.list_win)
+  local lines = vim.tbl_map(function(hit) return M.hit_line(hit, width) end, answer.hits)
   set_lines(state.list_buf, lines)
   for index, hit in ipairs(answer.hits) do
     if hit.superseded then
-      vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, index - 1, 0, { line_hl_group = 'Comment' })
+      vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, index - 1, 0, { line_hl_group = 'AutodocSuperseded' })
     end
   end
   local row = 1

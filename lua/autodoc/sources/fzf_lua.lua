@@ -69,14 +69,12 @@ end
 ---@return table<string, table> fzf-lua actions flipping the stages
 local function stage_actions(session)
   local actions = {}
-  for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-    for _, key in ipairs(sources.stage_keys(name)) do
-      local fzf_key = M.fzf_key(key)
-      if fzf_key then
-        actions[fzf_key] = { fn = function() sources.toggle(session, name) end, exec_silent = true }
-      end
+  sources.each_stage_key(session, function(_, key, flip)
+    local fzf_key = M.fzf_key(key)
+    if fzf_key then
+      actions[fzf_key] = { fn = flip, exec_silent = true }
     end
-  end
+  end)
   return actions
 end
 

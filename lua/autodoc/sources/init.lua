@@ -18,12 +18,24 @@ local M = {}
 ---@field shown { [1]: string, [2]: integer }[] (query, level) of every answer shown, in order (tests)
 ---@field on_update fun(session: autodoc.SourceSession)
 ---@field lane string
+---@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit last previewed, where
 
 --- The keys that flip stage `name`.
 ---@param name 'lexical'|'semantic'|'rerank'
 ---@return string[]
 function M.stage_keys(name)
   return config.key_list(autodoc.config.keys['toggle_' .. name])
+end
+
+--- Call `bind(name, key, flip, index)` for every key of every stage (`index`: the key's place in its list).
+---@param session autodoc.SourceSession
+---@param bind fun(name: string, key: string, flip: fun(), index: integer)
+function M.each_stage_key(session, bind)
+  for _, name in ipairs(stages.names) do
+    for index, key in ipairs(M.stage_keys(name)) do
+      bind(name, key, function() M.toggle(session, name) end, index)
+    end
+  end
 end
 
 --- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
@@ -84,11 +96,13 @@ end
 ---@param session autodoc.SourceSession
 ---@param name string
 function M.toggle(session, name)
-  if stages.toggle(session.stages, name) then
-    local prompt = session.prompt
-    session.prompt = nil
-    M.query(session, prompt or '')
+  if not stages.toggle(session.stages, name) then
+    vim.notify('autodoc: keep Lexical or Semantic on: one must find the hits', vim.log.levels.WARN)
+    return
   end
+  local prompt = session.prompt
+  session.prompt = nil
+  M.query(session, prompt or '')
 end
 
 ---@param session autodoc.SourceSession
@@ -134,23 +148,15 @@ function M.preview_lines(session, hit)
 end
 
 --- Highlight the hit's section and the query words in `buf` (which holds the preview lines), and put
---- `win` (if given) on the section.
+--- `win` (if given) on the section once it shows `buf`.
 ---@param session autodoc.SourceSession
 ---@param hit autodoc.Hit
 ---@param buf integer
 ---@param win integer|nil
 function M.mark_section(session, hit, buf, win)
-  local render = require('autodoc.picker.render')
-  local count = vim.api.nvim_buf_line_count(buf)
-  vim.api.nvim_buf_clear_namespace(buf, render.ns, 0, -1)
-  for line = hit.line_start, math.min(hit.line_end, count) do
-    vim.api.nvim_buf_set_extmark(buf, render.ns, line - 1, 0, { line_hl_group = 'Visual' })
-  end
-  render.mark_words(buf, session.answer and session.answer.query and session.answer.query.terms or {})
-  if win and vim.api.nvim_win_is_valid(win) then
-    vim.api.nvim_win_set_cursor(win, { math.max(1, math.min(hit.line_start, count)), 0 })
-    vim.api.nvim_win_call(win, function() vim.cmd('normal! zz') end)
-  end
+  local words = session.answer and session.answer.query and session.answer.query.terms or {}
+  session.previewed = { hit = hit, buf = buf, win = win }
+  require('autodoc.picker.render').show_section(buf, win, hit, words)
 end
 
 --- Fill `buf` with the hit's file, its section highlighted, and put `win` (if given) on it.

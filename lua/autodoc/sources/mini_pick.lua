@@ -15,14 +15,9 @@ end
 ---@return table<string, { char: string, func: fun() }> one mapping per key (mini.pick takes one char each)
 local function stage_mappings(session)
   local mappings = {}
-  for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-    for index, key in ipairs(sources.stage_keys(name)) do
-      mappings['autodoc_' .. name .. (index > 1 and '_' .. index or '')] = {
-        char = key,
-        func = function() sources.toggle(session, name) end,
-      }
-    end
-  end
+  sources.each_stage_key(session, function(name, key, flip, index)
+    mappings['autodoc_' .. name .. (index > 1 and '_' .. index or '')] = { char = key, func = flip }
+  end)
   return mappings
 end
 

@@ -17,12 +17,10 @@ end
 ---@return table<string, fun()>, table<string, table>
 local function stage_actions(session)
   local actions, mappings = {}, {}
-  for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-    actions['autodoc_' .. name] = function() sources.toggle(session, name) end
-    for _, key in ipairs(sources.stage_keys(name)) do
-      mappings[key] = { 'autodoc_' .. name, mode = { 'i', 'n' } }
-    end
-  end
+  sources.each_stage_key(session, function(name, key, flip)
+    actions['autodoc_' .. name] = flip
+    mappings[key] = { 'autodoc_' .. name, mode = { 'i', 'n' } }
+  end)
   return actions, mappings
 end
 

@@ -51,11 +51,7 @@ local function open(session, opts)
           sources.jump(session, selected.value)
         end
       end)
-      for _, name in ipairs({ 'lexical', 'semantic', 'rerank' }) do
-        for _, key in ipairs(sources.stage_keys(name)) do
-          map({ 'i', 'n' }, key, function() sources.toggle(session, name) end)
-        end
-      end
+      sources.each_stage_key(session, function(_, key, flip) map({ 'i', 'n' }, key, flip) end)
       return true
     end,
   })

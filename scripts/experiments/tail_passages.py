@@ -5,7 +5,7 @@ Offline, on the fusion benchmark's captures: the semantic list and cosines are r
 prefilter) with the extra vectors, then replayed through the product's fusion, boosts, cap and demotion with the
 captured lexical list. The baseline ("section") is computed the same offline way.
 
-    PYTHONPATH=. python doc/experiments/passage-vectors/tail_passages.py --db /work/benchdb/bench.db \\
+    PYTHONPATH=. python scripts/experiments/tail_passages.py --db /work/benchdb/bench.db \\
         --captures /work/benchdb/cap3 --sets techdocs-dev,techdocs-validation,techdocs-heldout [--prf]
 """
 

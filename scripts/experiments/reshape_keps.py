@@ -2,7 +2,7 @@
 about 25 times shorter. Does the fusion's response to document shape (fusion_weight "auto", the lexical-leader
 check) hold when only the shape changes?
 
-    python doc/experiments/reshaped-keps/reshape.py --shared ../shared --work /tmp/reshaped \\
+    python scripts/experiments/reshape_keps.py --shared ../shared --work /tmp/reshaped \\
         --vectors-from /path/to/bench.db   # optional: a database whose "keps" workspace is embedded
 
 Writes the cut corpus, the query sets mapped onto it and the database under --work (never into the project)
