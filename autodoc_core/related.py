@@ -48,7 +48,7 @@ from autodoc_core.store.workspace import Workspace
 # The blend's lexical weight for related sections, chosen on the KEPs' citation pairs (tests/bench/related.py,
 # doc/benchmarks/related.md); a search's own weight (fusion_weight) is tuned for typed queries, not for a
 # section's words.
-RELATED_LEXICAL_WEIGHT = 0.3
+RELATED_LEXICAL_WEIGHT = 0.4
 # What a link adds to a section's fused score (the blend is 0..2 with its document's share). Not tuned: the
 # benchmark's pairs are citations, which are links, so they are removed there. An author's own link says the
 # documents are related, so a linked document's best section comes among the first hits, not always first.
