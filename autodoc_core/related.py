@@ -100,7 +100,7 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
     options = parse_options(search_opts, ws, schema)
     source = locate(conn, ws, path, line)
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
-    query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS])
+    query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
     run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer)
     _report_unmatched_paths(run)
     _report_unmatched_facets(run)

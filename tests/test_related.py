@@ -70,6 +70,9 @@ def notes(kb: Path) -> None:
     write(kb, "database.md", DATABASE)
     write(kb, "cooking.md", COOKING)
     write(kb, "gecko.md", GECKO)
+    for name, words in [("garden", "Tomatoes need sun and water."), ("music", "A fugue repeats its subject."),
+                        ("travel", "Trains leave the station at noon."), ("chess", "A knight moves in an L.")]:
+        write(kb, f"{name}.md", f"# {name.title()}\n\n{words}\n")  # no word in common: a corpus, not a handful
 
 
 def lexical_workspace(engine: Engine, kb: Path) -> None:

@@ -180,7 +180,7 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
         return LexicalResult([], {}, "none")
     ids: list[int] = []
     scores: dict[int, float] = {}
-    if len(query.terms) <= MAX_AND_TERMS:
+    if len(query.terms) <= MAX_AND_TERMS and not query.any_word:
         conjunctive = match_expression(query.terms, "AND")
         ids, scores = _run(conn, ws_id, conjunctive, filters, limit)
         if len(ids) >= min(AND_ENOUGH, limit) or (len(query.terms) == 1 and not query.terms[0].compound):
