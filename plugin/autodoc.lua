@@ -57,26 +57,47 @@ local picker_sources = {
 }
 
 command('AutodocPick', function(cmd)
-  local module = picker_sources[cmd.args]
-  if not module then
-    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(vim.tbl_keys(picker_sources), ', '),
-      vim.log.levels.ERROR)
+  local name, what = cmd.fargs[1], cmd.fargs[2]
+  local module = picker_sources[name]
+  if not module or #cmd.fargs > 2 or (what and what ~= 'related') then
+    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(vim.tbl_keys(picker_sources), ', ')
+      .. ', then optionally related', vim.log.levels.ERROR)
     return
   end
-  if not pcall(require, cmd.args) then
-    vim.notify('autodoc: ' .. cmd.args .. ' is not installed', vim.log.levels.ERROR)
+  if not pcall(require, name) then
+    vim.notify('autodoc: ' .. name .. ' is not installed', vim.log.levels.ERROR)
     return
   end
-  require(module).search()
+  if what == 'related' then
+    require('autodoc.related').pick(module) -- the sections related to the one under the cursor
+  else
+    require(module).search()
+  end
 end, {
-  nargs = 1,
-  complete = function() return vim.tbl_keys(picker_sources) end,
-  desc = 'AutoDoc: search in telescope, fzf-lua, snacks or mini.pick',
+  nargs = '+',
+  complete = function(lead, line) -- the source, then `related`
+    local before = #vim.split(line, '%s+', { trimempty = true }) - (lead == '' and 0 or 1)
+    return before >= 2 and { 'related' } or vim.tbl_keys(picker_sources)
+  end,
+  desc = 'AutoDoc: search (or the related sections) in telescope, fzf-lua, snacks or mini.pick',
 })
+
+command('AutodocRelated', function()
+  require('autodoc.related').open()
+end, { desc = 'AutoDoc: the sections related to the one under the cursor, in the picker' })
+vim.keymap.set('n', '<Plug>(autodoc-related)', function() require('autodoc.related').open() end,
+  { desc = 'AutoDoc: the sections related to the one under the cursor' })
+
+command('AutodocRelatedLive', function()
+  require('autodoc.related').live.toggle()
+end, { desc = 'AutoDoc: a side list of the sections related to the one under the cursor, following it' })
 
 local function register_mini_pick()
   if type(_G.MiniPick) == 'table' and type(_G.MiniPick.registry) == 'table' then
     _G.MiniPick.registry.autodoc = function() require('autodoc.sources.mini_pick').search() end -- :Pick autodoc
+    _G.MiniPick.registry.autodoc_related = function() -- :Pick autodoc_related
+      require('autodoc.related').pick('autodoc.sources.mini_pick')
+    end
   end
 end
 if vim.v.vim_did_enter == 1 then

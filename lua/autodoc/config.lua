@@ -24,6 +24,7 @@
 ---@field python string|nil the Python that runs the host (default: g:autodoc_python, the plugin's .venv, ...)
 ---@field index_on_save boolean re-index a Markdown buffer under a workspace root when written
 ---@field debounce_ms integer typing pause before a search
+---@field related_ms integer rest in another section before :AutodocRelatedLive asks for it
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
 ---@field scan_ms integer how often to look for files changed outside Neovim (0: never; FocusGained still does)
 ---@field limit integer hits in the picker
@@ -37,6 +38,7 @@ M.defaults = {
   db = nil,
   index_on_save = true,
   debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
+  related_ms = 300, -- the live related list asks once the cursor rests in another section
   poll_ms = 1000,
   scan_ms = 30000, -- a scan only stats files: see :help autodoc-outside-changes for its cost
   limit = 30,
@@ -99,6 +101,7 @@ local CHECKS = {
   python = { function(v) return type(v) == 'string' and v ~= '' end, 'a path to a Python (string)' },
   index_on_save = { function(v) return type(v) == 'boolean' end, 'a boolean' },
   debounce_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
+  related_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
   poll_ms = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
   scan_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer (0: no periodic scan)' },
   limit = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },

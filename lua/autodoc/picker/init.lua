@@ -13,7 +13,7 @@ local render = require('autodoc.picker.render')
 local finder = require('autodoc.picker.finder')
 local actions = require('autodoc.picker.actions')
 
----@alias autodoc.PickerMode 'search'|'documents'|'folders'
+---@alias autodoc.PickerMode 'search'|'documents'|'folders'|'related'
 
 ---@class autodoc.Hit
 ---@field path string relative to the workspace root (absolute for a folder)
@@ -61,6 +61,7 @@ local actions = require('autodoc.picker.actions')
 ---@field toggles_win integer
 ---@field preview_buf integer
 ---@field preview_win integer
+---@field related autodoc.RelatedSource|nil the section a 'related' picker lists the sections related to
 
 local M = {}
 
@@ -121,6 +122,8 @@ function M.search(state)
       end
       render.answer(state, answer)
     end)
+  elseif state.mode == 'related' then -- the prompt narrows the related sections (autodoc.related)
+    require('autodoc.related').search(state, current, show_error)
   elseif query:match('^%s*$') then
     render.answer(state, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true })
   else
@@ -160,7 +163,7 @@ end
 ---@param name 'lexical'|'semantic'|'rerank'
 function M.toggle(name)
   local state = M.state
-  if not state or state.mode ~= 'search' then
+  if not state or (state.mode ~= 'search' and state.mode ~= 'related') then
     return
   end
   local refusal
@@ -302,6 +305,7 @@ end
 ---@field mode autodoc.PickerMode|nil default 'search'
 ---@field query string|nil pre-fills the prompt
 ---@field workspace string|nil default: the first workspace
+---@field related autodoc.RelatedSource|nil for mode 'related'
 
 --- Open the picker.
 ---@param opts autodoc.PickerOpenOptions|nil
@@ -322,6 +326,7 @@ function M.open(opts)
     hits = {},
     seq = 0,
     typed_at = {},
+    related = opts.related,
   }
   layout.open(state)
   M.state = state

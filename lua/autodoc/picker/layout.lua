@@ -7,7 +7,8 @@ local M = {}
 ---@field toggles vim.api.keyset.win_config
 ---@field preview vim.api.keyset.win_config
 
-local TITLES = { search = ' AutoDoc · %s ', documents = ' AutoDoc open · %s ', folders = ' AutoDoc: add a folder ' }
+local TITLES = { search = ' AutoDoc · %s ', documents = ' AutoDoc open · %s ', folders = ' AutoDoc: add a folder ',
+  related = ' AutoDoc related · %s ' }
 
 ---@param buf integer
 ---@param config vim.api.keyset.win_config

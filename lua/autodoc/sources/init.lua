@@ -19,6 +19,7 @@ local M = {}
 ---@field on_update fun(session: autodoc.SourceSession)
 ---@field lane string
 ---@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit last previewed, where
+---@field related autodoc.RelatedSource|nil set: the session lists the sections related to it (autodoc.related)
 
 --- The keys that flip stage `name`.
 ---@param name 'lexical'|'semantic'|'rerank'
@@ -43,8 +44,9 @@ end
 ---@param on_update fun(session: autodoc.SourceSession)
 ---@param open fun(session: autodoc.SourceSession)
 function M.start(lane, on_update, open)
+  local related = require('autodoc.related').take_pending() -- :AutodocPick {source} related
   autodoc.when_ready(function()
-    local workspace = (autodoc.config.workspaces[1] or {}).name
+    local workspace = related and related.workspace or (autodoc.config.workspaces[1] or {}).name
     if not workspace or not autodoc.workspaces[workspace] then
       workspace = vim.tbl_keys(autodoc.workspaces)[1]
     end
@@ -53,7 +55,7 @@ function M.start(lane, on_update, open)
       return
     end
     open({ workspace = workspace, root = autodoc.workspaces[workspace], stages = stages.load(), level = 0,
-      shown = {}, on_update = on_update, lane = lane })
+      shown = {}, on_update = on_update, lane = lane, related = related })
   end, function(message)
     vim.notify(message, vim.log.levels.ERROR)
   end)
@@ -63,6 +65,9 @@ end
 ---@param session autodoc.SourceSession
 ---@param prompt string
 function M.query(session, prompt)
+  if session.related then
+    return require('autodoc.related').query(session, prompt)
+  end
   if prompt == session.prompt then
     return
   end

@@ -39,7 +39,7 @@ local function open(session)
       match = function(stritems)
         local prompt = table.concat(pick.get_picker_query() or {})
         sources.query(session, prompt)
-        if prompt:match('^%s*$') and #stritems > 0 then
+        if prompt:match('^%s*$') and #stritems > 0 and not session.related then
           vim.schedule(function() pick.set_picker_items({}) end)
         end
         return vim.fn.range(1, #stritems) -- the engine's order, whatever the query

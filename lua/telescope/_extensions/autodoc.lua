@@ -4,5 +4,8 @@ return require('telescope').register_extension({
     autodoc = function(opts)
       require('autodoc.sources.telescope').search(opts)
     end,
+    related = function(opts) -- :Telescope autodoc related: the sections related to the one under the cursor
+      require('autodoc.related').pick('autodoc.sources.telescope', opts)
+    end,
   },
 })

@@ -1,0 +1,209 @@
+--- :AutodocRelatedLive: a side list of the sections related to the one under the cursor, refreshed when the
+--- cursor enters another section. A move only compares the cursor's line with the section shown (no request
+--- while it stays inside, so typing costs nothing); entering another section asks after `related_ms` of rest,
+--- a move on before then cancels the ask, and an answer for a section the cursor has left is dropped (and the
+--- request lane drops one a newer request replaced).
+local autodoc = require('autodoc')
+local rpc = require('autodoc.rpc')
+
+local M = {}
+
+---@class autodoc.RelatedLive
+---@field buf integer the side list
+---@field win integer
+---@field origin_win integer the window the cursor moved in last (where <CR> opens a hit)
+---@field timer uv.uv_timer_t|nil the pending ask
+---@field seq integer increases with every ask; older answers are dropped
+---@field shown { file: string, line_start: integer, line_end: integer }|nil the section listed
+---@field wanted { file: string, line: integer }|nil the section asked for last
+---@field root string the listed hits' workspace root
+---@field hits autodoc.Hit[]
+---@field asked integer requests sent (tests)
+
+---@type autodoc.RelatedLive|nil
+M.state = nil
+
+local HEADER_LINES = 1
+
+---@param state autodoc.RelatedLive
+---@param lines string[]
+local function show(state, lines)
+  if not vim.api.nvim_buf_is_valid(state.buf) then
+    return
+  end
+  vim.bo[state.buf].modifiable = true
+  vim.api.nvim_buf_set_lines(state.buf, 0, -1, false, lines)
+  vim.bo[state.buf].modifiable = false
+end
+
+--- Is the cursor (file, line) still in the section listed (or asked for)?
+---@param state autodoc.RelatedLive
+---@param file string
+---@param line integer
+---@return boolean
+local function same_section(state, file, line)
+  local shown = state.shown
+  return shown ~= nil and shown.file == file and line >= shown.line_start and line <= shown.line_end
+end
+
+---@param state autodoc.RelatedLive
+---@param answer autodoc.Answer
+---@param file string
+local function list(state, answer, file, root)
+  local about = answer.related or {}
+  local section = about.section ~= vim.NIL and about.section or nil
+  state.shown = section and { file = file, line_start = section.line_start, line_end = section.line_end } or nil
+  state.hits, state.root = answer.hits, root
+  local width = vim.api.nvim_win_is_valid(state.win) and vim.api.nvim_win_get_width(state.win) or 60
+  local render = require('autodoc.picker.render')
+  local header = 'Related to ' .. (about.path or '?') .. (section and (' › ' .. section.breadcrumb) or '')
+  local lines = { render.shorten_middle(header, width) }
+  for _, hit in ipairs(answer.hits) do
+    table.insert(lines, render.hit_line(hit, width))
+  end
+  if #answer.hits == 0 then
+    table.insert(lines, about.note ~= nil and about.note ~= vim.NIL and about.note or '(no related section)')
+  end
+  show(state, lines)
+  vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocRelatedLive', data = { seq = state.seq } })
+end
+
+--- Ask for the section at (buf, line) now.
+---@param state autodoc.RelatedLive
+---@param buf integer
+---@param line integer
+local function ask(state, buf, line)
+  local source, why = require('autodoc.related').here(buf, line)
+  if not source then
+    state.shown, state.hits = nil, {}
+    show(state, { why })
+    return
+  end
+  state.seq = state.seq + 1
+  state.asked = state.asked + 1
+  local seq, file = state.seq, vim.api.nvim_buf_get_name(buf)
+  local wanted = require('autodoc.stages').requested(require('autodoc.stages').load(), {})
+  require('autodoc.related').request(source, wanted, function(err, answer)
+    if M.state ~= state or seq ~= state.seq then
+      return -- the cursor moved on to another section meanwhile
+    end
+    if err or not answer then
+      state.shown, state.hits = nil, {}
+      show(state, { rpc.describe(err or {}) })
+      return
+    end
+    list(state, answer, file, source.root)
+  end, 'related-live')
+end
+
+--- The cursor moved (or entered a buffer): ask again only when it left the section listed.
+function M.moved()
+  local state = M.state
+  if not state then
+    return
+  end
+  if not vim.api.nvim_win_is_valid(state.win) then
+    M.stop()
+    return
+  end
+  local win = vim.api.nvim_get_current_win()
+  local buf = vim.api.nvim_get_current_buf()
+  if win == state.win or vim.bo[buf].buftype ~= '' or vim.bo[buf].filetype ~= 'markdown' then
+    return
+  end
+  state.origin_win = win
+  local file, line = vim.api.nvim_buf_get_name(buf), vim.api.nvim_win_get_cursor(win)[1]
+  if same_section(state, file, line) then
+    if state.timer then -- back in the section listed before the ask for another went out: it is cancelled
+      state.timer:stop()
+      state.timer, state.wanted = nil, nil
+    end
+    return
+  end
+  if state.wanted and state.wanted.file == file and state.wanted.line == line then
+    return -- the same line (a move along it, or a buffer entered again): asked already, or about to be
+  end
+  state.wanted = { file = file, line = line }
+  if state.timer then
+    state.timer:stop() -- moved on before the ask: it is cancelled
+  end
+  state.timer = vim.defer_fn(function()
+    state.timer = nil
+    if M.state == state and vim.api.nvim_buf_is_valid(buf) then
+      ask(state, buf, line)
+    end
+  end, autodoc.config.related_ms)
+end
+
+--- <CR> in the side list: open the hit under the cursor in the window the cursor came from.
+local function open_hit()
+  local state = M.state
+  if not state then
+    return
+  end
+  local hit = state.hits[vim.api.nvim_win_get_cursor(state.win)[1] - HEADER_LINES]
+  if not hit then
+    return
+  end
+  if vim.api.nvim_win_is_valid(state.origin_win) then
+    vim.api.nvim_set_current_win(state.origin_win)
+  else
+    vim.cmd('wincmd p')
+  end
+  require('autodoc.picker.actions').jump(state.root .. '/' .. hit.path, hit.line_start, hit.line_end, 'edit')
+end
+
+--- Open the side list and follow the cursor.
+function M.start()
+  if M.state then
+    return
+  end
+  local origin = vim.api.nvim_get_current_win()
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.api.nvim_buf_set_name(buf, 'autodoc://related')
+  local win = vim.api.nvim_open_win(buf, false, { split = 'right', win = -1, width = 60 })
+  vim.wo[win].wrap, vim.wo[win].number, vim.wo[win].cursorline = false, false, true
+  vim.wo[win].winfixwidth = true
+  M.state = { buf = buf, win = win, origin_win = origin, seq = 0, hits = {}, root = '', asked = 0 }
+  show(M.state, { 'Related sections: move the cursor into a section of a workspace file' })
+  vim.keymap.set('n', '<CR>', open_hit, { buffer = buf, nowait = true, silent = true })
+  vim.keymap.set('n', 'q', M.stop, { buffer = buf, nowait = true, silent = true })
+  local group = vim.api.nvim_create_augroup('autodoc-related-live', { clear = true })
+  vim.api.nvim_create_autocmd({ 'CursorMoved', 'CursorMovedI', 'BufEnter' }, { group = group, callback = M.moved })
+  vim.api.nvim_create_autocmd('WinClosed', { group = group, pattern = tostring(win), callback = function()
+    vim.schedule(M.stop)
+  end })
+  autodoc.when_ready(function()
+    if M.state and vim.api.nvim_win_is_valid(origin) then
+      vim.api.nvim_win_call(origin, M.moved)
+    end
+  end)
+end
+
+--- Close the side list and stop following the cursor.
+function M.stop()
+  local state = M.state
+  if not state then
+    return
+  end
+  M.state = nil
+  if state.timer then
+    state.timer:stop()
+  end
+  pcall(vim.api.nvim_del_augroup_by_name, 'autodoc-related-live')
+  if vim.api.nvim_win_is_valid(state.win) then
+    vim.api.nvim_win_close(state.win, true)
+  end
+end
+
+--- :AutodocRelatedLive: open the side list, or close it.
+function M.toggle()
+  if M.state then
+    M.stop()
+  else
+    M.start()
+  end
+end
+
+return M
