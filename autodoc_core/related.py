@@ -248,7 +248,8 @@ def _words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenc
     own = more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.chosen])
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     words = more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies,
-                                             _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least)
+                                             _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least,
+                                             more_like_this.MORE_LIKE_THIS_POSTINGS)
     run.timer.lap("words")
     return words
 

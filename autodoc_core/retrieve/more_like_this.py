@@ -20,6 +20,8 @@ from autodoc_core.retrieve.query import STOPWORDS
 
 # Chosen on the KEPs' citation pairs with tests/bench/related.py (doc/benchmarks/related.md).
 MORE_LIKE_THIS_TERMS = 10
+# The words' postings together at most (FTS5 scores every section an OR matches: its cost grows with them).
+MORE_LIKE_THIS_POSTINGS = 1500
 BM25_K1, BM25_B = 1.2, 0.75
 MIN_WORD_CHARS = 3
 
@@ -41,11 +43,13 @@ def stems(conn: apsw.Connection, text: str) -> list[tuple[str, str]]:
 
 def distinctive_words(conn: apsw.Connection, ws_id: int, text: str, own_sections: Counter[str],
                       frequencies: DocumentFrequencies, average_tokens: float,
-                      count: int = MORE_LIKE_THIS_TERMS, least_frequency: int = 1) -> list[WeightedWord]:
+                      count: int = MORE_LIKE_THIS_TERMS, least_frequency: int = 1,
+                      max_postings: int = MORE_LIKE_THIS_POSTINGS) -> list[WeightedWord]:
     """The ``count`` words of ``text`` with the highest BM25 weight, those written at least ``least_frequency``
-    times first. ``own_sections``: how many of the source document's sections hold each stem (a word in no other
-    section of the workspace finds nothing); ``average_tokens``: the workspace's mean section length, for
-    BM25's length normalisation."""
+    times first, until their postings (the sections holding them) would pass ``max_postings``.
+    ``own_sections``: how many of the source document's sections hold each stem (a word in no other section
+    of the workspace finds nothing); ``average_tokens``: the workspace's mean section length, for BM25's
+    length normalisation."""
     written: dict[str, str] = {}
     frequency: Counter[str] = Counter()
     for stem, word in stems(conn, text):
@@ -66,7 +70,14 @@ def distinctive_words(conn: apsw.Connection, ws_id: int, text: str, own_sections
         weighted.append(WeightedWord(written[stem], stem, idf * tf * (BM25_K1 + 1) / (tf + saturation)))
     # Words written less often than asked come after the others, not never: a short note has few repeated.
     weighted.sort(key=lambda w: (frequency[w.stem] < least_frequency, -w.weight, w.stem))
-    return weighted[:count]
+    chosen, postings = [], 0
+    for word in weighted:
+        df = document_frequency[word.stem]
+        if len(chosen) == count or (chosen and postings + df > max_postings):
+            break
+        chosen.append(word)
+        postings += df
+    return chosen
 
 
 def sections_holding(conn: apsw.Connection, texts: list[str]) -> Counter[str]:
