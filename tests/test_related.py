@@ -209,3 +209,20 @@ def test_related_over_serve_stdio_and_the_cli(tmp_path: Path, kb: Path) -> None:
                           '["kb", "storage.md", {"line": 13, "limit": 1}]'], capture_output=True, text=True,
                          cwd=PROJECT, check=True)
     assert '"path": "gecko.md"' in cli.stdout
+
+
+def test_the_ranker_reorders_related_sections_by_the_source_s_text(engine: Engine, kb: Path) -> None:
+    from tests.model_servers import model_server
+
+    notes(kb)
+    write(kb, "ovens.md", "# Ovens\n\nA gecko bakes bread in a stone oven.\n")
+    lexical_workspace(engine, kb)
+    with model_server("tei") as server:
+        engine.workspace_configure("kb", {"ranker": {"provider": "tei", "url": server.url, "window": 10}})
+        answer = related(engine, "cooking.md", line=7)
+        assert answer["rank"]["state"] == "ranked" and "rerank" in answer["stages"]["performed"]
+        assert all("rank" in hit["via"] for hit in answer["hits"])
+        request = next(r for r in server.behaviour.requests if r["path"] == "/rerank")
+        assert "Flour, water, salt and yeast make bread" in request["body"]["query"]  # the section is the query
+        unranked = related(engine, "cooking.md", line=7, stages=["lexical"])
+        assert unranked["rank"]["state"] == "not_requested" and "rerank" not in unranked["stages"]["performed"]
