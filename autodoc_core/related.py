@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,8 +245,9 @@ def _more_like_this(run: SearchRun, source: Source, frequencies: lexical.Documen
 
 def _words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies) -> list:
     # A section's words are not read in the rest of its document (that took longer than the word search):
-    # a word only its own document has finds nothing and just takes a place.
-    own = more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.chosen])
+    # a word only its own document has finds nothing and just takes a place. A section holds each of its own.
+    own = Counter() if source.section is not None else \
+        more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     words = more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies,
                                              _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least,

@@ -19,7 +19,7 @@ from autodoc_core.retrieve.lexical import DocumentFrequencies
 from autodoc_core.retrieve.query import STOPWORDS
 
 # Chosen on the KEPs' citation pairs with tests/bench/related.py (doc/benchmarks/related.md).
-MORE_LIKE_THIS_TERMS = 10
+MORE_LIKE_THIS_TERMS = 25
 # The words' postings together at most (FTS5 scores every section an OR matches: its cost grows with them).
 MORE_LIKE_THIS_POSTINGS = 1500
 BM25_K1, BM25_B = 1.2, 0.75
