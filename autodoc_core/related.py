@@ -59,6 +59,7 @@ LINK_WEIGHT = 0.5
 DOCUMENT_VECTOR = "mean"
 # A whole document's words count when written at least this often (a section's, once). Chosen on the KEPs.
 DOCUMENT_LEAST_FREQUENCY = 2
+RELATED_CANDIDATES = lexical.CANDIDATES  # each retriever's candidates, at least
 OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
 SOURCE_EXCERPT_CHARS = 2000  # what the ranker reads of the source section, as its query
 
@@ -114,25 +115,8 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
         about["note"] = f"{source.path} is the only document in workspace {ws.name}: there is nothing to relate it to"
         query.problems.append(about["note"])
         return {**_answer(run, [], "none"), "related": about}
-    pool = max(lexical.CANDIDATES, options.limit)
-    rankings: dict[str, list[int]] = {}
-    cosines: dict[int, float] = {}
-    vector = _source_vector(run, source) if "semantic" in options.stages else None
-    if vector is not None:
-        rankings["semantic"], cosines = _semantic(run, source, vector, pool)
-        about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
-    bm25: dict[int, float] = {}
-    query.terms = [Term(w.word) for w in _words(run, source, frequencies)]
-    query.raw = " ".join(t.text for t in query.terms)
-    if "lexical" in options.stages:
-        rankings["lexical"], bm25 = _more_like_this(run, source, frequencies, pool)
-    rankings["link"], link_cosines = _links(run, source, vector, rankings.get("lexical", []))
-    cosines.update(link_cosines)
-    if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
-        missing = [c for c in rankings.get("lexical", []) if c not in cosines]
-        cosines.update(run.semantic.index.exact_cosines(vector, missing))
-    about["linked_documents"] = len(rankings["link"])
-    ranked = _fused(run, source, rankings, bm25, cosines)
+    found = _retrieve(run, source, frequencies, about)
+    ranked = _fused(run, source, found)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
         ranked = _rerank(run, ranked, ranker)
@@ -141,6 +125,38 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
     shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
     timer.lap("shape")
     return {**_answer(run, shown, run.report.mode_used), "related": about}
+
+
+@dataclass
+class Found:
+    """Each retriever's candidates in order, the lexical ones' BM25 and every candidate's cosine it has."""
+
+    rankings: dict[str, list[int]]
+    bm25: dict[int, float]
+    cosines: dict[int, float]
+
+
+def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
+              about: dict[str, Any]) -> Found:
+    """Semantic (the source's stored vector), lexical (its distinctive words) and link candidates."""
+    pool = max(RELATED_CANDIDATES, run.options.limit)
+    found = Found({}, {}, {})
+    vector = _source_vector(run, source) if "semantic" in run.options.stages else None
+    if vector is not None:
+        found.rankings["semantic"], found.cosines = _semantic(run, source, vector, pool)
+        about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
+    run.query.terms = [Term(w.word) for w in _words(run, source, frequencies)]
+    run.query.raw = " ".join(t.text for t in run.query.terms)
+    if "lexical" in run.options.stages:
+        found.rankings["lexical"], found.bm25 = _more_like_this(run, source, frequencies, pool)
+    lexical_ids = found.rankings.get("lexical", [])
+    found.rankings["link"], link_cosines = _links(run, source, vector, lexical_ids)
+    found.cosines.update(link_cosines)
+    if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
+        missing = [c for c in lexical_ids if c not in found.cosines]
+        found.cosines.update(run.semantic.index.exact_cosines(vector, missing))
+    about["linked_documents"] = len(found.rankings["link"])
+    return found
 
 
 def _split_options(opts: Any) -> tuple[int | None, dict[str, Any]]:
@@ -300,10 +316,10 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
     return chosen, {c: cosines[c] for c in chosen if c in cosines}
 
 
-def _fused(run: SearchRun, source: Source, rankings: dict[str, list[int]], bm25: dict[int, float],
-           cosines: dict[int, float]) -> list[Hit]:
+def _fused(run: SearchRun, source: Source, found: Found) -> list[Hit]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
     ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
+    rankings, bm25, cosines = found.rankings, found.bm25, found.cosines
     rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
