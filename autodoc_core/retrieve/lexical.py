@@ -187,7 +187,8 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
             return LexicalResult(ids, scores, "and")
     # The OR takes a typed identifier's pieces as separate words, as if it had not been joined.
     loose = list(dict.fromkeys(piece for term in query.terms for piece in term.loosened()))
-    kept, left_out = prune_common(conn, ws_id, loose, frequencies)
+    # A related section's words were chosen by their weight within a postings budget already.
+    kept, left_out = (loose, []) if query.any_word else prune_common(conn, ws_id, loose, frequencies)
     disjunctive = match_expression(kept, "OR")
     more_ids, more_scores = _run(conn, ws_id, disjunctive, filters, limit)
     seen = set(ids)

@@ -76,7 +76,7 @@ class ParsedQuery:
     problems: list[str] = field(default_factory=list)
     semantic_text: str = ""  # the query as typed, less its facet tokens: what gets embedded
     typed_text: str = ""  # the same with the typed characters between tokens kept (a pasted line as pasted)
-    any_word: bool = False  # the lexical stage ORs the words at once (a related section's words: never all there)
+    any_word: bool = False  # the lexical stage ORs the words at once, none pruned (a related section's words)
 
     @property
     def words(self) -> list[str]:
