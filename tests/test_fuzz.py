@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from autodoc_core.errors import INTERNAL_ERROR, AutodocError
 from autodoc_core.parse.document import parse_document
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.retrieve.query import parse_query
@@ -140,7 +141,8 @@ def test_any_bytes_on_the_rpc_channel_get_an_answer(fuzz_engine: Engine, line: b
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(["search.query", "workspace.status", "doc.read", "changes.since", "workspace.configure",
+@given(st.sampled_from(["search.query", "search.related", "workspace.status", "doc.read", "changes.since",
+                        "workspace.configure",
                         "doc.list", "workspace.index", "nope"]),
        st.one_of(JSON_VALUES, st.lists(JSON_VALUES, max_size=3).map(lambda rest: ["kb", *rest])))
 def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, method: str, params) -> None:
@@ -154,6 +156,26 @@ def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, metho
     json.dumps(answer)  # always serialisable
     if "error" in answer:
         assert answer["error"]["code"] != -32603, answer  # never an internal error
+
+
+RELATED_OPTIONS = st.dictionaries(st.sampled_from(["line", "limit", "stages", "facets", "paths", "tags", "mode"]),
+                                  st.integers(-3, 12) | JSON_VALUES, max_size=3)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(sorted(LINES)), RELATED_OPTIONS)
+def test_related_with_any_options_answers_or_says_what_is_wrong(fuzz_engine: Engine, path: str, opts: dict) -> None:
+    try:
+        answer = fuzz_engine.search_related("kb", path, opts)
+    except AutodocError as exc:
+        assert exc.code != INTERNAL_ERROR and exc.reason
+        return
+    for hit in answer["hits"]:
+        assert hit["path"] in LINES and hit["path"] != path
+        assert 1 <= hit["line_start"] <= hit["line_end"] <= LINES[hit["path"]]
+    stages = answer["stages"]
+    assert set(stages["performed"]) <= {*stages["requested"], "link"}
+    assert set(stages["requested"]) <= {*stages["performed"], *stages["skipped"]}
 
 
 ANY_CHARACTER = st.characters(codec="utf-8")  # every Unicode category, surrogates excluded (not encodable)
