@@ -109,11 +109,10 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
     _report_ranker(run.report, ranker)
     timer.lap("locate")
     about = _about(source)
-    others = conn.execute("SELECT COUNT(*) FROM documents WHERE ws_id = ? AND id <> ?",
-                          (ws.id, source.doc_id)).fetchone()[0]
-    if not others:
-        about["note"] = f"{source.path} is the only document in workspace {ws.name}: there is nothing to relate it to"
-        query.problems.append(about["note"])
+    nothing = _nothing_to_relate(conn, ws, source)
+    if nothing:
+        about["note"] = nothing
+        query.problems.append(nothing)
         return {**_answer(run, [], "none"), "related": about}
     found = _retrieve(run, source, frequencies, about)
     ranked = _fused(run, source, found)
@@ -157,6 +156,17 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
         found.cosines.update(run.semantic.index.exact_cosines(vector, missing))
     about["linked_documents"] = len(found.rankings["link"])
     return found
+
+
+def _nothing_to_relate(conn: apsw.Connection, ws: Workspace, source: Source) -> str | None:
+    """Why the answer is empty before anything is asked: no other document, or no section in this one."""
+    if not source.sections:
+        return f"{source.path} has no sections (it is empty, or frontmatter only): there is nothing to relate"
+    others = conn.execute("SELECT COUNT(*) FROM documents WHERE ws_id = ? AND id <> ?",
+                          (ws.id, source.doc_id)).fetchone()[0]
+    if not others:
+        return f"{source.path} is the only document in workspace {ws.name}: there is nothing to relate it to"
+    return None
 
 
 def _split_options(opts: Any) -> tuple[int | None, dict[str, Any]]:

@@ -190,6 +190,10 @@ def test_the_only_document_gets_an_empty_answer_that_says_so(engine: Engine, kb:
     note = "alone.md is the only document in workspace kb: there is nothing to relate it to"
     assert answer["related"]["note"] == note
     assert answer["query"]["problems"] == [answer["related"]["note"]]
+    write(kb, "bare.md", "---\ntitle: Bare\n---\n")
+    engine.workspace_index("kb")
+    bare = related(engine, "bare.md", line=1)
+    assert bare["hits"] == [] and bare["related"]["note"].startswith("bare.md has no sections")
 
 
 def test_related_over_serve_stdio_and_the_cli(tmp_path: Path, kb: Path) -> None:
