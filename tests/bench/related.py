@@ -245,6 +245,40 @@ def speed_lines(result: dict[str, Any], name: str, sections: int, queries: int) 
     ]
 
 
+LIVE_MOVES = 2000
+LIVE_COST = """
+local live = require('autodoc.related').live
+local asked, spent = live.state.asked, {}
+for i = 1, ... do
+  local started = vim.uv.hrtime()
+  live.moved()
+  spent[i] = (vim.uv.hrtime() - started) / 1000
+end
+table.sort(spent)
+return { spent[math.floor(#spent / 2)], spent[math.floor(#spent * 0.95)], live.state.asked - asked }
+"""
+
+
+def live_cost(db: Path, root: Path, path: str, line: int, work: Path) -> list[str]:
+    """What :AutodocRelatedLive costs the editor per cursor move inside the section it lists (every keystroke
+    while typing there): its CursorMoved handler, timed in the editor."""
+    from tests.bench.picker import start_neovim, stop_neovim, wait_for
+
+    nvim = start_neovim(db, root, work, "techdocs")
+    try:
+        nvim.command(f"edit {root / path}")
+        nvim.current.window.cursor = (line, 0)
+        nvim.command("AutodocRelatedLive")
+        wait_for(lambda: nvim.exec_lua("local s = require('autodoc.related').live.state; return s and s.shown ~= nil"))
+        median, p95, asked = nvim.exec_lua(LIVE_COST, LIVE_MOVES)
+    finally:
+        stop_neovim(nvim)
+    return ["", f"The live side list (`:AutodocRelatedLive`) costs the editor {median:.1f} µs (median; p95 "
+                f"{p95:.1f} µs) per cursor move inside the section it lists ({LIVE_MOVES:,} moves timed in the "
+                f"editor, its CursorMoved handler), and asks the engine {asked} times for them: typing there "
+                "is not slowed."]
+
+
 # -- the report ------------------------------------------------------------------------------------
 
 
@@ -285,11 +319,12 @@ def main() -> None:
     queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
     picked = sample_sections(techdocs_db, "techdocs", SPEED_SECTIONS)
     timing = speed(techdocs_db, "techdocs", queries, picked)
+    live = live_cost(techdocs_db, shared / "data" / "techdocs", *picked[len(picked) // 2], work)
     defaults = current()
     if chosen != defaults:  # the speed run's server uses the code's defaults: they must be the chosen ones
         sections["tuning"] += ["", f"**The code's defaults {defaults} are not the chosen ones: set them and run "
                                    "again.**"]
-    write(Path(args.out), sections, chosen, speed_lines(timing, "techdocs", len(picked), len(queries)))
+    write(Path(args.out), sections, chosen, speed_lines(timing, "techdocs", len(picked), len(queries)) + live)
 
 
 def write(out: Path, sections: dict[str, list[str]], chosen: dict[str, Any], speed_rows: list[str]) -> None:
