@@ -140,13 +140,15 @@ def test_without_vectors_yet_links_and_words_answer_and_say_why(engine: Engine, 
 
 def test_facets_and_paths_filter_the_related_sections(engine: Engine, kb: Path) -> None:
     notes(kb)
-    write(kb, "ops/gecko-runbook.md", "# Runbook\n\nRestart the gecko service when gecko replicas lag.\n")
+    write(kb, "ops/gecko-runbook.md", "---\ntags: [oncall]\n---\n# Runbook\n\n"
+                                      "Restart the gecko service when gecko replicas lag.\n")
     lexical_workspace(engine, kb)
     everything = related(engine, "storage.md", line=13)
     assert {"gecko.md", "ops/gecko-runbook.md"} <= set(paths(everything))
     accepted = related(engine, "storage.md", line=13, facets={"status": "accepted"})
     assert "gecko.md" not in paths(accepted) and "ops/gecko-runbook.md" not in paths(accepted)
     assert paths(related(engine, "storage.md", line=13, paths=["ops"])) == ["ops/gecko-runbook.md"]
+    assert paths(related(engine, "storage.md", line=13, tags=["oncall"])) == ["ops/gecko-runbook.md"]
     typo = related(engine, "storage.md", facets={"status": "acepted"})
     assert typo["hits"] == [] and "matches no document" in typo["query"]["problems"][0]
 
