@@ -62,6 +62,7 @@ DOCUMENT_LEAST_FREQUENCY = 2
 RELATED_CANDIDATES = lexical.CANDIDATES  # each retriever's candidates, at least
 OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
 SOURCE_EXCERPT_CHARS = 2000  # what the ranker reads of the source section, as its query
+SNIPPET_WORDS = 8  # a snippet centres on the first of the most distinctive words it finds
 
 
 @dataclass
@@ -121,7 +122,7 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
         ranked = _rerank(run, ranked, ranker)
     if options.demote_superseded:
         ranked = hits.demote_superseded(ranked)
-    shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
+    shown = hits.with_snippets(conn, ranked[: options.limit], query.words[:SNIPPET_WORDS])
     timer.lap("shape")
     return {**_answer(run, shown, run.report.mode_used), "related": about}
 
@@ -352,5 +353,12 @@ def _fused(run: SearchRun, source: Source, found: Found) -> list[Hit]:
                               set(source.tags))
     retrievers = {name: ids for name, ids in rankings.items() if name != "link"}
     fused = fuse.keep_leaders(fused, retrievers, cosines if linear else None)
-    return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+    shown: Counter[int] = Counter()  # hits per document: only those kept become Hit records
+    capped = []
+    for entry in fused:
+        row = rows[entry.chunk_id]
+        shown[row.doc_id] += 1
+        if shown[row.doc_id] <= hits.MAX_PER_DOCUMENT:
+            capped.append(hits.section_hit(row, entry.relevance, entry.score, entry.via))
+    return capped
 
