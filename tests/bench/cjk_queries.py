@@ -28,8 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LANGUAGES = ("zh", "ja", "ko")
 PER_LANGUAGE = 40  # queries per language and set
-SEEDS = {"dev": 33, "heldout": 34}
+SEEDS = {"dev": 33, "heldout": 34, "heldout2": 35}
 MOST_FILES = 3
+ID_PREFIX = {"dev": "d", "heldout": "h", "heldout2": "h2"}
 
 _FRONTMATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -92,7 +93,7 @@ def pick(folder: Path, language: str) -> dict[str, list[dict]]:
         pool = [item for item in labelled if item[0] not in taken]
         chosen = random.Random(seed).sample(pool, PER_LANGUAGE)
         taken.update(word for word, _ in chosen)
-        sets[name] = [{"id": f"cjk-{name[0]}-{language}-{i:03d}", "kind": language, "query": word,
+        sets[name] = [{"id": f"cjk-{ID_PREFIX[name]}-{language}-{i:03d}", "kind": language, "query": word,
                        "relevant": holding, "section": None} for i, (word, holding) in enumerate(chosen, 1)]
     return sets
 
