@@ -107,3 +107,12 @@ def test_cjk_runs_become_bigrams_and_their_last_character() -> None:
     assert query_text("数据库") == (" 数据 据库 ", False)
     assert query_text("库") == (" 库 ", True)
     assert index_text("か\u3099") .split() == ["が"]  # a decomposed voiced kana is one letter
+
+
+def test_one_cjk_word_found_whole_lists_only_the_notes_that_hold_it(engine, kb: Path, indexed) -> None:
+    write(kb, "whole.md", "# 一\n\nプラグインにアタッチして使います。\n")
+    write(kb, "parts.md", "# 二\n\nアタリとマッチは別の言葉です。\n")  # アタ and ッチ, never アタッチ
+    indexed()
+    answer = search(engine, "アタッチ", **LEXICAL)
+    assert paths(answer) == ["whole.md"]
+    assert answer["query"]["strategy"] == "and"

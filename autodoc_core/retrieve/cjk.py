@@ -55,11 +55,18 @@ def _run_tokens(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
+def _indexed_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if "\u3099" in run or "\u309a" in run:
+        run = unicodedata.normalize("NFC", run)
+    return f" {' '.join(map(str.__add__, run, run[1:]))} {run[-1]} "  # the bigrams, then the last character
+
+
 def index_text(text: str) -> str:
     """The text FTS5 indexes: CJK runs as bigrams and their last character, full-width forms folded."""
     if not has_cjk(text):
         return text
-    return _RUN.sub(lambda run: " " + " ".join(_run_tokens(run.group(0))) + " ", fold_width(text))
+    return _RUN.sub(_indexed_run, fold_width(text))
 
 
 def query_text(text: str) -> tuple[str, bool]:

@@ -165,7 +165,8 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
     if len(query.terms) <= MAX_AND_TERMS:
         conjunctive = match_expression(query.terms, "AND")
         ids, scores = _run(conn, ws_id, conjunctive, filters, limit)
-        alone = len(query.terms) == 1 and not (query.terms[0].compound or query.terms[0].loosens_cjk)
+        # One word stands alone; a long CJK run that is nowhere whole is likely several words (a clause).
+        alone = len(query.terms) == 1 and not query.terms[0].compound and (ids or not query.terms[0].loosens_cjk)
         if len(ids) >= min(AND_ENOUGH, limit) or alone:
             return LexicalResult(ids, scores, "and")
     # The OR takes a typed identifier's pieces as separate words, as if it had not been joined.
