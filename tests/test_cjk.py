@@ -116,3 +116,18 @@ def test_one_cjk_word_found_whole_lists_only_the_notes_that_hold_it(engine, kb: 
     answer = search(engine, "アタッチ", **LEXICAL)
     assert paths(answer) == ["whole.md"]
     assert answer["query"]["strategy"] == "and"
+
+
+def test_a_mostly_cjk_query_says_the_default_model_is_english_only(notes, kb: Path) -> None:
+    notes.workspace_index("kb", {"wait": "semantic"})  # the default local model, all its vectors made
+    hybrid = search(notes, "事务")
+    assert hybrid["stages"]["performed"] == ["lexical"]
+    assert "English-only" in hybrid["stages"]["skipped"]["semantic"]
+    assert "multilingual" in hybrid["stages"]["skipped"]["semantic"]
+    assert paths(hybrid) == ["zh/storage.md"]  # no unrelated nearest sections beside the word match
+    by_meaning = search(notes, "嵌入式", stages=["semantic"])  # asked for: given, and said
+    assert by_meaning["stages"]["performed"] == ["semantic"]
+    assert any("English-only" in problem for problem in by_meaning["query"]["problems"])
+    mixed = search(notes, "Raft leader election 选主")  # mostly English: meaning search still helps
+    assert "semantic" in mixed["stages"]["performed"]
+    assert not any("English-only" in problem for problem in mixed["query"]["problems"])
