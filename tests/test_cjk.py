@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.retrieve.cjk import index_text, query_text
+from autodoc_core.retrieve.lexical import fts_table
 from tests.conftest import paths, search, write
 
 LEXICAL = {"stages": ["lexical"]}
@@ -131,3 +133,33 @@ def test_a_mostly_cjk_query_says_the_default_model_is_english_only(notes, kb: Pa
     mixed = search(notes, "Raft leader election 选主")  # mostly English: meaning search still helps
     assert "semantic" in mixed["stages"]["performed"]
     assert not any("English-only" in problem for problem in mixed["query"]["problems"])
+
+
+def _as_indexed_before_bigrams(engine, ws_id: int) -> None:
+    """The index as PARSER_VERSION 6 left it: the word index held each text as it is, not its CJK bigrams."""
+    table = fts_table(ws_id)
+    with engine.store.exclusive(), engine.store.write() as conn:
+        conn.execute("UPDATE documents SET chunked_with = 'p6' || substr(chunked_with, 3) WHERE ws_id = ?", (ws_id,))
+        for chunk_id, breadcrumb, body in conn.execute("SELECT id, breadcrumb, body FROM chunks WHERE ws_id = ?",
+                                                       (ws_id,)).fetchall():
+            conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (chunk_id,))
+            conn.execute(f"INSERT INTO {table}(rowid, head, body) VALUES (?, ?, ?)", (chunk_id, breadcrumb, body))
+
+
+def test_an_index_of_before_is_rewritten_once_keeping_every_section(notes) -> None:
+    ws = notes._workspace("kb")
+    with notes.store.snapshot() as conn:
+        chunks_before = conn.execute("SELECT id, text_hash FROM chunks WHERE ws_id = ? ORDER BY id",
+                                     (ws.id,)).fetchall()
+    _as_indexed_before_bigrams(notes, ws.id)
+    assert paths(search(notes, "事务", **LEXICAL)) == []  # what users saw before
+    progress = IndexProgress()
+    report = Indexer(notes.store, ws, progress).run()
+    assert (report.changed, report.chunks_written, report.chunks_kept) == (6, 0, len(chunks_before))
+    assert (progress.to_write, progress.written) == (6, 6)  # workspace.status shows this run's progress
+    with notes.store.snapshot() as conn:
+        assert conn.execute("SELECT id, text_hash FROM chunks WHERE ws_id = ? ORDER BY id",
+                            (ws.id,)).fetchall() == chunks_before  # the same rows: their vectors stay
+    assert paths(search(notes, "事务", **LEXICAL)) == ["zh/storage.md"]
+    again = notes.workspace_index("kb")
+    assert (again["changed"], again["unchanged"]) == (0, 6)  # once
