@@ -113,6 +113,12 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     if semantic_runs and not fts_tokens(query.semantic_text):  # "???", "-": its vector would rank at random
         run.report.skipped["semantic"] = "the query has no words to search for"
         semantic_runs = False
+    if semantic_runs and semantic_stage.english_only_for(query, semantic):
+        if "lexical" in options.stages:  # nearest sections, unrelated, would be shown beside the word matches
+            run.report.skipped["semantic"] = semantic_stage.ENGLISH_ONLY_SKIP
+            semantic_runs = False
+        else:  # asked for by meaning alone: given, and said
+            query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
     embedding = semantic_stage.start_query_embedding(query, semantic) if semantic_runs else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}

@@ -42,6 +42,7 @@ from autodoc_core.parse.walk import (
     not_indexed_reason,
     open_inside,
 )
+from autodoc_core.retrieve.cjk import index_text
 from autodoc_core.retrieve.lexical import fts_table, head_text
 from autodoc_core.retrieve.symbols import store_symbols
 from autodoc_core.store.database import Store
@@ -50,8 +51,10 @@ from autodoc_core.store.workspace import Workspace
 # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline; 4: comments and
 # tables of contents are not indexed, and sections with no text are no chunks; 5: empty anchors and rules are not
 # indexed either, and a block over four budgets is cut between lines; 6: without a schema file, frontmatter fields
-# are facets (strings), and a non-ASCII facet value is kept case-folded too
-PARSER_VERSION = 6
+# are facets (strings), and a non-ASCII facet value is kept case-folded too; 7: CJK runs are indexed as bigrams and
+# full-width forms folded (retrieve.cjk): the word index of every chunk is rewritten, its rows and vectors kept
+PARSER_VERSION = 7
+CJK_BIGRAMS_SINCE = 7
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
 CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
@@ -112,6 +115,12 @@ class _Existing:
 
 def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _parser_version(parsed_with: str) -> int:
+    """The PARSER_VERSION a document was parsed with ("p6:t512:snone" -> 6)."""
+    head = parsed_with.split(":", 1)[0]
+    return int(head[1:]) if head[:1] == "p" and head[1:].isdigit() else 0
 
 
 def _fts_fields(parsed: ParsedDocument) -> tuple[str, list[str], list[str]]:
@@ -344,7 +353,9 @@ class Indexer:
         same_fields = old_fts is not None and (
             old_fts[0], json.loads(old_fts[1]), json.loads(old_fts[2])
         ) == _fts_fields(parsed)
-        self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None)
+        retokenize = old is not None and _parser_version(old.parsed_with) < CJK_BIGRAMS_SINCE
+        self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None,
+                           retokenize=retokenize)
         self._write_doc_rows(conn, doc_id, parsed, new=old is None)
         if old is None or (compare and (renamed_from or before != link_signature(conn, doc_id))):
             self.links_changed = True
@@ -364,7 +375,9 @@ class Indexer:
             self.report.changed += 1
 
     def _write_chunks(self, conn: apsw.Connection, doc_id: int, parsed: ParsedDocument, generation: int, reuse: bool,
-                      new: bool) -> None:
+                      new: bool, retokenize: bool = False) -> None:
+        """The document's chunks: a chunk whose text is unchanged keeps its row (and its vector); ``retokenize``
+        rewrites its word-index row too (the index's tokenizing changed since the document was written)."""
         reusable: dict[str, list[int]] = {}
         existing = () if new else conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,))
         for chunk_id, text_hash in existing:
@@ -388,6 +401,9 @@ class Indexer:
                 # Same text, same symbols, unless the extraction changed: rewriting them is cheap.
                 conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
                 store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
+                if retokenize:
+                    conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
+                    self._insert_fts(conn, chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body)
                 self.report.chunks_kept += 1
                 continue
             chunk_id = conn.execute(
@@ -395,14 +411,15 @@ class Indexer:
                 "generation, breadcrumb, body, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
                 (self.ws.id, doc_id, *spans, chunk.breadcrumb, chunk.body, chunk.text_hash),
             ).fetchone()[0]
-            conn.execute(
-                f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
-                (chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body),
-            )
+            self._insert_fts(conn, chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body)
             store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
             self.report.chunks_written += 1
         stale.extend(i for ids in reusable.values() for i in ids)
         self._delete_chunks(conn, stale)
+
+    def _insert_fts(self, conn: apsw.Connection, chunk_id: int, head: str, body: str) -> None:
+        conn.execute(f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
+                     (chunk_id, index_text(head), index_text(body)))
 
     def _delete_chunks(self, conn: apsw.Connection, chunk_ids: list[int]) -> None:
         for chunk_id in chunk_ids:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from autodoc_core.retrieve.cjk import query_text
 from autodoc_core.retrieve.query import ParsedQuery, Term
 
 CANDIDATES = 50
@@ -96,10 +97,11 @@ class DocumentFrequencies:
 
     def count(self, conn: apsw.Connection, ws_id: int, term: Term) -> int:
         """Chunks containing the word; 0 (never pruned) for phrases and prefixes."""
-        if term.phrase or term.prefix:
+        text, lone_cjk = query_text(term.text)
+        if term.phrase or term.prefix or lone_cjk:
             return 0
         stems = conn.fts5_tokenizer("porter", ["unicode61"])(
-            term.text.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False
+            text.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False
         )
         if len(stems) != 1:
             return 0
@@ -183,7 +185,9 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
     if len(query.terms) <= MAX_AND_TERMS and not query.any_word:
         conjunctive = match_expression(query.terms, "AND")
         ids, scores = _run(conn, ws_id, conjunctive, filters, limit)
-        if len(ids) >= min(AND_ENOUGH, limit) or (len(query.terms) == 1 and not query.terms[0].compound):
+        # One word stands alone; a long CJK run that is nowhere whole is likely several words (a clause).
+        alone = len(query.terms) == 1 and not query.terms[0].compound and (ids or not query.terms[0].loosens_cjk)
+        if len(ids) >= min(AND_ENOUGH, limit) or alone:
             return LexicalResult(ids, scores, "and")
     # The OR takes a typed identifier's pieces as separate words, as if it had not been joined.
     loose = list(dict.fromkeys(piece for term in query.terms for piece in term.loosened()))

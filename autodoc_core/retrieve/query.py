@@ -13,6 +13,7 @@ import unicodedata
 from dataclasses import dataclass, field
 
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
+from autodoc_core.retrieve import cjk
 
 MAX_QUERY_CHARS = 4000
 MAX_TERMS = 64
@@ -53,11 +54,23 @@ class Term:
     compound: bool = False  # the pieces of one typed identifier; may be loosened to separate words
 
     def loosened(self) -> list[Term]:
-        return [Term(piece) for piece in self.text.split()] if self.compound else [self]
+        if self.compound:
+            return [Term(piece) for piece in self.text.split()]
+        if self.loosens_cjk:
+            words = [word for part, is_run in cjk.split_runs(self.text)
+                     for word in (cjk.bigrams(part) if is_run else fts_tokens(part))]
+            return [Term(word) for word in dict.fromkeys(words)]
+        return [self]
+
+    @property
+    def loosens_cjk(self) -> bool:
+        """A long CJK run typed as one word (likely several words: these scripts put no spaces between them)."""
+        return not (self.phrase or self.prefix) and cjk.longest_run(self.text) >= cjk.LOOSE_RUN
 
     def fts(self) -> str:
-        literal = '"' + self.text.replace('"', '""') + '"'
-        return literal + " *" if self.prefix else literal
+        text, lone_cjk = cjk.query_text(self.text)
+        literal = '"' + text.replace('"', '""') + '"'
+        return literal + " *" if self.prefix or lone_cjk else literal
 
 
 @dataclass
@@ -126,12 +139,12 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             continue
         kept_tokens.append(token)
         if token.startswith('"'):
-            text = token.strip('"')
+            text = cjk.fold_width(token.strip('"'))
             if fts_tokens(text):
-                query.terms.append(Term(text, phrase=len(fts_tokens(text)) > 1))
+                query.terms.append(Term(text, phrase=len(fts_tokens(text)) > 1 or cjk.longest_run(text) > 1))
             continue
         prefix = position == last_word and token.endswith("*") and len(token.rstrip("*")) > 0
-        pieces = fts_tokens(token.rstrip("*") if prefix else token)
+        pieces = fts_tokens(cjk.fold_width(token.rstrip("*") if prefix else token))
         if not prefix and _is_compound_identifier(token, pieces):
             # --usage-report-enforce-initial-report, proxy_busy_buffers_size: the pieces in order
             query.terms.append(Term(" ".join(pieces), phrase=True, compound=True))

@@ -12,8 +12,9 @@ from autodoc_core.errors import EMBED_FAILED, UNSUPPORTED
 from autodoc_core.errors import SWITCHING as SWITCHING_CODE
 from autodoc_core.index.vectors import OFF, SWITCHING
 from autodoc_core.providers.base import Pending
-from autodoc_core.providers.embedders import Embedder
+from autodoc_core.providers.embedders import DEFAULT_LOCAL_MODEL, Embedder, LocalEmbedder
 from autodoc_core.providers.http import ProviderError
+from autodoc_core.retrieve.cjk import mostly_cjk
 from autodoc_core.retrieve.filters import allowed_documents
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.query import ParsedQuery
@@ -47,6 +48,22 @@ class SemanticSource:
                 return "the workspace has no indexed sections (not indexed yet, or no Markdown files)", UNSUPPORTED
             return f"no document is fully embedded yet ({embedded} of {total} chunk texts have vectors)", UNSUPPORTED
         return None
+
+
+_ENGLISH_ONLY = f"the default model ({DEFAULT_LOCAL_MODEL}) is English-only: it does not read Chinese, Japanese, Korean"
+_MULTILINGUAL = ("for search by meaning in them, configure a multilingual embedder (such as multilingual-e5 or bge-m3, "
+                 "behind TEI or an OpenAI-compatible server)")
+ENGLISH_ONLY_SKIP = f"{_ENGLISH_ONLY}: a query mostly in those scripts is searched by its words alone; {_MULTILINGUAL}"
+ENGLISH_ONLY_NOTE = (f"{_ENGLISH_ONLY}: found by meaning alone, the hits of a query mostly in those scripts are likely "
+                     f"unrelated; {_MULTILINGUAL}")
+
+
+def english_only_for(query: ParsedQuery, semantic: SemanticSource) -> bool:
+    """The query is mostly CJK and the workspace embeds with the default, English-only model: its nearest
+    sections would be unrelated (doc/benchmarks/cjk.md measures it)."""
+    embedder = semantic.embedder
+    return (isinstance(embedder, LocalEmbedder) and embedder.model == DEFAULT_LOCAL_MODEL
+            and mostly_cjk(query.semantic_text))
 
 
 def start_query_embedding(query: ParsedQuery, semantic: SemanticSource) -> Pending[np.ndarray] | None:
