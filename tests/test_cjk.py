@@ -163,3 +163,20 @@ def test_an_index_of_before_is_rewritten_once_keeping_every_section(notes) -> No
     assert paths(search(notes, "事务", **LEXICAL)) == ["zh/storage.md"]
     again = notes.workspace_index("kb")
     assert (again["changed"], again["unchanged"]) == (0, 6)  # once
+
+
+def test_an_identifier_in_cjk_text_is_found_by_the_symbol_backstop(engine, kb: Path, indexed) -> None:
+    write(kb, "zh/vec.md", "# 向量\n\n使用`Vec::with_capacity`预先分配内存，之后再调用`push`。\n")
+    write(kb, "zh/other.md", "# 其他\n\n这里没有标识符，只有中文说明。\n")
+    indexed()
+    answer = search(engine, "Vec::with_capacity", **LEXICAL)
+    assert paths(answer)[0] == "zh/vec.md"
+
+
+def test_the_snippet_of_a_long_cjk_section_shows_the_word_it_matched(engine, kb: Path, indexed) -> None:
+    clause = "这一段只是为了让正文足够长而写的说明文字。"
+    write(kb, "zh/long.md", "# 日志\n\n" + clause * 20 + "每个事务都写入预写日志。" + clause * 5 + "\n")
+    indexed()
+    hit = search(engine, "事务", **LEXICAL)["hits"][0]
+    assert hit["path"] == "zh/long.md"
+    assert "事务" in hit["snippet"] and hit["snippet"].startswith("…")

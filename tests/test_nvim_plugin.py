@@ -583,3 +583,22 @@ def test_rerank_and_lexical_toggles_with_a_ranker_configured(nvim) -> None:
         wait_for(lambda: picker(nvim, "last_stages")["requested"] == ["semantic", "rerank"], timeout=60)
         assert performed() == ["semantic", "rerank"]
         assert all(hit["via"] == ["semantic", "rank"] for hit in picker(nvim, "hits"))  # found, then re-ranked
+
+
+def test_the_preview_marks_a_cjk_word_found_inside_a_clause(nvim, kb: Path) -> None:
+    ready(nvim)
+    write(kb, "zh/storage.md", "# 存储\n\n我们选择 SQLite，因为每个事务都写入预写日志。\n")
+    index_once(nvim)
+    nvim.command("AutodocSearch")
+    nvim.input("事务")
+    wait_for(lambda: any("zh/storage.md" in line for line in list_lines(nvim)))
+    marked = lua(nvim, """local s = require('autodoc.picker').state
+        local found = {}
+        for _, m in ipairs(vim.api.nvim_buf_get_extmarks(s.preview_buf, -1, 0, -1, { details = true })) do
+          if m[4].hl_group == 'AutodocMatch' then
+            local line = vim.api.nvim_buf_get_lines(s.preview_buf, m[2], m[2] + 1, false)[1]
+            table.insert(found, line:sub(m[3] + 1, m[4].end_col))
+          end
+        end
+        return found""")
+    assert marked == ["事务"]
