@@ -1,0 +1,91 @@
+--- The engine's life in this editor: opening it once (plugin.setup, the workspaces it holds, the configured
+--- ones), running what waits for it, and opening it again in a new host after one exited.
+local rpc = require('autodoc.rpc')
+local host = require('autodoc.host')
+local state = require('autodoc.state')
+local indexing = require('autodoc.indexing')
+local workspaces = require('autodoc.workspaces')
+
+local M = {}
+
+local waiting = {} ---@type { ready: fun(), failed: fun(message: string)|nil }[]
+
+---@param message string|nil nil when ready
+local function settle(message)
+  state.phase = message and 'failed' or 'ready'
+  state.error = message
+  local queue = waiting
+  waiting = {}
+  for _, entry in ipairs(queue) do
+    if not message then
+      entry.ready()
+    elseif entry.failed then
+      entry.failed(message)
+    end
+  end
+end
+
+--- plugin.setup's parameters: the configured database and the log file.
+---@return table[]
+local function setup_params()
+  return { { db = state.config.db, log = vim.fn.stdpath('log') .. '/autodoc.log' } }
+end
+
+--- Open the engine (once): the database, the workspaces it holds, then the configured ones; then a quiet
+--- scan of those it held (the ones just added are being indexed).
+function M.start()
+  state.phase = 'starting'
+  rpc.request('plugin.setup', setup_params(), function(err)
+    if err then
+      if err.message ~= 'autodoc.host' then -- the host already said why, once
+        state.notify(rpc.describe(err), vim.log.levels.ERROR)
+      end
+      settle(rpc.describe(err))
+      return
+    end
+    rpc.request('workspace.list', {}, function(list_err, list)
+      for _, ws in ipairs(list_err and {} or list) do
+        state.workspaces[ws.name] = ws.root
+      end
+      workspaces.add_configured(function()
+        settle(nil)
+        indexing.schedule_scans()
+        indexing.scan() -- the workspaces it already held: files may have changed while Neovim was closed
+      end)
+    end)
+  end)
+end
+
+--- Run `fn` once the engine is open and the configured workspaces are added, opening it if nobody
+--- has (setup() never called: the defaults, and the workspaces already in the database).
+--- `on_error(message)` runs instead when it cannot open (default: the message as an error, so a
+--- command never fails in silence).
+---@param fn fun()
+---@param on_error fun(message: string)|nil
+function M.when_ready(fn, on_error)
+  if state.phase == 'ready' then
+    fn()
+    return
+  end
+  table.insert(waiting, { ready = fn, failed = on_error or function(message)
+    state.notify(message, vim.log.levels.ERROR)
+  end })
+  if state.phase ~= 'starting' then
+    M.start()
+  end
+end
+
+-- After the host exits, the next request opens the engine again (in a new host) the way the first did.
+host.on_exit(function()
+  state.phase = 'idle'
+end)
+
+-- Whatever request starts a new host after one exited (a status poll, a picker source, a save), its first
+-- message opens the engine on the configured database; otherwise that request would open the default one.
+host.on_start(function()
+  if state.phase ~= 'starting' then -- the first start sends plugin.setup itself
+    rpc.request('plugin.setup', setup_params(), function() end)
+  end
+end)
+
+return M
