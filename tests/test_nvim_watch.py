@@ -26,7 +26,8 @@ rpc.request = function(method, params, callback, lane)
   return request(method, params, callback, lane)
 end
 _G.indexed = 0
-vim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', callback = function() _G.indexed = _G.indexed + 1 end })
+vim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed',
+  callback = function() _G.indexed = _G.indexed + 1 end })
 """
 
 
