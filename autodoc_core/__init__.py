@@ -10,7 +10,7 @@ The folders follow a document's way in and a query's way out:
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records)
     pipeline.py one search: options in, stages run, an answer that says what ran and why
     related.py  related sections: a section's stored vector, distinctive words and links, fused the same way
-    service/    engine: the facade every surface calls
+    service/    engine: the facade every surface calls; semantic_runtime: each workspace's embedder, ranker, vectors
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
 
 ``errors`` (the JSON-RPC codes and the one exception callers see) is shared by all of them.

@@ -173,7 +173,7 @@ def test_switching_models_fills_in_the_background(engine, kb: Path) -> None:
     engine.workspace_index("kb", {"wait": "semantic"})  # the local model is active
     with model_server("tei") as server:
         engine.workspace_configure("kb", tei_config(server.url))
-        engine._embedder(engine._workspace("kb")).probe()
+        (ws := engine._workspace("kb")) and engine._semantic.of(ws).embedder(ws).probe()
         answer = search(engine, "sockets")
         assert answer["semantic"] == "switching"
         assert answer["stages"]["skipped"]["semantic"] == "a new embedding model is filling"
@@ -328,7 +328,7 @@ def test_a_reader_with_the_configuration_before_a_change_does_not_reset_the_new_
         before = engine._workspace("kb")  # the local model, as a thread that read it earlier still holds it
         engine.workspace_configure("kb", tei_config(server.url))
         assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
-        engine._embedder(before)
+        engine._semantic.of(before).embedder(before)
         assert engine.workspace_status("kb")["semantic"] == "ready"
         assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
 
@@ -600,7 +600,7 @@ def test_a_model_swapped_behind_the_same_name_is_embedded_again(engine, kb: Path
             again = later.workspace_index("kb", {"wait": "semantic"})  # checked once per process
             assert again["embedding"]["embedded"] == 3
             search(later, "relational database", stages=["semantic"])
-            held = next(iter(later._indexes.values()))
+            held = next(iter(later._semantic.of(later._workspace("kb")).indexes.values()))
             assert len(held.chunk_ids) == 3
             for chunk, vector in zip(held.chunk_ids.tolist(), held.vectors, strict=True):  # the new model's, all
                 with later.store.snapshot() as conn:
@@ -646,7 +646,7 @@ def test_a_vector_that_cannot_be_read_is_left_out_and_read_again_next_time(engin
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb", {"wait": "semantic"})
     engine.search_query("kb", "relational database", {"stages": ["semantic"]})
-    index = next(iter(engine._indexes.values()))
+    index = next(iter(engine._semantic.of(engine._workspace("kb")).indexes.values()))
     size, epoch = len(index.chunk_ids), index.epoch
     assert size == 3 and epoch >= 0
     with engine.store.snapshot() as conn:

@@ -5,33 +5,27 @@ Methods take and return plain JSON values. Errors are ``AutodocError`` with a JS
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import apsw
 
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress, file_problem_summary, remove_workspace_rows
-from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, fill, semantic_state
+from autodoc_core.index.vectors import OFF, fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
-from autodoc_core.providers.base import Pending
-from autodoc_core.providers.embedders import Embedder, make_embedder
 from autodoc_core.providers.http import ProviderError
-from autodoc_core.providers.rankers import Ranker, make_ranker
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
-from autodoc_core.retrieve.semantic import VectorIndex
 from autodoc_core.service import changes, documents
 from autodoc_core.service.filler import BackgroundFiller
+from autodoc_core.service.semantic_runtime import SemanticRuntimes
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
@@ -39,36 +33,12 @@ from autodoc_core.store.workspace import Workspace
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
 
 
-P = TypeVar("P")  # a provider: Embedder | None or Ranker | None
-PROBE_RETRY_SECONDS = 30.0
-
-
-@dataclass
-class _Probe:
-    """One question to a remote model about its dimensions, shared by the searches that need it."""
-
-    embedder: Embedder
-    pending: Pending[None]
-    failure: str | None = None
-    retry_at: float = 0.0
-
-
-# Configurations of one workspace's embedder (or ranker) kept built: the current one and the one before it.
-PROVIDERS_KEPT = 2
-
-
 class Engine:
     def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
-        self._embedders: dict[tuple[int, str], Embedder | None] = {}
-        self._rankers: dict[tuple[int, str], Ranker | None] = {}
-        self._indexes: dict[tuple[int, str], VectorIndex] = {}
-        self._states: dict[int, tuple[tuple, str, tuple[int, int]]] = {}
-        self._progress: dict[int, Progress] = {}
-        self._semantic_lock = threading.RLock()
-        self._probes: dict[int, _Probe] = {}
+        self._semantic = SemanticRuntimes()
         self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
         self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
@@ -88,108 +58,21 @@ class Engine:
             self._filler.join(timeout=30)
         self.store.close()
 
-    # -- the semantic stage's moving parts ---------------------------------------------------
-
-    def _provider(self, cache: dict[tuple[int, str], P], ws: Workspace, option: str,
-                  factory: Callable[[dict[str, Any]], P]) -> P:
-        """The workspace's embedder or ranker for its configuration, built once per configuration (so a
-        change takes effect at the next query, with no restart). The last few configurations stay: a
-        thread still holding the workspace as read before a change (the background filler) gets the old
-        one without throwing away the new one, whose state (a remote model's dimensions) would be lost."""
-        config = ws.option(option)
-        key = (ws.id, json.dumps(config, sort_keys=True))
-        with self._semantic_lock:
-            if key in cache:
-                cache[key] = cache.pop(key)  # most recently used last
-            else:
-                cache[key] = factory(config)
-                mine = [k for k in cache if k[0] == ws.id]
-                for old in mine[: max(0, len(mine) - PROVIDERS_KEPT)]:
-                    del cache[old]
-            return cache[key]
-
-    def _embedder(self, ws: Workspace) -> Embedder | None:
-        embedder = self._provider(self._embedders, ws, "embedder", make_embedder)
-        if embedder is not None:  # how long a search waits for its query's vector bounds the call
-            embedder.query_wait = float(ws.option("semantic_deadline"))
-        return embedder
-
-    def _usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
-        """The embedder, or why the configured one cannot be used (e.g. the model is not installed)."""
-        try:
-            return self._embedder(ws), None
-        except (OSError, ValueError) as exc:
-            return None, f"the embedding model cannot be used: {exc}"
-
-    def _ranker(self, ws: Workspace) -> Ranker | None:
-        return self._provider(self._rankers, ws, "ranker", make_ranker)
+    # -- the semantic stage (its parts: service/semantic_runtime.py) ------------------------
 
     def _semantic_state(self, conn: apsw.Connection, ws: Workspace) -> SemanticSource:
-        """The workspace's semantic state, embedder and progress, without loading its vectors
-        (status, index reports and the filler need no more)."""
-        embedder, unavailable = self._usable_embedder(ws)
-        if embedder is None:
-            return SemanticSource(OFF, unavailable=unavailable)
-        if embedder.dimensions is None:  # a remote model not yet asked: its vectors cannot exist yet
-            active = ws.active_model_fp
-            state = SWITCHING if active else PARTIAL
-            return SemanticSource(state, embedder, None, (0, 0))
-        fingerprint = embedder.model_fp
-        key = (ws.vector_epoch, fingerprint, ws.active_model_fp)
-        with self._semantic_lock:
-            cached = self._states.get(ws.id)
-            if cached is None or cached[0] != key:
-                progress = counts(conn, ws.id, fingerprint)
-                cached = (key, semantic_state(progress, fingerprint, ws.active_model_fp), progress)
-                self._states[ws.id] = cached
-        return SemanticSource(cached[1], embedder, None, cached[2])
-
-    def _semantic_source(self, conn: apsw.Connection, ws: Workspace, failure: str | None = None) -> SemanticSource:
-        """The state plus the workspace's vectors in memory, refreshed to this snapshot: for a search.
-        ``failure``: why the remote model could not be asked for its dimensions (``_probe_remote_model``)."""
-        source = self._semantic_state(conn, ws)
-        if failure:
-            return dataclasses.replace(source, failure=failure)
-        if source.embedder is None or source.embedder.dimensions is None:
-            return source
-        fingerprint = source.embedder.model_fp
-        with self._semantic_lock:
-            index = self._indexes.setdefault((ws.id, fingerprint), VectorIndex(ws.id, fingerprint))
-        index.refresh(conn, ws.vector_epoch)
-        return dataclasses.replace(source, index=index)
-
-    def _probe_remote_model(self, ws: Workspace) -> str | None:
-        """Ask a remote model this process has not asked yet for its dimensions, so a fresh process does
-        not take a complete model for a new one; why that failed, or None. Concurrent searches share one
-        probe, and a failed probe is not repeated for PROBE_RETRY_SECONDS (searches then go on without
-        the semantic stage at once instead of each waiting for the deadline)."""
-        embedder, _ = self._usable_embedder(ws)
-        if embedder is None or not embedder.remote or embedder.dimensions is not None:
-            return None
-        now = time.monotonic()
-        with self._semantic_lock:
-            probe = self._probes.get(ws.id)
-            if probe is None or probe.embedder is not embedder or (probe.failure and now >= probe.retry_at):
-                probe = self._probes[ws.id] = _Probe(embedder, Pending(embedder.probe, name="autodoc-model-probe"))
-        if probe.failure:
-            return probe.failure
-        try:
-            probe.pending.result(ws.option("semantic_deadline"), "the embedding provider")
-        except ProviderError as exc:
-            probe.failure, probe.retry_at = exc.reason, time.monotonic() + PROBE_RETRY_SECONDS
-            return exc.reason
-        return None
+        return self._semantic.of(ws).semantic_state(conn, ws)
 
     def fill_vectors(self, ws: Workspace, background: bool = False) -> dict[str, Any]:
         """Embed every chunk that lacks a vector for the workspace's model, in this thread.
         In the background, stop early when the process is closing or has handed the lease on."""
-        embedder, unavailable = self._usable_embedder(ws)
+        runtime = self._semantic.of(ws)
+        embedder, unavailable = runtime.usable_embedder(ws)
         if unavailable:
             raise AutodocError(EMBED_FAILED, unavailable)
         if embedder is None:
             return {"state": OFF}
-        progress = self._progress.setdefault(ws.id, Progress())
-        progress.started, progress.done_this_run = time.monotonic(), 0
+        progress = runtime.fill_progress()
         if background:
             def stop() -> bool:
                 return self._stop.is_set() or self._paused.is_set() or not self.store.lease.held
@@ -206,7 +89,7 @@ class Engine:
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
         if self._filler is None:
-            self._filler = BackgroundFiller(self.store, self._needs_vectors, self.fill_vectors, self._stop,
+            self._filler = BackgroundFiller(self.store, self._semantic.needs_vectors, self.fill_vectors, self._stop,
                                             self._paused)
         self._filler.wake()
 
@@ -221,16 +104,6 @@ class Engine:
         if self._filler is not None:
             self._filler.wake()
         return {"paused": False}
-
-    def _needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
-        try:
-            source = self._semantic_state(conn, ws)
-        except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
-            return False
-        if source.embedder is None:
-            return False
-        unchecked = source.embedder.remote and ws.id not in source.embedder.checked_for  # see vectors.check_model
-        return source.state != READY or unchecked
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -351,20 +224,21 @@ class Engine:
         # A remote model this process has not asked yet has no fingerprint: status said "switching", 0 of 0
         # embedded, model "tei::?:l2" for a workspace fully embedded by another process. Ask it (once; a
         # failure is kept for a while and said below).
-        unreachable = self._probe_remote_model(ws)
+        runtime = self._semantic.of(ws)
+        unreachable = runtime.probe_remote_model(ws)
         with self.store.snapshot() as conn:
             documents, generation = conn.execute(
                 "SELECT COUNT(*), COALESCE(MAX(generation), 0) FROM documents WHERE ws_id = ?", (ws.id,)
             ).fetchone()
             chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws.id,)).fetchone()[0]
             problems = file_problem_summary(conn, ws.id)
-            source = self._semantic_state(conn, ws)
+            source = runtime.semantic_state(conn, ws)
         if schema.problem:
             problems.insert(0, {"path": fm.SCHEMA_RELPATH, "kind": "schema", "reason": schema.problem})
         embedder = None
         if source.embedder is not None:
             embedded, total = source.progress
-            progress = self._progress.get(ws.id)
+            progress = runtime.progress
             embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
                         "embedded": embedded, "total": total,
                         **({"progress": progress.as_dict()} if progress else {}),
@@ -376,7 +250,7 @@ class Engine:
             "generation": generation,
             "semantic": source.state,
             "embedder": embedder,
-            "ranker": ranker.describe() if (ranker := self._ranker(ws)) else None,
+            "ranker": ranker.describe() if (ranker := runtime.ranker(ws)) else None,
             "schema": {"common": schema.common, "types": schema.types},
             "problems": problems,
             "writer_lease": self.store.lease.holder(),
@@ -392,23 +266,26 @@ class Engine:
     def search_query(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
-        failure = self._probe_remote_model(ws) if wants_semantic(opts) else None
+        runtime = self._semantic.of(ws)
+        failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
         with self.store.snapshot() as conn:
             # Read again inside the search's snapshot (nested reads share it): a batch committed since the
             # first read would leave the vector index at the previous epoch, mapping reused chunk ids to
             # their old documents for this one answer.
             ws = self._workspace(name)
-            source = self._semantic_source(conn, ws, failure)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source, self._ranker(ws))
+            source = runtime.source(conn, ws, failure)
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws))
 
     def search_related(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
         ws = self._workspace(name)
         schema = self._schema(ws)
+        runtime = self._semantic.of(ws)
+        failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
         with self.store.snapshot() as conn:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
-            source = self._semantic_source(conn, ws, self._probe_remote_model(ws) if wants_semantic(opts) else None)
-            return run_related(conn, ws, schema, path, opts, self._frequencies, source, self._ranker(ws))
+            source = runtime.source(conn, ws, failure)
+            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws))
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

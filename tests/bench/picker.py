@@ -124,7 +124,7 @@ def half_filled_database(db: Path, kb: Path, fraction: float) -> dict:
         engine.workspace_index("techdocs")
         ws = engine._workspace("techdocs")
         progress = Progress()
-        fill(engine.store, ws.id, engine._embedder(ws), progress,
+        fill(engine.store, ws.id, engine._semantic.of(ws).embedder(ws), progress,
              stop=lambda: progress.total > 0 and progress.embedded >= progress.total * fraction)
         return engine.workspace_status("techdocs")["embedder"]
 

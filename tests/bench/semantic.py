@@ -197,9 +197,9 @@ def latency_rows(engine: Engine, db: Path, queries: list[dict]) -> list[str]:
 
 def prefilter_rows(engine: Engine, queries: list[dict]) -> list[str]:
     ws = engine._workspace("scifact")
-    embedder = engine._embedder(ws)
+    embedder = engine._semantic.of(ws).embedder(ws)
     with engine.store.snapshot() as conn:
-        source = engine._semantic_source(conn, ws)
+        source = engine._semantic.of(ws).source(conn, ws)
     index = source.index
     lines = ["", "### Binary prefilter vs exact cosine (SciFact, top-50 kept)", "",
              "| shortlist | recall of the exact top-50 | recall of the exact top-10 |", "|---|---|---|"]
