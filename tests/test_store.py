@@ -10,8 +10,8 @@ import apsw
 import pytest
 
 from autodoc_core.errors import AutodocError
-from autodoc_core.index.indexer import CHANGE_LOG_KEEP_ROWS
 from autodoc_core.service.engine import Engine
+from autodoc_core.store.changes import KEEP_ROWS as CHANGE_LOG_KEEP_ROWS
 from autodoc_core.store.database import Store, default_db_path
 from autodoc_core.store.migrations import SCHEMA_VERSION
 from tests.conftest import write

@@ -14,6 +14,7 @@ from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError,
 from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside, relative_to_root
+from autodoc_core.store import documents as document_rows
 from autodoc_core.store.workspace import Workspace
 
 MAX_LIST = 1000
@@ -98,9 +99,7 @@ def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> 
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise invalid_params(f"'offset' must be an integer from 0, got {offset!r}")
     needle = query.strip().lower()
-    rows = conn.execute(
-        "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
-    ).fetchall()
+    rows = document_rows.names(conn, ws.id)
     ranked = []
     for path, title, aliases_json, line_count in rows:
         aliases = json.loads(aliases_json)
