@@ -10,7 +10,7 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params, whole_number
 from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside, relative_to_root
@@ -94,9 +94,9 @@ def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> 
         raise invalid_params("query must be a string")
     opts = opts if isinstance(opts, dict) else {}
     limit, offset = opts.get("limit", DEFAULT_LIST), opts.get("offset", 0)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+    if not whole_number(limit, 1, MAX_LIST):
         raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIST}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+    if not whole_number(offset, 0):
         raise invalid_params(f"'offset' must be an integer from 0, got {offset!r}")
     needle = query.strip().lower()
     rows = document_rows.names(conn, ws.id)
@@ -116,6 +116,6 @@ def _line_option(opts: dict[str, Any], key: str, default: int) -> int:
     value = opts.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not whole_number(value, 1):
         raise invalid_params(f"'{key}' must be a line number (an integer, 1 or more), got {value!r}")
     return value

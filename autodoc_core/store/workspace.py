@@ -11,7 +11,7 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params, number, whole_number
 from autodoc_core.parse.chunk import DEFAULT_SECTION_TOKENS
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, validate_embedder
 from autodoc_core.providers.rankers import validate_ranker
@@ -23,7 +23,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def _int_range(low: int, high: int) -> Check:
     def check(key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if not whole_number(value, low, high):
             raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", key=key)
         return value
 
@@ -47,7 +47,7 @@ def _choice(*choices: str) -> Check:
 
 def _number(low: float, high: float, what: str = "a number") -> Check:
     def check(key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        if not number(value, low, high):
             raise invalid_params(f"'{key}' must be {what} from {low:g} to {high:g}, got {value!r}", key=key)
         return float(value)
 

@@ -40,6 +40,7 @@ from autodoc_core.errors import (
     AutodocError,
     from_sqlite,
     invalid_params,
+    whole_number,
 )
 
 if TYPE_CHECKING:
@@ -54,17 +55,9 @@ from autodoc_core.surface.mcp_text import (
     render_workspaces,
 )
 from autodoc_core.surface.mcp_tools import (
-    DEFAULT_DOCUMENTS,
-    DEFAULT_LIMIT,
-    DEFAULT_READ_TOKENS,
-    DEFAULT_SEARCH_TOKENS,
     FIXES,
     INDEX_TOOL,
     INSTRUCTIONS,
-    MAX_DOCUMENTS,
-    MAX_LIMIT,
-    MAX_TOKENS,
-    MIN_READ_TOKENS,
     TOOLS,
 )
 
@@ -132,14 +125,17 @@ def _checked(arguments: dict[str, Any], tool: types.Tool) -> dict[str, Any]:
     for name in tool.input_schema.get("required", []):
         if arguments.get(name) is None:
             raise invalid_params(f"'{name}' is required: {known[name]['description']}")
-    return arguments
+    counts = {name: _count(arguments.get(name), name, spec) for name, spec in known.items() if "maximum" in spec}
+    return {**arguments, **counts}
 
 
-def _int_argument(arguments: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = arguments.get(key)
+def _count(value: Any, key: str, spec: dict[str, Any]) -> int:
+    """A bounded integer argument (mcp_tools._integer), checked against the bounds its schema declares; its
+    default when it is not given."""
     if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return spec["default"]
+    low, high = spec["minimum"], spec["maximum"]
+    if not whole_number(value, low, high):
         raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", argument=key)
     return value
 
@@ -233,8 +229,7 @@ class Tools:
 
     def search(self, arguments: dict[str, Any]) -> Answer:
         query = _string_argument(arguments, "query")
-        limit = _int_argument(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_SEARCH_TOKENS, 0, MAX_TOKENS))
+        limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         options = {"limit": limit, **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
@@ -245,8 +240,7 @@ class Tools:
     def related(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
         line = arguments.get("line")
-        limit = _int_argument(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_SEARCH_TOKENS, 0, MAX_TOKENS))
+        limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         answer = engine.search_related(name, path, {"limit": limit, **({"line": line} if line is not None else {})})
@@ -271,8 +265,7 @@ class Tools:
         path = _string_argument(arguments, "path")
         # At least one token: with none, a read gave no line and a next_line of the same line (an agent paging on
         # it looped).
-        tokens = _int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, MIN_READ_TOKENS, MAX_TOKENS)
-        budget = Budget(tokens, cut_long_lines=True)
+        budget = Budget(arguments["max_tokens"], cut_long_lines=True)
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         lines_wanted = {k: arguments[k] for k in ("line_start", "line_end") if arguments.get(k) is not None}
@@ -290,10 +283,9 @@ class Tools:
 
     def documents(self, arguments: dict[str, Any]) -> Answer:
         query = _string_argument(arguments, "query", "")
-        limit = _int_argument(arguments, "limit", DEFAULT_DOCUMENTS, 1, MAX_DOCUMENTS)
+        limit, offset = arguments["limit"], arguments["offset"]
         engine = self.engines.get()
         name = _workspace(engine, arguments)
-        offset = _int_argument(arguments, "offset", 0, 0, 10**9)
         found = engine.doc_list(name, query, {"limit": limit + 1, "offset": offset})  # one more: are there more?
         more = len(found) > limit
         result = {"workspace": name, "documents": found[:limit], "offset": offset,
