@@ -90,3 +90,13 @@ def test_every_help_link_has_a_target() -> None:
     references = help_references(text)
     assert len(references) > 30  # the parse found the links
     assert references - ours - neovim_tags == set()
+
+
+def test_the_pickers_walk_rules_are_the_indexers() -> None:
+    """Lua counts a folder's Markdown files as the indexer walks it: lua/autodoc/walk_rules.lua is generated
+    from parse.walk, and regenerating it changes nothing (it was a hand copy of ALWAYS_SKIPPED before)."""
+    from autodoc_core.parse.walk import lua_rules
+
+    assert (PROJECT / "lua" / "autodoc" / "walk_rules.lua").read_text(encoding="utf-8") == lua_rules()
+    finder = (PROJECT / "lua" / "autodoc" / "picker" / "finder.lua").read_text(encoding="utf-8")
+    assert "require('autodoc.walk_rules')" in finder and "node_modules'" not in finder
