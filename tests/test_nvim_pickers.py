@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.test_nvim_install import neovim, notes, python_line, rtp, setup_call  # noqa: F401 - notes: fixture
-from tests.test_nvim_plugin import wait_for
+from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
 
 PLUGINS = PROJECT.parent / "shared" / "nvim-plugins"
 
@@ -28,7 +27,7 @@ def current_file(nvim) -> str:
     return nvim.exec_lua("return vim.api.nvim_buf_get_name(0)")
 
 
-def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     wide = "vim.o.columns = 200\nvim.o.lines = 50\n"  # wide enough for telescope to show its previewer
     init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + \
         setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\n"
@@ -60,7 +59,7 @@ COUNT_INDEXED = ("_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern 
 WIDE = "vim.o.columns = 200\nvim.o.lines = 50\n"
 
 
-def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:  # noqa: F811
+def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:
     return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + \
         setup_call(tmp_path / "a.db", notes) + "\n" + after
 
@@ -88,7 +87,7 @@ def wait_full_answer(nvim, module: str, prompt: str) -> list:
     return shown
 
 
-def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1])
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
@@ -109,7 +108,7 @@ def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         assert nvim.current.window.cursor[0] == 3
 
 
-def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "snacks.nvim", after=OPEN["snacks"][1])
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
@@ -138,7 +137,7 @@ def terminal_lines(nvim) -> list[str]:
                          "vim.list_extend(lines, vim.api.nvim_buf_get_lines(b, 0, -1, false)) end end; return lines")
 
 
-def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     if shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     init = picker_init(tmp_path, notes, "fzf-lua")
@@ -177,9 +176,9 @@ OPEN = {"telescope": ("plenary.nvim", "telescope.nvim", "require('telescope').se
 
 @pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
 def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
-        tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+        tmp_path: Path, notes: Path, module: str) -> None:
     from tests.model_servers import Behaviour, model_server
-    from tests.test_nvim_plugin import embed_with_held_server
+    from tests.nvim import embed_with_held_server
 
     if module == "fzf_lua" and shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
@@ -208,7 +207,7 @@ def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
 
 
 @pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
-def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:
     if module == "fzf_lua" and shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     *plugins, after = OPEN[module]
@@ -237,7 +236,7 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         assert nvim.exec_lua(f"return {session}.stages.lexical") is False
 
 
-def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "mini.pick", "snacks.nvim")
     with neovim(tmp_path, init) as nvim:
         nvim.command("checkhealth autodoc")
@@ -316,7 +315,7 @@ def test_moving_between_a_short_and_a_long_file_previews_each_without_an_error(
 
 
 def test_the_picker_s_highlights_are_its_own_overridable_and_visible_in_every_colour_mode(
-        tmp_path: Path, notes: Path) -> None:  # noqa: F811
+        tmp_path: Path, notes: Path) -> None:
     """The selection used CursorLine, whose default has gui colours only; the preview wrapped mid-word."""
     own = "vim.api.nvim_set_hl(0, 'AutodocMatch', { underline = true })\n"  # a user's own, before plugin/ loads
     init = rtp(PROJECT) + python_line() + own + COUNT_INDEXED + setup_call(tmp_path / "a.db", notes) + "\n"
