@@ -5,6 +5,9 @@
 Each stage is a function that takes what it needs and returns what it found; ``StageReport``
 collects what was requested, performed and skipped (with the reason), and ``Timer`` how long each
 took. Every answer carries both.
+
+Over 400 lines for now: the search's control flow (streaming, cancellation between stages) is being
+reworked here, and the typed stage records of issue 31 (item 4) will take the rankings and the report out.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The engine: every method the RPC server, the CLI and the Neovim plugin call.
 
 Methods take and return plain JSON values. Errors are ``AutodocError`` with a JSON-RPC code.
+
+Over 400 lines for now: its caches and the semantic state machine move to a per-workspace runtime and a
+workspaces service (issue 31, item 5), while the search's control flow here is being reworked.
 """
 
 from __future__ import annotations
