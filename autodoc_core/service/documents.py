@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -31,19 +32,7 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     opts = opts or {}
     if not isinstance(opts, dict):
         raise invalid_params("read options must be an object")
-    limit = ws.option("max_file_bytes")
-    try:
-        size = os.path.getsize(abspath)
-        if size > limit:
-            raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
-        with open_inside(ws.root, abspath) as handle:
-            raw = handle.read(min(limit + 1, size + 65536))
-    except OutsideRoot:
-        raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
-    except OSError as exc:  # a folder named like a note, no permission, a failing disk
-        raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    raw = _raw(ws, abspath, relpath)
     lines = text_lines(raw)
     first = _line_option(opts, "line_start", 1)
     if first > len(lines):
@@ -61,6 +50,47 @@ def read(ws: Workspace, path: Any, opts: Any = None,
         "text": "\n".join(lines[first - 1 : last]),
         "changed_since_indexed": None if stored is None else stored != content_hash(raw),
     }
+
+
+@dataclass
+class FileText:
+    """A whole file's lines, and whether it changed since it was indexed (None: it is not indexed)."""
+
+    lines: list[str]
+    changed_since_indexed: bool | None
+
+
+def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | None]) -> dict[str, FileText | str]:
+    """Each file's lines as ``read`` gives them whole, or why it cannot be read: the texts of a search's hits,
+    each file read once."""
+    found: dict[str, FileText | str] = {}
+    for path in dict.fromkeys(paths):
+        try:
+            abspath, relpath = resolve_inside(ws, path)
+            raw = _raw(ws, abspath, relpath)
+        except AutodocError as exc:  # deleted, or grown too large, since it was indexed
+            found[path] = exc.reason
+            continue
+        stored = indexed_hash(relpath)
+        found[path] = FileText(text_lines(raw), None if stored is None else stored != content_hash(raw))
+    return found
+
+
+def _raw(ws: Workspace, abspath: str, relpath: str) -> bytes:
+    limit = ws.option("max_file_bytes")
+    try:
+        size = os.path.getsize(abspath)
+        if size > limit:
+            raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
+        with open_inside(ws.root, abspath) as handle:
+            raw = handle.read(min(limit + 1, size + 65536))
+    except OutsideRoot:
+        raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
+    except OSError as exc:  # a folder named like a note, no permission, a failing disk
+        raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    return raw
 
 
 def text_lines(raw: bytes) -> list[str]:

@@ -416,6 +416,13 @@ class Engine:
 
         return documents.read(ws, path, opts, indexed_hash)
 
+    def doc_texts(self, name: Any, paths: list[str]) -> dict[str, documents.FileText | str]:
+        """Whole files' lines for a search's hits (MCP), each file read once, one snapshot for all: what
+        ``doc_read`` of each gives, or the reason it gives none."""
+        ws = self._workspace(name)
+        with self.store.snapshot() as conn:
+            return documents.texts(ws, paths, lambda relpath: document_rows.content_hash_at(conn, ws.id, relpath))
+
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
         """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact
         title or alias first, then prefixes, then the rest, each in path order."""

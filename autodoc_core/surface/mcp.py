@@ -216,7 +216,7 @@ class Tools:
 
     def _with_texts(self, engine: Engine, name: str, answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
         """A search's or related answer's hits with their section texts, and what the agent needs beside."""
-        files = FileLines(engine, name)
+        files = FileLines(engine, name, answer["hits"])
         hits = [hit_with_text(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()

@@ -61,27 +61,23 @@ STALE_FILE = ("the file changed since it was indexed: these lines may not be the
 
 
 class FileLines:
-    """Each hit's file read once per search, through the engine's doc_read (so inside the root only)."""
+    """The hits' files, each read once per search through the engine (so inside the root only), all of them
+    in one call before the first hit's text is taken."""
 
-    def __init__(self, engine: Engine, workspace: str) -> None:
-        self.engine, self.workspace = engine, workspace
-        self.files: dict[str, tuple[list[str], str | None] | str] = {}
+    def __init__(self, engine: Engine, workspace: str, hits: list[dict[str, Any]]) -> None:
+        paths = [hit["path"] for hit in hits if hit["kind"] != "document"]  # a listed document shows no text
+        try:
+            self.files = engine.doc_texts(workspace, paths) if paths else {}
+        except AutodocError as exc:  # the workspace was removed since the search
+            self.files = dict.fromkeys(paths, exc.reason)
 
     def section(self, path: str, first: int, last: int) -> tuple[list[str], str | None]:
         """The lines first..last, and what went wrong when not all of them could be read, or when the file
         changed since it was indexed (the lines may no longer be the hit's section)."""
-        if path not in self.files:
-            try:
-                answer = self.engine.doc_read(self.workspace, path)
-            except AutodocError as exc:  # deleted, or grown too large, since it was indexed
-                self.files[path] = exc.reason
-            else:
-                changed = STALE_FILE if answer.get("changed_since_indexed") else None
-                self.files[path] = (answer["text"].split("\n"), changed)
         read = self.files[path]
         if isinstance(read, str):
             return [], read
-        lines, changed = read
+        lines, changed = read.lines, STALE_FILE if read.changed_since_indexed else None
         wanted = lines[first - 1 : last]
         if len(wanted) < last - first + 1:
             return wanted, "the file is shorter than when it was indexed; re-index it"
