@@ -1,7 +1,7 @@
 """The one way the tests start a child Neovim (``child_nvim``), and the helpers the Neovim tests share.
 
-The Neovim test modules take these from here, not from one another (test_nvim_related still borrows the
-pickers' helpers from test_nvim_pickers)."""
+The Neovim test modules take these (and the pickers' helpers, in ``tests.nvim.pickers``) from here, never
+from one another."""
 
 from __future__ import annotations
 
