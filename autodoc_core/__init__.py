@@ -1,19 +1,28 @@
 """AutoDoc engine: index Markdown knowledge bases into SQLite and search them.
 
-The folders follow a document's way in and a query's way out:
+The folders follow a document's way in and a query's way out, one floor above another:
 
-    store/      the SQLite file: database, migrations, writer lease, workspaces and settings
-    parse/      walk, frontmatter, markdown, chunk, document: a file becomes chunks with spans
-    index/      indexer (files -> rows), vectors (rows -> embeddings, in the background)
-    retrieve/   query (parsing), lexical (FTS5), symbols (identifiers), semantic (vectors)
+    parse/      walk, frontmatter, markdown, chunk, document, symbols (identifiers in a chunk), cjk (CJK
+                text as the word index holds it): a file becomes chunks with spans
     providers/  model clients: local MiniLM, TEI, OpenAI-compatible, Cohere; HTTP, deadlines
-    rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records)
+    store/      the SQLite file, and all of its SQL: database, migrations, writer lease; one module per
+                family of tables (workspace, documents, links, chunks with the FTS table, facets, symbols,
+                embeddings with the semantic states and the sign-bit codec, changes) and filters (the
+                clauses every retriever adds, each with its parameters)
+    index/      indexer (files -> rows), parsing, links, report, vectors (rows -> embeddings, in the background)
+    retrieve/   options, query (parsing), filters, lexical (FTS5), symbols (identifier-shaped queries),
+                semantic (vectors), semantic_stage, linked, more_like_this
+    rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records), rerank
     pipeline.py one search: options in, stages run, an answer that says what ran and why
     related.py  related sections: a section's stored vector, distinctive words and links, fused the same way
-    service/    engine: the facade every surface calls; semantic_runtime: each workspace's embedder, ranker, vectors
+    service/    engine: the facade every surface calls; semantic_runtime (each workspace's embedder, ranker,
+                vectors in memory), documents, changes, filler, scanner
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
 
-``errors`` (the JSON-RPC codes and the one exception callers see) is shared by all of them.
+``errors`` (the JSON-RPC codes and the one exception callers see) is shared by all of them. ``FLOORS`` is
+the map as data: a module imports only from its own folder and from floors below its own, never from a
+folder beside it on the same floor (``index`` and ``retrieve`` do not import each other); tests/test_docs.py
+holds the code to it.
 """
 
 import os
@@ -26,3 +35,16 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
 
 __version__ = "0.1.0"
+
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "errors"),
+    ("parse", "providers"),
+    ("store",),
+    ("index", "retrieve"),
+    ("rank",),
+    ("pipeline",),
+    ("related",),
+    ("service",),
+    ("surface",),
+    ("__main__",),
+)

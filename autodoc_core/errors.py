@@ -60,6 +60,20 @@ def invalid_params(reason: str, **data: Any) -> AutodocError:
     return AutodocError(INVALID_PARAMS, reason, **data)
 
 
+def whole_number(value: Any, low: float | None = None, high: float | None = None) -> bool:
+    """An int within low..high (an open end when None). Never a bool: JSON's true is not 1."""
+    return isinstance(value, int) and not isinstance(value, bool) and _within(value, low, high)
+
+
+def number(value: Any, low: float | None = None, high: float | None = None) -> bool:
+    """An int or a float within low..high (an open end when None); never a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and _within(value, low, high)
+
+
+def _within(value: float, low: float | None, high: float | None) -> bool:
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
 def from_sqlite(exc: BaseException) -> AutodocError | None:
     """What SQLite's own failures mean to a user, or None for anything else (a bug). A full disk, a read-only
     folder or a lock another process keeps (a writer stopped mid-transaction) were reported as bugs."""

@@ -5,6 +5,9 @@
 Each stage is a function that takes what it needs and returns what it found; ``StageReport``
 collects what was requested, performed and skipped (with the reason), and ``Timer`` how long each
 took. Every answer carries both.
+
+Over 400 lines for now: the search's control flow (streaming, cancellation between stages) is being
+reworked here, and the typed stage records of issue 31 (item 4) will take the rankings and the report out.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ from autodoc_core.rank.hits import Hit
 from autodoc_core.rank.rerank import rerank
 from autodoc_core.retrieve import lexical, semantic_stage, symbols
 from autodoc_core.retrieve.filters import build_filters
-from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.options import SearchOptions, parse_options, wants_semantic
 from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
+from autodoc_core.store import documents, facets
+from autodoc_core.store.filters import Filters
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
@@ -151,8 +155,7 @@ def _report_unmatched_paths(run: SearchRun) -> None:
     """A ``paths`` prefix that names no indexed file or folder filters everything out: say so, or an answer
     with no hits looks like nothing matched the words."""
     for prefix in run.options.paths:
-        if run.conn.execute("SELECT 1 FROM documents WHERE ws_id = ? AND (path = ? OR (path >= ? AND path < ?))",
-                            (run.ws.id, prefix, prefix + "/", prefix + "0")).fetchone() is None:
+        if not documents.any_at(run.conn, run.ws.id, prefix):
             run.query.problems.append(f"paths: {prefix!r} names no indexed file or folder (paths are relative to "
                                       f"the workspace root, {run.ws.root})")
 
@@ -165,14 +168,11 @@ def _report_unmatched_facets(run: SearchRun) -> None:
         if facet.negated or value.startswith(NO_MATCH):  # a value that does not fit is said already
             continue
         twin = folded_twin(value) or value
-        if run.conn.execute("SELECT 1 FROM facets WHERE ws_id = ? AND field = ? AND value IN (?, ?) LIMIT 1",
-                            (run.ws.id, facet.field, value, twin)).fetchone():
+        if facets.has_value(run.conn, run.ws.id, facet.field, (value, twin)):
             continue
-        common = run.conn.execute(
-            "SELECT value FROM facets WHERE ws_id = ? AND field = ? GROUP BY value ORDER BY COUNT(*) DESC, value "
-            "LIMIT ?", (run.ws.id, facet.field, 2 * FACET_VALUES_NAMED))
+        common = facets.common_values(run.conn, run.ws.id, facet.field, 2 * FACET_VALUES_NAMED)
         named: dict[str, str] = {}
-        for (known,) in common:
+        for known in common:
             named.setdefault(known.casefold(), known)  # a folded twin (zürich beside Zürich) is named once
         values = list(named.values())[:FACET_VALUES_NAMED]
         known = f"; its values here include {', '.join(map(repr, values))}" if values else \
@@ -190,8 +190,7 @@ def _report_ranker(report: StageReport, ranker: Ranker | None) -> None:
 
 def _facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
     """A query of facets alone lists the documents that have them."""
-    clauses = [c for c in run.filters.clauses if not c.startswith("c.")]
-    listed = hits.document_hits(run.conn, run.ws.id, clauses, run.filters.params, run.options.limit)
+    listed = hits.document_hits(run.conn, run.ws.id, run.filters.document, run.options.limit)
     run.timer.lap("facet")
     run.report.performed.append("facet")
     for stage in ("lexical", "semantic"):
@@ -229,8 +228,7 @@ def _symbol_ranking(run: SearchRun, lexical_ids: list[int], pool: int) -> list[i
     # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
     # is encoded by CDKN2A") the words around it rank them better.
     read = lexical_ids if run.shape.pasted else []
-    return symbols.search(run.conn, run.ws.id, run.shape.tokens, run.filters.sql(), tuple(run.filters.params),
-                          pool, read, run.folded)
+    return symbols.search(run.conn, run.ws.id, run.shape.tokens, run.filters, pool, read, run.folded)
 
 
 @dataclass
@@ -289,9 +287,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
         fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, rankings))
     else:
         fused = fuse.rrf(rankings)
-    most_inbound = run.conn.execute(
-        "SELECT COALESCE(MAX(inbound_links), 0) FROM documents WHERE ws_id = ?", (ws.id,)
-    ).fetchone()[0]
+    most_inbound = documents.most_inbound(run.conn, ws.id)
     query = run.query
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},

@@ -48,6 +48,15 @@ def kb(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def notes(kb: Path) -> Path:
+    """Two notes: an ADR about the index's store, and one about bread (the Neovim tests search them)."""
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
+                             "We keep every workspace in one embedded relational store.\n")
+    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+    return kb
+
+
+@pytest.fixture
 def engine(tmp_path: Path) -> Iterator[Engine]:
     instance = Engine(tmp_path / "autodoc.db")
     yield instance

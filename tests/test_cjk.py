@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.index.indexer import Indexer, IndexProgress
-from autodoc_core.retrieve.cjk import index_text, query_text
-from autodoc_core.retrieve.lexical import fts_table
+from autodoc_core.parse.cjk import index_text, query_text
+from autodoc_core.store.chunks import fts_table
 from tests.conftest import paths, search, write
 
 LEXICAL = {"stages": ["lexical"]}

@@ -3,6 +3,7 @@ and every method section names a method that exists."""
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -27,6 +28,40 @@ def test_the_layout_map_names_every_folder() -> None:
     for folder in folders:
         assert f"{folder}/" in autodoc_core.__doc__, folder
         assert (PROJECT / "autodoc_core" / folder / "__init__.py").read_text().startswith('"""')
+
+
+# Imports that go up a floor and are known: related.py borrows the engine's path check (resolve_inside) until
+# its SQL and helpers move (issue 31).
+KNOWN_UPWARD = {("related", "service")}
+
+
+def _folder_imports() -> set[tuple[str, str, str]]:
+    """(importing folder or top-level module, imported one, importing file) for every import within the engine."""
+    found = set()
+    for path in (PROJECT / "autodoc_core").rglob("*.py"):
+        parts = path.relative_to(PROJECT / "autodoc_core").with_suffix("").parts
+        source = parts[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autodoc_core"):
+                names = node.module.split(".")[1:2] or [alias.name if (PROJECT / "autodoc_core" / alias.name).exists()
+                                                        or alias.name == "errors" else "__init__"
+                                                        for alias in node.names]
+                found.update((source, name, str(path)) for name in names if name != source)
+    return found
+
+
+def test_imports_only_go_down_a_floor() -> None:
+    """The layering map (autodoc_core.FLOORS): a folder imports from lower floors only, never from one beside it
+    (index and retrieve do not import each other), never from one above it."""
+    import autodoc_core
+
+    floor = {name: level for level, names in enumerate(autodoc_core.FLOORS) for name in names}
+    imports = _folder_imports()
+    assert {source for source, _, _ in imports} <= set(floor)  # every folder is on the map
+    wrong = sorted((source, target, path) for source, target, path in imports
+                   if target in floor and floor[target] >= floor[source] and (source, target) not in KNOWN_UPWARD)
+    assert wrong == []
+    assert ("index", "retrieve") not in {(s, t) for s, t, _ in imports}  # the map's example holds
 
 
 def help_references(text: str) -> set[str]:
@@ -55,3 +90,13 @@ def test_every_help_link_has_a_target() -> None:
     references = help_references(text)
     assert len(references) > 30  # the parse found the links
     assert references - ours - neovim_tags == set()
+
+
+def test_the_pickers_walk_rules_are_the_indexers() -> None:
+    """Lua counts a folder's Markdown files as the indexer walks it: lua/autodoc/walk_rules.lua is generated
+    from parse.walk, and regenerating it changes nothing (it was a hand copy of ALWAYS_SKIPPED before)."""
+    from autodoc_core.parse.walk import lua_rules
+
+    assert (PROJECT / "lua" / "autodoc" / "walk_rules.lua").read_text(encoding="utf-8") == lua_rules()
+    finder = (PROJECT / "lua" / "autodoc" / "picker" / "finder.lua").read_text(encoding="utf-8")
+    assert "require('autodoc.walk_rules')" in finder and "node_modules'" not in finder

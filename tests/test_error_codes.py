@@ -129,3 +129,12 @@ def test_a_lock_another_process_keeps_is_busy_not_a_bug(tmp_path: Path, kb: Path
         holder.close()
     assert code == 1 and error_code(answer) == -32066
     assert "another process holds the database's lock" in answer["error"]["data"]["reason"]
+
+
+def test_one_check_for_a_count_and_a_number_in_range() -> None:
+    """The check every option, setting and tool argument uses: JSON's true is not 1, and the ends count."""
+    from autodoc_core.errors import number, whole_number
+
+    assert [whole_number(v, 1, 50) for v in (1, 50, 0, 51, True, 5.0, "5", None)] == [True, True] + [False] * 6
+    assert whole_number(10**9, 0) and not whole_number(-1, 0) and whole_number(-1)
+    assert [number(v, 0.05, 60.0) for v in (0.05, 60, 2, 0.01, 61, False, "2")] == [True] * 3 + [False] * 4

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from autodoc_core.errors import INTERNAL_ERROR, AutodocError
 from autodoc_core.parse.document import parse_document
 from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.parse.symbols import chunk_symbols
 from autodoc_core.retrieve.query import parse_query
-from autodoc_core.retrieve.symbols import chunk_symbols, classify
+from autodoc_core.retrieve.symbols import classify
 from autodoc_core.service.engine import Engine
 from tests.conftest import write
 

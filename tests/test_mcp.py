@@ -21,7 +21,8 @@ from mcp.shared.exceptions import MCPError
 
 from autodoc_core.service.engine import Engine
 from autodoc_core.store.lease import WriterLease
-from autodoc_core.surface.mcp import BY_MEANING_ONLY, ERROR_META
+from autodoc_core.surface.mcp import ERROR_META
+from autodoc_core.surface.mcp_answer import BY_MEANING_ONLY
 from tests.conftest import PROJECT, write
 
 NOTES = """\
@@ -599,7 +600,7 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
 def test_a_search_budget_is_not_spent_on_one_long_line() -> None:
     """Only read cuts a line too long for what is left: in a search, a hit that opens with a line of
     base64 used to take the whole budget, leaving every later hit without text."""
-    from autodoc_core.surface.mcp import Budget
+    from autodoc_core.surface.mcp_answer import Budget
 
     search_budget = Budget(100)
     assert search_budget.take(["x" * 4000]) == [] and search_budget.trimmed

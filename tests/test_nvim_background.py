@@ -10,8 +10,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT, write
 from tests.model_servers import Behaviour, model_server
-from tests.test_nvim_install import lua_string, neovim, python_line, rtp, setup_call
-from tests.test_nvim_plugin import wait_for
+from tests.nvim import lua_string, neovim, python_line, rtp, setup_call, wait_for
 
 RECORD_PROGRESS = ("_G.progress = {}\nvim.api.nvim_create_autocmd('Progress', { pattern = 'autodoc', callback = "
                    "function(ev) table.insert(_G.progress, { id = ev.data.id, text = ev.data.text, "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,19 +9,14 @@ import pynvim
 import pytest
 
 from tests.conftest import PROJECT
-from tests.test_nvim_plugin import nvim_binary
+from tests.nvim import child_nvim
 
 
 @pytest.fixture
 def bare_nvim(tmp_path: Path) -> Iterator[pynvim.Nvim]:
-    instance = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "--clean", "-n"])
-    instance.exec_lua("vim.opt.runtimepath:prepend(...)", str(PROJECT))
-    try:
+    with child_nvim("--clean", "-n") as instance:
+        instance.exec_lua("vim.opt.runtimepath:prepend(...)", str(PROJECT))
         yield instance
-    finally:
-        with contextlib.suppress(EOFError, OSError):
-            instance.command("qall!")
-        instance.close()
 
 
 def setup_error(nvim: pynvim.Nvim, options: str) -> str | None:
@@ -60,7 +54,7 @@ def test_good_options_override_the_defaults(bare_nvim) -> None:
     assert setup_error(bare_nvim, "nil") is None
 
 
-def test_a_bad_option_is_said_and_the_rest_of_init_lua_runs(tmp_path: Path, monkeypatch) -> None:
+def test_a_bad_option_is_said_and_the_rest_of_init_lua_runs(tmp_path: Path) -> None:
     """A typo in setup() raised: the rest of the user's init.lua did not run (options set after it, other
     plugins), and the good options, workspaces included, were not applied either."""
     init = tmp_path / "init.lua"
@@ -70,10 +64,7 @@ def test_a_bad_option_is_said_and_the_rest_of_init_lua_runs(tmp_path: Path, monk
         vim.g.after_setup = 1
     """)
     places = {"XDG_CONFIG_HOME": "c", "XDG_DATA_HOME": "d", "XDG_STATE_HOME": "s", "AUTODOC_DB": "a.db"}
-    for name, value in places.items():
-        monkeypatch.setenv(name, str(tmp_path / value))
-    nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-n", "-u", str(init)])
-    try:
+    with child_nvim("-n", "-u", str(init), env={name: str(tmp_path / value) for name, value in places.items()}) as nvim:
         assert nvim.vars["after_setup"] == 1
         config = nvim.exec_lua("return require('autodoc').config")
         assert config["limit"] == 7 and [ws["name"] for ws in config["workspaces"]] == ["kb"]
@@ -81,8 +72,4 @@ def test_a_bad_option_is_said_and_the_rest_of_init_lua_runs(tmp_path: Path, monk
         assert "autodoc: setup: unknown option 'debounce' (known: " in messages
         assert "workspaces[2] must be { name = 'kb', path = '~/kb' }, got 3" in messages
         assert "(left out; the other options apply)" in messages
-    finally:
-        with contextlib.suppress(EOFError, OSError):
-            nvim.command("qall!")
-        nvim.close()
 

@@ -8,64 +8,18 @@ jumps to a hit.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pynvim
-import pytest
 
-from tests.conftest import PROJECT, write
-from tests.test_nvim_plugin import nvim_binary, wait_for
+from tests.conftest import PROJECT
+from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
 
 MISSING = "autodoc: no Python with autodoc installed; run :AutodocInstall or make install in "
-
-
-@pytest.fixture
-def notes(kb: Path) -> Path:
-    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
-                             "We keep every workspace in one embedded relational store.\n")
-    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
-    return kb
-
-
-@contextlib.contextmanager
-def neovim(tmp_path: Path, init: str, env: dict[str, str] | None = None) -> Iterator[pynvim.Nvim]:
-    """A headless Neovim on `init` (Lua), with its own XDG folders and no g:python3_host_prog."""
-    init_file = tmp_path / "init.lua"
-    init_file.write_text(init)
-    child_env = {key: value for key, value in os.environ.items() if not key.startswith(("AUTODOC_", "XDG_"))}
-    for folder in ("config", "data", "state", "cache"):
-        child_env[f"XDG_{folder.upper()}_HOME"] = str(tmp_path / "xdg" / folder)
-    child_env.update(env or {})
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(child_env)  # pynvim's child inherits the environment of this process
-    try:
-        instance = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init_file)])
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    try:
-        yield instance
-    finally:
-        with contextlib.suppress(EOFError, OSError):
-            instance.command("qall!")
-        instance.close()
-
-
-def lua_string(value: str | Path) -> str:
-    return json.dumps(str(value))
-
-
-def setup_call(db: Path, kb: Path) -> str:
-    workspaces = f"{{ {{ name = 'kb', path = {lua_string(kb)} }} }}"
-    return f"require('autodoc').setup({{ db = {lua_string(db)}, workspaces = {workspaces} }})"
 
 
 def list_lines(nvim: pynvim.Nvim) -> list[str]:
@@ -87,14 +41,6 @@ def search_and_jump(nvim: pynvim.Nvim) -> None:
 def host_source(nvim: pynvim.Nvim) -> str:
     return wait_for(lambda: nvim.exec_lua("local h = require('autodoc.host').state; "
                                           "return h.phase == 'ready' and h.python.source"))
-
-
-def rtp(root: Path) -> str:
-    return f"vim.opt.runtimepath:prepend({lua_string(root)})\nvim.opt.swapfile = false\n"
-
-
-def python_line() -> str:
-    return f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
 
 
 def test_setup_before_plugin_is_sourced(tmp_path: Path, notes: Path) -> None:

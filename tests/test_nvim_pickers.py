@@ -10,25 +10,21 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.test_nvim_install import neovim, notes, python_line, rtp, setup_call  # noqa: F401 - notes: fixture
-from tests.test_nvim_plugin import wait_for
-
-PLUGINS = PROJECT.parent / "shared" / "nvim-plugins"
-
-
-def with_plugins(*names: str) -> str:
-    missing = [name for name in names if not (PLUGINS / name).is_dir()]
-    if missing:
-        pytest.skip(f"{', '.join(missing)} not in {PLUGINS}")
-    return "".join(f"vim.opt.runtimepath:append('{PLUGINS / name}')\n" for name in names)
-
-
-def current_file(nvim) -> str:
-    """The current buffer's name, read in one request (a picker's buffers are wiped as it closes)."""
-    return nvim.exec_lua("return vim.api.nvim_buf_get_name(0)")
+from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
+from tests.nvim.pickers import (
+    COUNT_INDEXED,
+    OPEN,
+    VISIBLE,
+    current_file,
+    picker_init,
+    session_of,
+    terminal_lines,
+    wait_indexed,
+    with_plugins,
+)
 
 
-def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     wide = "vim.o.columns = 200\nvim.o.lines = 50\n"  # wide enough for telescope to show its previewer
     init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + \
         setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\n"
@@ -55,28 +51,10 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         assert nvim.current.window.cursor[0] == 3
 
 
-COUNT_INDEXED = ("_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', "
-                 "callback = function() _G.indexed = _G.indexed + 1 end })\n")
-WIDE = "vim.o.columns = 200\nvim.o.lines = 50\n"
-
-
-def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:  # noqa: F811
-    return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + \
-        setup_call(tmp_path / "a.db", notes) + "\n" + after
-
-
-def wait_indexed(nvim) -> None:
-    wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
-
-
 def semantic_state(nvim) -> str:
     nvim.exec_lua("_G.semantic = nil; require('autodoc.rpc').request('workspace.status', { 'kb' }, "
                   "function(_, r) _G.semantic = r and r.semantic or 'error' end)")
     return wait_for(lambda: nvim.exec_lua("return _G.semantic"))
-
-
-def session_of(module: str) -> str:
-    return f"require('autodoc.sources.{module}').session"
 
 
 def wait_full_answer(nvim, module: str, prompt: str) -> list:
@@ -88,7 +66,7 @@ def wait_full_answer(nvim, module: str, prompt: str) -> list:
     return shown
 
 
-def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1])
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
@@ -109,7 +87,7 @@ def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         assert nvim.current.window.cursor[0] == 3
 
 
-def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "snacks.nvim", after=OPEN["snacks"][1])
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
@@ -132,13 +110,7 @@ def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -
         assert nvim.current.window.cursor[0] == 3
 
 
-def terminal_lines(nvim) -> list[str]:
-    return nvim.exec_lua("local lines = {}; for _, b in ipairs(vim.api.nvim_list_bufs()) do "
-                         "if vim.bo[b].buftype == 'terminal' then "
-                         "vim.list_extend(lines, vim.api.nvim_buf_get_lines(b, 0, -1, false)) end end; return lines")
-
-
-def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     if shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     init = picker_init(tmp_path, notes, "fzf-lua")
@@ -160,26 +132,11 @@ def test_fzf_lua_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None
         assert nvim.current.window.cursor[0] == 3
 
 
-VISIBLE = {  # the list lines each picker shows
-    "mini_pick": "local b = MiniPick.get_picker_state().buffers.main; "
-                 "return vim.api.nvim_buf_get_lines(b, 0, -1, false)",
-    "snacks": "local w = require('autodoc.sources.snacks').picker.list.win; "
-              "return vim.api.nvim_buf_get_lines(w.buf, 0, -1, false)",
-    "fzf_lua": None,  # the terminal fzf draws in
-    "telescope": "local p = require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf()); "
-                 "return p and vim.api.nvim_buf_get_lines(p.results_bufnr, 0, -1, false) or {}",
-}
-OPEN = {"telescope": ("plenary.nvim", "telescope.nvim", "require('telescope').setup({})\n"),
-        "mini_pick": ("mini.pick", "require('mini.pick').setup()\n"),
-        "snacks": ("snacks.nvim", "require('snacks').setup({ picker = { enabled = true } })\n"),
-        "fzf_lua": ("fzf-lua", "require('fzf-lua').setup({ winopts = { width = 1, preview = { hidden = true } } })\n")}
-
-
 @pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
 def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
-        tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+        tmp_path: Path, notes: Path, module: str) -> None:
     from tests.model_servers import Behaviour, model_server
-    from tests.test_nvim_plugin import embed_with_held_server
+    from tests.nvim import embed_with_held_server
 
     if module == "fzf_lua" and shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
@@ -208,7 +165,7 @@ def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
 
 
 @pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])
-def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:  # noqa: F811
+def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Path, module: str) -> None:
     if module == "fzf_lua" and shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     *plugins, after = OPEN[module]
@@ -237,7 +194,7 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         assert nvim.exec_lua(f"return {session}.stages.lexical") is False
 
 
-def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:  # noqa: F811
+def test_checkhealth_names_the_pickers_that_are_installed(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "mini.pick", "snacks.nvim")
     with neovim(tmp_path, init) as nvim:
         nvim.command("checkhealth autodoc")
@@ -316,7 +273,7 @@ def test_moving_between_a_short_and_a_long_file_previews_each_without_an_error(
 
 
 def test_the_picker_s_highlights_are_its_own_overridable_and_visible_in_every_colour_mode(
-        tmp_path: Path, notes: Path) -> None:  # noqa: F811
+        tmp_path: Path, notes: Path) -> None:
     """The selection used CursorLine, whose default has gui colours only; the preview wrapped mid-word."""
     own = "vim.api.nvim_set_hl(0, 'AutodocMatch', { underline = true })\n"  # a user's own, before plugin/ loads
     init = rtp(PROJECT) + python_line() + own + COUNT_INDEXED + setup_call(tmp_path / "a.db", notes) + "\n"

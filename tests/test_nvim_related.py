@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write
-from tests.test_nvim_install import neovim
-from tests.test_nvim_pickers import OPEN, VISIBLE, current_file, picker_init, session_of, terminal_lines, wait_indexed
-from tests.test_nvim_plugin import wait_for
+from tests.nvim import neovim, wait_for
+from tests.nvim.pickers import OPEN, VISIBLE, current_file, picker_init, session_of, terminal_lines, wait_indexed
 
 ADR = """\
 # ADR 0002 Keep the index in SQLite

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.test_nvim_plugin import nvim_binary
+from tests.nvim import nvim_binary
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

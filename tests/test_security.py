@@ -110,3 +110,27 @@ def test_schema_and_gitignore_symlinked_outside_the_root_are_not_read(engine, kb
     report = indexed()
     assert report["added"] == 1  # the outside ignore rules were not applied
     assert engine.workspace_status("kb")["schema"]["common"] == {}  # nor the outside schema read
+
+
+def test_doc_texts_gives_what_doc_read_gives_each_file_read_once(engine, kb: Path, tmp_path: Path, indexed) -> None:
+    """The MCP's hit texts: every file's lines and its changed-since-indexed flag as doc_read says them, or
+    the reason doc_read refuses it (outside the root, deleted), for all of a search's files in one call."""
+    write(kb, "a.md", "# A\n\nalpha\r\nbeta\n")
+    write(kb, "b.md", "# B\n\ngamma\n")
+    write(kb, "gone.md", "# Gone\n")
+    write(tmp_path, "outside.md", "# Outside\n")
+    indexed()
+    write(kb, "b.md", "# B\n\ngamma, edited\n")
+    (kb / "gone.md").unlink()
+    paths = ["a.md", "b.md", "a.md", "gone.md", "../outside.md"]
+    texts = engine.doc_texts("kb", paths)
+    assert list(texts) == ["a.md", "b.md", "gone.md", "../outside.md"]
+    for path in ("a.md", "b.md"):
+        read = engine.doc_read("kb", path)
+        assert texts[path].lines == read["text"].split("\n")
+        assert texts[path].changed_since_indexed == read["changed_since_indexed"]
+    assert texts["b.md"].changed_since_indexed and not texts["a.md"].changed_since_indexed
+    for path in ("gone.md", "../outside.md"):
+        with pytest.raises(AutodocError) as refused:
+            engine.doc_read("kb", path)
+        assert texts[path] == refused.value.reason

@@ -12,6 +12,7 @@ from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError
 from autodoc_core.index import vectors
 from autodoc_core.rank.fuse import auto_weight
 from autodoc_core.service.engine import Engine
+from autodoc_core.store import embeddings
 from tests.conftest import database_bytes, paths, search, write
 from tests.model_servers import Behaviour, model_server, toy_vector
 
@@ -387,7 +388,7 @@ def test_the_document_order_fill_reads_along_the_document_index(engine, kb: Path
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
     with engine.store.snapshot() as conn:
-        plan = " ".join(str(row) for row in conn.execute("EXPLAIN QUERY PLAN " + vectors.MISSING_TEXTS_SQL,
+        plan = " ".join(str(row) for row in conn.execute("EXPLAIN QUERY PLAN " + embeddings.MISSING_TEXTS_SQL,
                                                          (1, 0, "fp", 8)))
     assert "USING INDEX chunks_doc" in plan and "TEMP B-TREE" not in plan
 

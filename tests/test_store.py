@@ -10,8 +10,8 @@ import apsw
 import pytest
 
 from autodoc_core.errors import AutodocError
-from autodoc_core.index.indexer import CHANGE_LOG_KEEP_ROWS
 from autodoc_core.service.engine import Engine
+from autodoc_core.store.changes import KEEP_ROWS as CHANGE_LOG_KEEP_ROWS
 from autodoc_core.store.database import Store, default_db_path
 from autodoc_core.store.migrations import SCHEMA_VERSION
 from tests.conftest import write
@@ -244,3 +244,58 @@ def test_the_wal_is_cut_when_sqlite_starts_it_over(tmp_path: Path) -> None:
             conn.execute("INSERT INTO blobs VALUES (1)")
     assert wal.stat().st_size <= 4 * 1024 * 1024
     store.close()
+
+
+def _kb_of_two(engine: Engine, kb: Path, other: Path) -> None:
+    for root, name in ((kb, "kb"), (other, "other")):
+        write(root, "a.md", "---\ntags: [alpha]\nstatus: draft\n---\n# Alpha\n\nSee [b](b.md). `reclaim_batch()` ok.\n")
+        write(root, "b.md", "# Beta\n\nalpha words here, commit 1a2b3c4d5e.\n")
+        engine.workspace_add(name, str(root))
+        engine.workspace_index(name)
+
+
+def test_removing_a_workspace_leaves_no_row_of_it_in_any_table(engine: Engine, kb: Path, tmp_path: Path) -> None:
+    """Each family of tables deletes its own rows: a table added later with a ws_id column and no owner fails
+    here."""
+    _kb_of_two(engine, kb, tmp_path / "other")
+    with engine.store.snapshot() as conn:
+        ws_ids = dict(conn.execute("SELECT name, id FROM workspaces"))
+        tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+                  if any(column[1] == "ws_id" for column in conn.execute(f"PRAGMA table_info({name})"))]
+    assert {"documents", "chunks", "symbols", "facets", "doc_keys", "links", "changes"} <= set(tables)
+    engine.workspace_remove("kb")
+    with engine.store.snapshot() as conn:
+        left = {table: conn.execute(f"SELECT COUNT(*) FROM {table} WHERE ws_id = ?", (ws_ids["kb"],)).fetchone()[0]
+                for table in tables}
+        kept = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws_ids["other"],)).fetchone()[0]
+        fts = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE name LIKE 'chunks_fts_%'")}
+    assert left == dict.fromkeys(tables, 0)
+    assert kept > 0
+    assert f"chunks_fts_{ws_ids['kb']}" not in fts and f"chunks_fts_{ws_ids['other']}" in fts
+
+
+def test_each_filter_clause_carries_its_own_parameters(engine: Engine, kb: Path, tmp_path: Path) -> None:
+    """A chunk clause with a parameter beside document clauses: the facet-only listing and the semantic
+    allow-list take the document clauses with their parameters alone (the chunk clause's were once passed
+    to them, which bound a value to the wrong mark)."""
+    from autodoc_core.rank.hits import document_hits
+    from autodoc_core.retrieve.filters import allowed_documents
+    from autodoc_core.store import chunks
+    from autodoc_core.store.filters import Clause, Filters, facet_clause, path_clause
+
+    _kb_of_two(engine, kb, tmp_path / "other")
+    ws = engine._workspace("kb")
+    filters = Filters(document=[facet_clause(ws.id, "tag", ["alpha"], False), path_clause(["a.md"])],
+                      chunk=[Clause("c.kind <> ?", ("abstract",))])
+    with engine.store.snapshot() as conn:
+        allowed = allowed_documents(conn, ws.id, filters)
+        listed = [hit.path for hit in document_hits(conn, ws.id, filters.document, 10)]
+        found = chunks.search(conn, ws.id, '"alpha"', (3.0, 1.0), filters, 10)
+        everywhere = chunks.search(conn, ws.id, '"alpha"', (3.0, 1.0), Filters(), 10)
+        a_id = conn.execute("SELECT id FROM documents WHERE ws_id = ? AND path = 'a.md'", (ws.id,)).fetchone()[0]
+        found_docs = {conn.execute("SELECT doc_id FROM chunks WHERE id = ?", (chunk_id,)).fetchone()[0]
+                      for chunk_id, _ in found}
+    assert allowed is not None and allowed.tolist() == [a_id]
+    assert listed == ["a.md"]
+    assert found and found_docs == {a_id}
+    assert len(everywhere) > len(found)  # b.md holds the word too: the filters, not the words, left it out

@@ -9,9 +9,10 @@ import apsw
 import pytest
 
 from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.parse.symbols import chunk_symbols, lookup_keys
 from autodoc_core.retrieve import symbols
 from autodoc_core.retrieve.query import parse_query
-from autodoc_core.retrieve.symbols import chunk_symbols, classify, holding_phrase, lookup_keys, pasted_phrase
+from autodoc_core.retrieve.symbols import classify, holding_phrase, pasted_phrase
 from tests.conftest import search, write
 
 # Long, unrelated prose: it keeps the page that holds a name or a line from winning on its words alone.

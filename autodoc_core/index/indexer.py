@@ -5,22 +5,19 @@ A file is re-read only when its size or mtime changed, and re-parsed only when i
 transaction together with its new generation; unchanged chunks keep their rows (only their
 spans move), so the lexical index and, later, embeddings are rewritten only for changed text.
 
-Why one module of about 400 lines: change detection, rename pairing and the batched writes share
-one run's state (its report, problems and whether links changed), and the SQL for the document
-tables (documents, chunks, facets, keys, links, problems, changes) lives next to the code that
-owns them. Parsing in worker processes is in ``parsing``, link resolution in ``links``.
+Change detection, rename pairing and the batched writes share one run's state (its report, problems and
+whether links changed); the tables are the store's (store.documents, chunks, symbols, facets, links,
+changes). Parsing in worker processes is in ``parsing``, link resolution in ``links``, the run's progress
+and report in ``report``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import apsw
 
@@ -28,9 +25,10 @@ from autodoc_core.errors import IO_ERROR, AutodocError
 from autodoc_core.index import checkpoints
 from autodoc_core.index.links import link_signature, resolve_links
 from autodoc_core.index.parsing import parse_all
-from autodoc_core.index.vectors import bump_epoch
+from autodoc_core.index.report import IndexProgress, IndexReport
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.document import ParsedDocument
+from autodoc_core.parse.symbols import symbol_keys
 from autodoc_core.parse.walk import (
     FoundFile,
     OutsideRoot,
@@ -42,75 +40,25 @@ from autodoc_core.parse.walk import (
     not_indexed_reason,
     open_inside,
 )
-from autodoc_core.retrieve.cjk import index_text
-from autodoc_core.retrieve.lexical import fts_table, head_text
-from autodoc_core.retrieve.symbols import store_symbols
+from autodoc_core.store import changes, chunks, documents, facets, links, symbols
+from autodoc_core.store import workspace as workspaces
+from autodoc_core.store.chunks import Spans, head_text
 from autodoc_core.store.database import Store
+from autodoc_core.store.documents import Stamp as _Existing
 from autodoc_core.store.workspace import Workspace
 
 # 2: symbols collected per chunk; 3: line_count without the empty tail after a final newline; 4: comments and
 # tables of contents are not indexed, and sections with no text are no chunks; 5: empty anchors and rules are not
 # indexed either, and a block over four budgets is cut between lines; 6: without a schema file, frontmatter fields
 # are facets (strings), and a non-ASCII facet value is kept case-folded too; 7: CJK runs are indexed as bigrams and
-# full-width forms folded (retrieve.cjk): the word index of every chunk is rewritten, its rows and vectors kept
+# full-width forms folded (parse.cjk): the word index of every chunk is rewritten, its rows and vectors kept
 PARSER_VERSION = 7
 CJK_BIGRAMS_SINCE = 7
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
-CHANGE_LOG_KEEP_SECONDS = 7 * 24 * 3600
-CHANGE_LOG_KEEP_ROWS = 100_000
-
-
-@dataclass
-class IndexProgress:
-    """A run under way, for workspace.status: files scanned, then documents written of those to write."""
-
-    phase: str = "scanning"  # "scanning", "writing", then "finishing" (deletions, links)
-    scanned: int = 0
-    to_write: int = 0
-    written: int = 0
-    started: float = field(default_factory=time.monotonic)
-    writing_since: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        elapsed = time.monotonic() - (self.writing_since or self.started)
-        rate = self.written / elapsed if self.phase == "writing" and elapsed > 0 else 0.0
-        eta = (self.to_write - self.written) / rate if rate > 0 else None
-        return {"phase": self.phase, "scanned": self.scanned, "to_write": self.to_write, "written": self.written,
-                "rate": round(rate, 1), "eta_seconds": round(eta, 1) if eta is not None else None,
-                "seconds": round(time.monotonic() - self.started, 1)}
 
 
 RACY_SECONDS = 2.0  # file systems keep times to 1-2 s (FAT, some network mounts); most to 1-10 ms
-
-
-@dataclass
-class IndexReport:
-    scanned: int = 0
-    added: int = 0
-    changed: int = 0
-    renamed: int = 0
-    deleted: int = 0
-    unchanged: int = 0
-    skipped: int = 0
-    chunks_written: int = 0
-    chunks_kept: int = 0
-    chunks_deleted: int = 0
-    seconds: float = 0.0
-    problems: list[dict] = field(default_factory=list)
-    not_indexed: list[dict] = field(default_factory=list)  # listed paths (a run with ``only``) the walk would not index
-
-    def as_dict(self) -> dict:
-        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
-
-
-@dataclass
-class _Existing:
-    id: int
-    size: int
-    mtime_ns: int
-    content_hash: str
-    parsed_with: str
 
 
 def content_hash(raw: bytes) -> str:
@@ -139,7 +87,6 @@ class Indexer:
         schema_digest = content_hash(schema_raw)[:8] if schema_raw is not None else "none"
         self.parsed_with = f"p{PARSER_VERSION}:t{ws.option('section_tokens')}:s{schema_digest}"
         self.report = IndexReport()
-        self.fts = fts_table(ws.id)
         self.paths_with_problems: set[str] = set()
         self.stale_problems: set[str] = set()
         self.links_changed = False  # a written document's keys, links or supersession changed
@@ -206,17 +153,9 @@ class Indexer:
 
     def _existing(self, only: list[str] | None) -> dict[str, _Existing]:
         """Stored documents (only those at ``only``'s paths when given)."""
-        columns = "SELECT path, id, size, mtime_ns, content_hash, chunked_with FROM documents WHERE ws_id = ?"
         with self.store.snapshot() as conn:
-            self.paths_with_problems = {
-                r[0] for r in conn.execute("SELECT DISTINCT path FROM problems WHERE ws_id = ?", (self.ws.id,))
-            }
-            if only is None:
-                rows = conn.execute(columns, (self.ws.id,)).fetchall()
-            else:
-                rows = [row for path in dict.fromkeys(only)
-                        for row in conn.execute(f"{columns} AND path = ?", (self.ws.id, path))]
-            return {r[0]: _Existing(*r[1:]) for r in rows}
+            self.paths_with_problems = documents.paths_with_problems(conn, self.ws.id)
+            return documents.stamps(conn, self.ws.id, only)
 
     def _found(self, only: list[str] | None, notes: WalkNotes) -> dict[str, FoundFile]:
         """The files the walk finds. A root that cannot be listed (a drive not mounted, a folder moved)
@@ -271,10 +210,7 @@ class Indexer:
         if touched:
             with self.store.write() as conn:
                 for item, old in touched:
-                    conn.execute(
-                        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
-                        (item.size, self._stored_mtime(item), old.id)
-                    )
+                    documents.touch(conn, old.id, item.size, self._stored_mtime(item))
         parsed_documents = parse_all([(raw, item.relpath) for item, raw, _ in pending], self.schema,
                                      self.ws.option("section_tokens"))
         for start in range(0, len(pending), BATCH_SIZE):
@@ -284,28 +220,27 @@ class Indexer:
                     self._write_document(conn, item, parsed, digest, existing.get(item.relpath), renames)
                     self.progress.written += 1
                     checkpoints.reached("index.document")  # inside the batch's transaction
-                bump_epoch(conn, self.ws.id)
+                workspaces.bump_epoch(conn, self.ws.id)
                 if self.links_changed:
-                    conn.execute("UPDATE workspaces SET links_dirty = 1 WHERE id = ?", (self.ws.id,))
+                    workspaces.set_links_dirty(conn, self.ws.id, True)
             checkpoints.reached("index.batch")  # after the batch's commit
         self.progress.phase = "finishing"
         with self.store.write() as conn:
             for path, old in gone.items():
                 self._delete_document(conn, path, old.id)
             if gone:
-                bump_epoch(conn, self.ws.id)
+                workspaces.bump_epoch(conn, self.ws.id)
             for path, reason in skipped.items():
                 self._set_problems(conn, path, "skipped", [reason])
                 self.report.skipped += 1
             for path in self.stale_problems:
-                conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
-            dirty = conn.execute("SELECT links_dirty FROM workspaces WHERE id = ?", (self.ws.id,)).fetchone()[0]
-            if dirty or gone:
+                documents.set_problems(conn, self.ws.id, path, "", [])
+            if workspaces.links_dirty(conn, self.ws.id) or gone:
                 checkpoints.reached("index.links")
                 resolve_links(conn, self.ws.id)
-                conn.execute("UPDATE workspaces SET links_dirty = 0 WHERE id = ?", (self.ws.id,))
-            self._prune_change_log(conn)
-            conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (time.time(), self.ws.id))
+                workspaces.set_links_dirty(conn, self.ws.id, False)
+            changes.prune(conn, self.ws.id)
+            workspaces.set_indexed_at(conn, self.ws.id, time.time())
 
     def _stored_mtime(self, item: FoundFile) -> int:
         """The file's time, or 0 when it was written within RACY_SECONDS of this run's start: a same-size
@@ -314,11 +249,7 @@ class Indexer:
         return item.mtime_ns if item.mtime_ns < self.started_ns - int(RACY_SECONDS * 1e9) else 0
 
     def _next_generation(self, conn: apsw.Connection) -> int:
-        generation = conn.execute(
-            "UPDATE workspaces SET next_generation = next_generation + 1 WHERE id = ? RETURNING next_generation - 1",
-            (self.ws.id,),
-        ).fetchone()[0]
-        return generation
+        return workspaces.next_generation(conn, self.ws.id)
 
     def _write_document(self, conn: apsw.Connection, item: FoundFile, parsed: ParsedDocument, digest: str,
                         old: _Existing | None, renames: dict[str, tuple[str, _Existing]]) -> None:
@@ -326,33 +257,21 @@ class Indexer:
         renamed_from = None
         if old is None and item.relpath in renames:
             renamed_from, old = renames[item.relpath]
-        values = (
+        fields = documents.Fields(
             item.relpath, item.size, self._stored_mtime(item), digest, self.parsed_with, generation, parsed.title,
-            parsed.doc_type, parsed.status, json.dumps(parsed.aliases), json.dumps(parsed.tags),
-            json.dumps(parsed.meta, ensure_ascii=False), json.dumps(parsed.supersedes),
-            json.dumps(parsed.superseded_by), parsed.line_count,
-        )
-        columns = (
-            "path, size, mtime_ns, content_hash, chunked_with, generation, title, doc_type, status, aliases, "
-            "tags, meta, supersedes, superseded_by, line_count"
+            parsed.doc_type, parsed.status, parsed.aliases, parsed.tags, parsed.meta, parsed.supersedes,
+            parsed.superseded_by, parsed.line_count,
         )
         # Only the first change of a run needs the comparison: after it, links are re-resolved anyway.
         compare = old is not None and not self.links_changed
         before = link_signature(conn, old.id) if compare else None
         if old is None:
-            doc_id = conn.execute(
-                f"INSERT INTO documents(ws_id, {columns}) VALUES (?, {', '.join('?' * 15)}) RETURNING id",
-                (self.ws.id, *values),
-            ).fetchone()[0]
-            old_fts = None
+            doc_id = documents.insert(conn, self.ws.id, fields)
+            same_fields = False
         else:
             doc_id = old.id
-            old_fts = conn.execute("SELECT title, aliases, tags FROM documents WHERE id = ?", (doc_id,)).fetchone()
-            assignments = ", ".join(f"{c.strip()} = ?" for c in columns.split(","))
-            conn.execute(f"UPDATE documents SET {assignments} WHERE id = ?", (*values, doc_id))
-        same_fields = old_fts is not None and (
-            old_fts[0], json.loads(old_fts[1]), json.loads(old_fts[2])
-        ) == _fts_fields(parsed)
+            same_fields = documents.head_fields(conn, doc_id) == _fts_fields(parsed)
+            documents.update(conn, doc_id, fields)
         retokenize = old is not None and _parser_version(old.parsed_with) < CJK_BIGRAMS_SINCE
         self._write_chunks(conn, doc_id, parsed, generation, reuse=same_fields, new=old is None,
                            retokenize=retokenize)
@@ -379,7 +298,7 @@ class Indexer:
         """The document's chunks: a chunk whose text is unchanged keeps its row (and its vector); ``retokenize``
         rewrites its word-index row too (the index's tokenizing changed since the document was written)."""
         reusable: dict[str, list[int]] = {}
-        existing = () if new else conn.execute("SELECT id, text_hash FROM chunks WHERE doc_id = ?", (doc_id,))
+        existing = () if new else chunks.hashes_of_document(conn, doc_id)
         for chunk_id, text_hash in existing:
             reusable.setdefault(text_hash, []).append(chunk_id)
         if not reuse:
@@ -389,103 +308,48 @@ class Indexer:
             stale = []
         title, aliases, tags = _fts_fields(parsed)
         for ord_, chunk in enumerate(parsed.chunks):
-            spans = (ord_, chunk.kind, chunk.byte_start, chunk.byte_end, chunk.line_start, chunk.line_end, generation)
+            spans = Spans(ord_, chunk.kind, chunk.byte_start, chunk.byte_end, chunk.line_start, chunk.line_end,
+                          generation)
+            head = head_text(title, chunk.breadcrumb, aliases, tags)
             kept = reusable.get(chunk.text_hash)
             if kept:
                 chunk_id = kept.pop()
-                conn.execute(
-                    "UPDATE chunks SET ord=?, kind=?, byte_start=?, byte_end=?, line_start=?, line_end=?, "
-                    "generation=? WHERE id = ?",
-                    (*spans, chunk_id),
-                )
+                chunks.move(conn, chunk_id, spans)
                 # Same text, same symbols, unless the extraction changed: rewriting them is cheap.
-                conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
-                store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
+                symbols.delete(conn, chunk_id)
+                symbols.insert(conn, self.ws.id, chunk_id, symbol_keys(chunk.symbols))
                 if retokenize:
-                    conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
-                    self._insert_fts(conn, chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body)
+                    chunks.index_words(conn, self.ws.id, chunk_id, head, chunk.body, replace=True)
                 self.report.chunks_kept += 1
                 continue
-            chunk_id = conn.execute(
-                "INSERT INTO chunks(ws_id, doc_id, ord, kind, byte_start, byte_end, line_start, line_end, "
-                "generation, breadcrumb, body, text_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                (self.ws.id, doc_id, *spans, chunk.breadcrumb, chunk.body, chunk.text_hash),
-            ).fetchone()[0]
-            self._insert_fts(conn, chunk_id, head_text(title, chunk.breadcrumb, aliases, tags), chunk.body)
-            store_symbols(conn, self.ws.id, chunk_id, chunk.symbols)
+            chunk_id = chunks.insert(conn, self.ws.id, doc_id, spans, chunk.breadcrumb, chunk.body, chunk.text_hash)
+            chunks.index_words(conn, self.ws.id, chunk_id, head, chunk.body)
+            symbols.insert(conn, self.ws.id, chunk_id, symbol_keys(chunk.symbols))
             self.report.chunks_written += 1
         stale.extend(i for ids in reusable.values() for i in ids)
         self._delete_chunks(conn, stale)
 
-    def _insert_fts(self, conn: apsw.Connection, chunk_id: int, head: str, body: str) -> None:
-        conn.execute(f"INSERT INTO {self.fts}(rowid, head, body) VALUES (?,?,?)",
-                     (chunk_id, index_text(head), index_text(body)))
-
     def _delete_chunks(self, conn: apsw.Connection, chunk_ids: list[int]) -> None:
         for chunk_id in chunk_ids:
-            conn.execute(f"DELETE FROM {self.fts} WHERE rowid = ?", (chunk_id,))
-            conn.execute("DELETE FROM symbols WHERE chunk_id = ?", (chunk_id,))
-            conn.execute("DELETE FROM chunks WHERE id = ?", (chunk_id,))
+            symbols.delete(conn, chunk_id)
+            chunks.delete(conn, self.ws.id, chunk_id)
         self.report.chunks_deleted += len(chunk_ids)
 
     def _write_doc_rows(self, conn: apsw.Connection, doc_id: int, parsed: ParsedDocument, new: bool) -> None:
-        for table in () if new else ("facets", "doc_keys", "links"):
-            column = "src_doc_id" if table == "links" else "doc_id"
-            conn.execute(f"DELETE FROM {table} WHERE {column} = ?", (doc_id,))
-        facets = set(parsed.facets) | {("tag", tag) for tag in parsed.tags}
-        conn.executemany(
-            "INSERT OR IGNORE INTO facets(ws_id, field, value, doc_id) VALUES (?,?,?,?)",
-            [(self.ws.id, name, value, doc_id) for name, value in facets],
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO doc_keys(ws_id, key, doc_id) VALUES (?,?,?)",
-            [(self.ws.id, key, doc_id) for key in parsed.keys],
-        )
-        conn.executemany(
-            "INSERT INTO links(ws_id, src_doc_id, target_key) VALUES (?,?,?)",
-            [(self.ws.id, doc_id, key) for key in parsed.link_keys],
-        )
+        facets.replace(conn, self.ws.id, doc_id, set(parsed.facets) | {("tag", tag) for tag in parsed.tags}, new)
+        links.replace(conn, self.ws.id, doc_id, parsed.keys, parsed.link_keys, new)
 
     def _delete_document(self, conn: apsw.Connection, path: str, doc_id: int) -> None:
-        chunk_ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE doc_id = ?", (doc_id,))]
-        self._delete_chunks(conn, chunk_ids)
-        for table in ("facets", "doc_keys"):
-            conn.execute(f"DELETE FROM {table} WHERE doc_id = ?", (doc_id,))
-        conn.execute("DELETE FROM links WHERE src_doc_id = ?", (doc_id,))
-        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        self._delete_chunks(conn, chunks.ids_of_document(conn, doc_id))
+        facets.delete(conn, doc_id)
+        links.delete(conn, doc_id)
+        documents.delete(conn, doc_id)
         self._log(conn, "deleted", path, self._next_generation(conn))
         self.report.deleted += 1
 
     def _set_problems(self, conn: apsw.Connection, path: str, kind: str, reasons: list[str]) -> None:
-        conn.execute("DELETE FROM problems WHERE ws_id = ? AND path = ?", (self.ws.id, path))
-        now = time.time()
-        conn.executemany(
-            "INSERT INTO problems(ws_id, path, kind, reason, at) VALUES (?,?,?,?,?)",
-            [(self.ws.id, path, kind, reason, now) for reason in reasons],
-        )
+        documents.set_problems(conn, self.ws.id, path, kind, reasons)
         self.report.problems.extend({"path": path, "kind": kind, "reason": r} for r in reasons)
 
     def _log(self, conn: apsw.Connection, op: str, path: str, generation: int, detail: dict | None = None) -> None:
-        conn.execute(
-            "INSERT INTO changes(ws_id, op, path, generation, at, detail) VALUES (?,?,?,?,?,?)",
-            (self.ws.id, op, path, generation, time.time(), json.dumps(detail) if detail else None),
-        )
-
-    def _prune_change_log(self, conn: apsw.Connection) -> None:
-        conn.execute(
-            "DELETE FROM changes WHERE ws_id = ? AND at < ? AND seq < "
-            "(SELECT seq FROM changes WHERE ws_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-            (self.ws.id, time.time() - CHANGE_LOG_KEEP_SECONDS, self.ws.id, CHANGE_LOG_KEEP_ROWS - 1),
-        )
-
-
-def file_problem_summary(conn: apsw.Connection, ws_id: int) -> list[dict]:
-    rows = conn.execute("SELECT path, kind, reason FROM problems WHERE ws_id = ? ORDER BY path", (ws_id,))
-    return [{"path": p, "kind": k, "reason": r} for p, k, r in rows]
-
-
-def remove_workspace_rows(conn: apsw.Connection, ws_id: int) -> None:
-    for table in ("chunks", "symbols", "embeddings", "model_checks", "facets", "doc_keys", "links", "problems",
-                  "changes", "documents"):
-        conn.execute(f"DELETE FROM {table} WHERE ws_id = ?", (ws_id,))
-    conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))
+        changes.log(conn, self.ws.id, op, path, generation, detail)

@@ -9,25 +9,21 @@ from collections import Counter
 import apsw
 
 from autodoc_core.parse.document import reference_key_sets
+from autodoc_core.store import documents, links
 
 
 def resolve_links(conn: apsw.Connection, ws_id: int) -> None:
     """Recount inbound links and find each superseded document's successor."""
-    key_docs: dict[str, list[int]] = {}
-    for key, doc_id in conn.execute("SELECT key, doc_id FROM doc_keys WHERE ws_id = ?", (ws_id,)):
-        key_docs.setdefault(key, []).append(doc_id)
+    key_docs = links.key_documents(conn, ws_id)
     inbound: Counter[int] = Counter()
     sources: dict[int, set[int]] = {}
-    for src, key in conn.execute("SELECT src_doc_id, target_key FROM links WHERE ws_id = ?", (ws_id,)):
+    for src, key in links.all_links(conn, ws_id):
         for target in key_docs.get(key, ())[:1]:
             if target != src:
                 sources.setdefault(target, set()).add(src)
     inbound.update({doc: len(srcs) for doc, srcs in sources.items()})
 
-    docs = conn.execute(
-        "SELECT id, path, supersedes, superseded_by, inbound_links, successor_id FROM documents WHERE ws_id = ?",
-        (ws_id,),
-    ).fetchall()
+    docs = documents.for_link_resolution(conn, ws_id)
     successor: dict[int, int] = {}
     for doc_id, path, supersedes, superseded_by, _inbound, _succ in docs:
         for keys in reference_key_sets(json.loads(superseded_by), path):
@@ -42,18 +38,13 @@ def resolve_links(conn: apsw.Connection, ws_id: int) -> None:
     for doc_id, _path, _s, _sb, old_inbound, old_successor in docs:
         new_inbound, new_successor = inbound.get(doc_id, 0), successor.get(doc_id)
         if (old_inbound, old_successor) != (new_inbound, new_successor):
-            conn.execute(
-                "UPDATE documents SET inbound_links = ?, successor_id = ? WHERE id = ?",
-                (new_inbound, new_successor, doc_id),
-            )
+            documents.set_links(conn, doc_id, new_inbound, new_successor)
 
 
 def link_signature(conn: apsw.Connection, doc_id: int) -> tuple:
     """What link resolution reads of one document: its keys, its links, its supersession."""
-    keys = sorted(r[0] for r in conn.execute("SELECT key FROM doc_keys WHERE doc_id = ?", (doc_id,)))
-    links = sorted(r[0] for r in conn.execute("SELECT target_key FROM links WHERE src_doc_id = ?", (doc_id,)))
-    row = conn.execute("SELECT supersedes, superseded_by FROM documents WHERE id = ?", (doc_id,)).fetchone()
-    return keys, links, tuple(row)
+    keys, targets = links.keys_and_targets(conn, doc_id)
+    return keys, targets, documents.supersession(conn, doc_id)
 
 
 def _first(key_docs: dict[str, list[int]], keys: list[str]) -> int | None:

@@ -20,10 +20,13 @@ import numpy as np
 from autodoc_core.index import checkpoints
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, Embedder
 from autodoc_core.providers.http import ProviderError
-from autodoc_core.retrieve.semantic import sign_bits
+from autodoc_core.store import embeddings
+from autodoc_core.store import workspace as workspaces
 from autodoc_core.store.database import Store
+from autodoc_core.store.embeddings import SemanticState, counts
 
-OFF, READY, PARTIAL, SWITCHING = "off", "ready", "partial", "switching"
+OFF, READY, PARTIAL, SWITCHING = SemanticState.OFF, SemanticState.READY, SemanticState.PARTIAL, SemanticState.SWITCHING
+__all__ = ["OFF", "PARTIAL", "READY", "SWITCHING", "Progress", "counts", "fill", "semantic_state"]
 # What a section sends to the model at most. Models read 256-8,192 tokens; a section with one huge line, or
 # a large section_tokens, would otherwise go whole, past a server's payload or context limit.
 MAX_TEXT_CHARS = 6000
@@ -56,18 +59,7 @@ class Progress:
                 "model_replaced": self.model_replaced}
 
 
-def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
-    """(distinct chunk texts with a vector for this model, distinct chunk texts)."""
-    total = conn.execute("SELECT COUNT(DISTINCT text_hash) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
-    embedded = conn.execute(
-        "SELECT COUNT(*) FROM (SELECT DISTINCT text_hash FROM chunks WHERE ws_id = ?) c "
-        "JOIN embeddings e ON e.ws_id = ? AND e.model_fp = ? AND e.text_hash = c.text_hash",
-        (ws_id, ws_id, model_fp),
-    ).fetchone()[0]
-    return embedded, total
-
-
-def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: str | None) -> str:
+def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: str | None) -> SemanticState:
     """The state from ``counts()``'s (embedded, total) and which model is active."""
     if not model_fp:
         return OFF
@@ -77,10 +69,6 @@ def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: s
     if active_fp and active_fp != model_fp:
         return SWITCHING
     return PARTIAL
-
-
-def bump_epoch(conn: apsw.Connection, ws_id: int) -> None:
-    conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
 
 
 def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
@@ -126,16 +114,6 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     return False
 
 
-# INDEXED BY: left to itself SQLite took chunks_hash and sorted every missing chunk for each batch (1.2 s a
-# batch at 200,000 chunks); walking chunks_doc from the cursor reads only what the batch needs.
-MISSING_TEXTS_SQL = (
-    "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c INDEXED BY chunks_doc "
-    "WHERE c.ws_id = ? AND c.doc_id >= ? "
-    "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
-    "AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?"
-)
-
-
 def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_document: int,
                    size: int) -> list[tuple[str, str, str, int]]:
     """Up to ``size`` distinct chunk texts without a vector for this model (hash, breadcrumb, body, document
@@ -143,7 +121,7 @@ def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_doc
     have vectors, and texts in hash order left every document incomplete until the fill's last minutes.
     Reading on from the last batch's document (along the chunks_doc index) keeps each batch's query short on a
     large workspace."""
-    rows = conn.execute(MISSING_TEXTS_SQL, (ws_id, from_document, fingerprint, size * 2))
+    rows = embeddings.missing_texts(conn, ws_id, fingerprint, from_document, size * 2)
     distinct: dict[str, tuple[str, str, str, int]] = {}
     for row in rows:
         distinct.setdefault(row[0], row)
@@ -173,20 +151,16 @@ def check_model(store: Store, ws_id: int, embedder: Embedder, progress: Progress
     vector = embedder.embed([MODEL_CHECK_TEXT], "document")[0].astype(np.float32)
     fingerprint = embedder.model_fp
     with store.write() as conn:
-        row = conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
-                           (ws_id, fingerprint)).fetchone()
+        row = embeddings.model_check(conn, ws_id, fingerprint)
         same = row is not None and _same_model(np.frombuffer(row[0], dtype=np.float32), vector)
         if row is not None and not same:
-            dropped = conn.execute("SELECT COUNT(*) FROM embeddings WHERE ws_id = ? AND model_fp = ?",
-                                   (ws_id, fingerprint)).fetchone()[0]
-            conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ?", (ws_id, fingerprint))
-            bump_epoch(conn, ws_id)  # every process's VectorIndex sees the new check row and lets go of them
+            dropped = embeddings.drop_model(conn, ws_id, fingerprint)
+            workspaces.bump_epoch(conn, ws_id)  # every process's VectorIndex sees the new check row and lets go of them
             progress.model_replaced = (
                 f"the server's model behind {fingerprint} changed (its vector for a fixed text moved); "
                 f"its {dropped} vectors were dropped and are made again")
         if not same:
-            conn.execute("INSERT OR REPLACE INTO model_checks(ws_id, model_fp, vector) VALUES (?, ?, ?)",
-                         (ws_id, fingerprint, vector.tobytes()))
+            embeddings.set_model_check(conn, ws_id, fingerprint, vector)
     embedder.checked_for.add(ws_id)
 
 
@@ -222,16 +196,11 @@ def _embed_isolating(embedder: Embedder, texts: list[str], headings: list[str], 
 def _store_vectors(store: Store, ws_id: int, fingerprint: str, hashes: list[str], vectors: np.ndarray) -> None:
     """Store a batch's vectors, unless the workspace was removed while the provider answered (another thread
     of this process shares the lease): its rows would stay, unowned, for good."""
-    bits = sign_bits(vectors)
     with store.write() as conn:
-        if conn.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is None:
+        if not workspaces.exists(conn, ws_id):
             return
-        conn.executemany(
-            "INSERT OR IGNORE INTO embeddings(ws_id, model_fp, text_hash, bits_bytes, f32_bytes) VALUES (?,?,?,?,?)",
-            [(ws_id, fingerprint, h, bits[i].tobytes(), vectors[i].astype(np.float32).tobytes())
-             for i, h in enumerate(hashes)],
-        )
-        bump_epoch(conn, ws_id)
+        embeddings.insert(conn, ws_id, fingerprint, hashes, vectors)
+        workspaces.bump_epoch(conn, ws_id)
         checkpoints.reached("embed.write")  # inside the batch's transaction
 
 
@@ -242,25 +211,19 @@ def _activate(store: Store, ws_id: int, fingerprint: str, config: dict[str, Any]
     with store.write() as conn:
         if not _configured(conn, ws_id, config):
             return False
-        row = conn.execute("SELECT active_model_fp FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
-        if row[0] != fingerprint:
-            conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (fingerprint, ws_id))
-            conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
-            conn.execute("DELETE FROM model_checks WHERE ws_id = ? AND model_fp <> ?", (ws_id, fingerprint))
-            bump_epoch(conn, ws_id)
-        conn.execute(
-            "DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ? AND text_hash NOT IN "
-            "(SELECT text_hash FROM chunks WHERE ws_id = ?)",
-            (ws_id, fingerprint, ws_id),
-        )
+        if workspaces.active_model(conn, ws_id) != fingerprint:
+            workspaces.set_active_model(conn, ws_id, fingerprint)
+            embeddings.keep_only_model(conn, ws_id, fingerprint)
+            workspaces.bump_epoch(conn, ws_id)
+        embeddings.drop_unused(conn, ws_id, fingerprint)
     return True
 
 
 def _configured(conn: apsw.Connection, ws_id: int, config: dict[str, Any]) -> bool:
     """The workspace exists and still names this embedder: a fill of a model the user has replaced since
     stops at its next batch (it went on to the end, hours on a large workspace, before the new one began)."""
-    row = conn.execute("SELECT config FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
-    return row is not None and _canonical(json.loads(row[0]).get("embedder", DEFAULT_EMBEDDER)) == _canonical(config)
+    stored = workspaces.stored_config(conn, ws_id)
+    return stored is not None and _canonical(stored.get("embedder", DEFAULT_EMBEDDER)) == _canonical(config)
 
 
 def _canonical(config: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.chunk import Chunk, LineTable, abstract_chunk, section_chunks
 from autodoc_core.parse.markdown import name_key, parse_structure, path_key, reference_keys
-from autodoc_core.retrieve.symbols import chunk_symbols
+from autodoc_core.parse.symbols import chunk_symbols
 
 # Aliases a document keeps (each is written into every one of its chunks' weighted column).
 MAX_ALIASES = 64

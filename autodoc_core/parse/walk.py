@@ -86,6 +86,21 @@ def _skipped_name(name: str) -> bool:
     return name.startswith(".") or name in ALWAYS_SKIPPED
 
 
+def lua_rules() -> str:
+    """The walk's rules as the Lua module ``lua/autodoc/walk_rules.lua`` (the picker counts a folder's Markdown
+    files as the indexer would); tests/test_docs.py fails when that file and these constants differ."""
+    def listed(names: list[str]) -> str:
+        return "{ " + ", ".join(f"'{name}'" for name in sorted(names)) + " }"
+
+    return ("-- Generated from autodoc_core/parse/walk.py (lua_rules): do not edit. Regenerate with\n"
+            "-- python -c 'from autodoc_core.parse.walk import lua_rules; print(lua_rules(), end=\"\")' "
+            "> lua/autodoc/walk_rules.lua\n"
+            "return {\n"
+            f"  skipped_folders = {listed(list(ALWAYS_SKIPPED))}, -- besides hidden ones (a leading dot)\n"
+            f"  markdown_suffixes = {listed(list(MARKDOWN_SUFFIXES))}, -- compared lower-cased\n"
+            "}\n")
+
+
 def read_inside(root: str, path: str) -> bytes | None:
     """A small file's bytes if it is a file inside ``root`` (followed symlinks included), else None."""
     try:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from autodoc_core.errors import invalid_params
+from autodoc_core.errors import invalid_params, number, whole_number
 from autodoc_core.providers.http import ProviderError, request_json, with_retries, without_secrets
 
 T = TypeVar("T")
@@ -128,7 +128,7 @@ def check_url(config: dict[str, Any], what: str) -> str:
 
 def check_seconds(config: dict[str, Any], what: str, key: str, high: float) -> None:
     value = config.get(key)
-    if key in config and (isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= high):
+    if key in config and not (number(value, high=high) and value > 0):
         raise invalid_params(f"{what} '{key}' must be a number of seconds from 0 to {high:g}")
 
 
@@ -160,7 +160,7 @@ def tei_model_id(url: str, timeout: float, headers: dict[str, str], retries: int
 def tei_batch_limit(info: dict[str, Any]) -> int:
     """How many inputs one request may carry (TEI answers 422 above it)."""
     value = info.get("max_client_batch_size")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else TEI_MAX_CLIENT_BATCH
+    return value if whole_number(value, 1) else TEI_MAX_CLIENT_BATCH
 
 
 def cohere_api_error(what: str, exc: Any, config: dict[str, Any]) -> ProviderError:

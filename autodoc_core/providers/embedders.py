@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autodoc_core.errors import invalid_params
+from autodoc_core.errors import invalid_params, whole_number
 from autodoc_core.providers.base import (
     Meter,
     bearer,
@@ -280,7 +280,7 @@ def validate_embedder(value: Any) -> dict[str, Any]:
 
 def _check_count(config: dict[str, Any], key: str, low: int, high: int) -> None:
     value = config.get(key)
-    if key in config and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+    if key in config and not whole_number(value, low, high):
         raise invalid_params(f"embedder '{key}' must be a whole number from {low} to {high}, got {value!r}")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autodoc_core.errors import invalid_params
+from autodoc_core.errors import invalid_params, whole_number
 from autodoc_core.providers.base import (
     Meter,
     bearer,
@@ -156,7 +156,7 @@ def validate_ranker(value: Any) -> dict[str, Any]:
         return {"provider": "none"}
     provider = value["provider"]
     window = value.get("window", DEFAULT_WINDOW)
-    if isinstance(window, bool) or not isinstance(window, int) or not WINDOW_RANGE[0] <= window <= WINDOW_RANGE[1]:
+    if not whole_number(window, *WINDOW_RANGE):
         raise invalid_params(f"ranker 'window' must be an integer from {WINDOW_RANGE[0]} to {WINDOW_RANGE[1]}, "
                              f"got {window!r}")
     if provider == "tei":

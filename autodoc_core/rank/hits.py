@@ -13,9 +13,11 @@ from typing import Any
 
 import apsw
 
+from autodoc_core.store import chunks, documents
+from autodoc_core.store.filters import Clause
+
 MAX_PER_DOCUMENT = 3
 SNIPPET_CHARS = 240
-_ROWS_PER_QUERY = 500
 
 
 @dataclass(slots=True)
@@ -44,22 +46,12 @@ class HitRow:
         return self.status == "superseded" or self.successor_id is not None
 
 
-_ROW_SQL = """
-SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.byte_start, c.byte_end, c.line_start, c.line_end,
-       d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
-       (SELECT path FROM documents s WHERE s.id = d.successor_id)
-FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
-"""
-
-
 def load_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, HitRow]:
     """The rows of these chunks that this snapshot has, by chunk id."""
     rows: dict[int, HitRow] = {}
-    for start in range(0, len(chunk_ids), _ROWS_PER_QUERY):
-        part = chunk_ids[start : start + _ROWS_PER_QUERY]
-        for raw in conn.execute(_ROW_SQL.format(marks=", ".join("?" * len(part))), part):
-            row = HitRow(*raw[:9], _tags(raw[9]), *raw[10:])
-            rows[row.chunk_id] = row
+    for raw in chunks.hit_rows(conn, chunk_ids):
+        row = HitRow(*raw[:9], _tags(raw[9]), *raw[10:])
+        rows[row.chunk_id] = row
     return rows
 
 
@@ -71,10 +63,7 @@ def _tags(stored: str) -> tuple[str, ...]:
 
 
 def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
-    if not chunk_ids:
-        return {}
-    marks = ", ".join("?" * len(chunk_ids))
-    return dict(conn.execute(f"SELECT id, body FROM chunks WHERE id IN ({marks})", chunk_ids))
+    return chunks.bodies(conn, chunk_ids)
 
 
 @dataclass(slots=True)
@@ -131,22 +120,15 @@ def section_hit(row: HitRow, relevance: float, score: float, via: list[str]) -> 
     )
 
 
-def document_hits(conn: apsw.Connection, ws_id: int, document_clauses: list[str], params: list,
-                  limit: int) -> list[Hit]:
+def document_hits(conn: apsw.Connection, ws_id: int, document_clauses: list[Clause], limit: int) -> list[Hit]:
     """Whole documents passing the filters, in path order: the answer to a facet-only query."""
-    sql = (
-        "SELECT d.id, d.path, d.title, d.generation, d.line_count, d.size, d.status, d.successor_id, "
-        "(SELECT path FROM documents s WHERE s.id = d.successor_id) "
-        "FROM documents d WHERE d.ws_id = ?" + "".join(f" AND {c}" for c in document_clauses)
-        + " ORDER BY d.path LIMIT ?"
-    )
     return [
         Hit(path=path, title=title, breadcrumb=title, kind="document", byte_start=0, byte_end=size, line_start=1,
             line_end=line_count, relevance=1.0, score=1.0, via=("facet",), generation=generation,
             superseded=status == "superseded" or successor_id is not None, superseded_by=successor_path,
             doc_id=doc_id, successor_id=successor_id)
         for doc_id, path, title, generation, line_count, size, status, successor_id, successor_path
-        in conn.execute(sql, [ws_id, *params, limit])
+        in documents.listed(conn, ws_id, document_clauses, limit)
     ]
 
 

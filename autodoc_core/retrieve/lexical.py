@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from autodoc_core.retrieve.cjk import query_text
+from autodoc_core.parse.cjk import query_text
 from autodoc_core.retrieve.query import ParsedQuery, Term
+from autodoc_core.store import chunks
+from autodoc_core.store.filters import Filters
 
 CANDIDATES = 50
 AND_ENOUGH = 10
@@ -36,44 +38,6 @@ HEAD_WEIGHT = 3.0
 BODY_WEIGHT = 1.0
 
 
-def fts_table(ws_id: int) -> str:
-    return f"chunks_fts_{int(ws_id)}"
-
-
-def create_fts_table(conn: apsw.Connection, ws_id: int) -> None:
-    table = fts_table(ws_id)
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts5("
-        "head, body, content='', contentless_delete=1, tokenize='porter unicode61')"
-    )
-
-
-# Tags in the weighted column, per chunk: a document with thousands (inline #tags) would repeat them all in
-# every chunk. Every tag still filters (tag:...) and boosts.
-HEAD_TAGS = 64
-
-
-def head_text(title: str, breadcrumb: str, aliases: list[str], tags: list[str]) -> str:
-    """The weighted column: title, breadcrumb, aliases and the first ``HEAD_TAGS`` tags, each phrase once."""
-    parts = [title] if title and title not in breadcrumb else []
-    return "\n".join([*parts, breadcrumb, *aliases, *tags[:HEAD_TAGS]])
-
-
-def drop_fts_table(conn: apsw.Connection, ws_id: int) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {fts_table(ws_id)}")
-
-
-@dataclass
-class Filters:
-    """SQL over ``c`` (chunks) and ``d`` (documents) that every hit must satisfy."""
-
-    clauses: list[str] = field(default_factory=list)
-    params: list = field(default_factory=list)
-
-    def sql(self) -> str:
-        return "".join(f" AND {clause}" for clause in self.clauses)
-
-
 @dataclass
 class LexicalResult:
     chunk_ids: list[int]
@@ -93,7 +57,7 @@ class DocumentFrequencies:
     def total(self, conn: apsw.Connection, ws_id: int) -> int:
         now = time.monotonic()
         cached = self._cached(ws_id, "", now)
-        return cached if cached is not None else self._store(ws_id, "", now, self._total(conn, ws_id))
+        return cached if cached is not None else self._store(ws_id, "", now, chunks.count(conn, ws_id))
 
     def count(self, conn: apsw.Connection, ws_id: int, term: Term) -> int:
         """Chunks containing the word; 0 (never pruned) for phrases and prefixes."""
@@ -112,7 +76,7 @@ class DocumentFrequencies:
         now = time.monotonic()
         count = self._cached(ws_id, stem, now)
         if count is None:
-            count = self._store(ws_id, stem, now, self._document_count(conn, ws_id, stem))
+            count = self._store(ws_id, stem, now, chunks.stem_count(conn, ws_id, stem))
         return count
 
     def stem_counts(self, conn: apsw.Connection, ws_id: int, stems: list[str]) -> dict[str, int]:
@@ -122,8 +86,7 @@ class DocumentFrequencies:
         missing = [stem for stem, count in counts.items() if count is None]
         for start in range(0, len(missing), 500):
             part = missing[start : start + 500]
-            found = dict(conn.execute(f"SELECT term, doc FROM {self._vocabulary(conn, ws_id)} WHERE term IN "
-                                      f"({', '.join('?' * len(part))})", part))
+            found = chunks.stem_counts(conn, ws_id, part)
             for stem in part:
                 counts[stem] = self._store(ws_id, stem, now, found.get(stem, 0))
         return {stem: count or 0 for stem, count in counts.items()}
@@ -137,23 +100,6 @@ class DocumentFrequencies:
             self._cache.clear()
         self._cache[(ws_id, key)] = (now, count)
         return count
-
-    @staticmethod
-    def _total(conn: apsw.Connection, ws_id: int) -> int:
-        return conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
-
-    @classmethod
-    def _document_count(cls, conn: apsw.Connection, ws_id: int, stem: str) -> int:
-        row = conn.execute(f"SELECT doc FROM {cls._vocabulary(conn, ws_id)} WHERE term = ?", (stem,)).fetchone()
-        return row[0] if row else 0
-
-    @staticmethod
-    def _vocabulary(conn: apsw.Connection, ws_id: int) -> str:
-        vocab = f"temp.vocab_{int(ws_id)}"
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, '{fts_table(ws_id)}', 'row')"
-        )
-        return vocab
 
 
 def prune_common(conn: apsw.Connection, ws_id: int, terms: list[Term],
@@ -205,20 +151,8 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
 
 def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters,
          limit: int) -> tuple[list[int], dict[int, float]]:
-    table = fts_table(ws_id)
-    # An explicit bm25() is measurably faster than ORDER BY rank with a configured rank function.
-    score = f"bm25({table}, {HEAD_WEIGHT}, {BODY_WEIGHT})"
-    if filters.clauses:
-        sql = (
-            f"SELECT f.rowid, {score} AS s FROM {table} f JOIN chunks c ON c.id = f.rowid "
-            f"JOIN documents d ON d.id = c.doc_id WHERE {table} MATCH ?{filters.sql()} ORDER BY s LIMIT ?"
-        )
-        params = (match, *filters.params, limit)
-    else:
-        sql = f"SELECT rowid, {score} AS s FROM {table} WHERE {table} MATCH ? ORDER BY s LIMIT ?"
-        params = (match, limit)
     try:
-        rows = conn.execute(sql, params).fetchall()
+        rows = chunks.search(conn, ws_id, match, (HEAD_WEIGHT, BODY_WEIGHT), filters, limit)
     except apsw.SQLError:
         # Every term is quoted, so this should not happen; a query must never fail the search.
         return [], {}

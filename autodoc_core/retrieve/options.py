@@ -9,7 +9,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-from autodoc_core.errors import AutodocError, invalid_params
+from autodoc_core.errors import AutodocError, invalid_params, whole_number
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
@@ -46,7 +46,7 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
     if unknown:
         raise invalid_params(f"unknown search option {', '.join(unknown)}; known: {', '.join(sorted(OPTION_KEYS))}")
     limit = opts.get("limit", DEFAULT_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+    if not whole_number(limit, 1, MAX_LIMIT):
         raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     retrieval = opts.get("retrieval") or {}
     if not isinstance(retrieval, dict) or set(retrieval) - RETRIEVAL_KEYS:

@@ -12,8 +12,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from autodoc_core.parse import cjk
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
-from autodoc_core.retrieve import cjk
 
 MAX_QUERY_CHARS = 4000
 MAX_TERMS = 64

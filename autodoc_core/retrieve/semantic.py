@@ -17,6 +17,9 @@ from dataclasses import dataclass
 import apsw
 import numpy as np
 
+from autodoc_core.store import embeddings
+from autodoc_core.store.embeddings import sign_bits
+
 LOG = logging.getLogger("autodoc.semantic")
 
 CANDIDATES = 50
@@ -26,11 +29,6 @@ SHORTLIST = 400
 SCAN_BLOCK = 1 << 16  # codes per block of the Hamming scan (measured: 2^15..2^17 alike, 2^20 slower)
 # Threads for one scan (the caller and helpers). Measured on 2 cores over 1M codes: 12.3 -> 7.6 ms.
 SCAN_WORKERS = max(1, min(os.cpu_count() or 1, 4))
-
-
-def sign_bits(vectors: np.ndarray) -> np.ndarray:
-    """1 bit per dimension (positive -> 1), packed little-endian into bytes: 48 bytes for 384 dims."""
-    return np.packbits(vectors > 0, axis=-1, bitorder="little")
 
 
 def to_words(bits: np.ndarray) -> np.ndarray:
@@ -134,16 +132,11 @@ class VectorIndex:
         with self.lock:
             if epoch == self.epoch:
                 return
-            stamp = conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
-                                 (self.ws_id, self.model_fp)).fetchone()
+            stamp = embeddings.model_check(conn, self.ws_id, self.model_fp)
             if stamp != self.model_stamp:  # the model behind the name was replaced: every held vector is its
                 self._compact(np.zeros(len(self.chunk_ids), dtype=bool))  # predecessor's (vectors.check_model)
                 self.model_stamp = stamp
-            rows = conn.execute(
-                "SELECT c.id, c.doc_id, c.text_hash, e.id FROM chunks c JOIN embeddings e "
-                "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash WHERE c.ws_id = ?",
-                (self.model_fp, self.ws_id),
-            ).fetchall()
+            rows = embeddings.chunk_vectors(conn, self.ws_id, self.model_fp)
             current = {chunk: (doc, _text_key(text_hash), emb) for chunk, doc, text_hash, emb in rows}
             # SQLite hands a deleted row's id to the next row inserted, for chunks and embeddings alike: the
             # same chunk id (and document) with other text is a new vector, not the one held.
@@ -153,12 +146,7 @@ class VectorIndex:
             new = [(chunk, doc, key, emb) for chunk, (doc, key, emb) in current.items() if chunk not in known]
             self._compact(keep)
             complete = self._append(conn, new) if new else True
-            incomplete = {r[0] for r in conn.execute(
-                "SELECT c.doc_id FROM chunks c LEFT JOIN embeddings e "
-                "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash "
-                "WHERE c.ws_id = ? AND e.id IS NULL GROUP BY c.doc_id",
-                (self.model_fp, self.ws_id),
-            )}
+            incomplete = embeddings.incomplete_documents(conn, self.ws_id, self.model_fp)
             self.eligible = ~np.isin(self.doc_ids, np.fromiter(incomplete, dtype=np.int64, count=len(incomplete)))
             self.epoch = epoch if complete else -1  # -1: the next search reads what is missing again
 
@@ -175,15 +163,7 @@ class VectorIndex:
     def _append(self, conn: apsw.Connection, new: list[tuple[int, int, int, int]]) -> bool:
         """Add the rows' vectors; False when some vector listed a moment ago could not be read (seen once
         in a host whose fill was writing, cause not found): those chunks are left out, not fatal."""
-        blobs: dict[int, tuple[bytes, bytes]] = {}
-        embedding_ids = sorted({emb for _, _, _, emb in new})
-        for start in range(0, len(embedding_ids), 500):
-            part = embedding_ids[start : start + 500]
-            marks = ", ".join("?" * len(part))
-            for emb, bits, f32 in conn.execute(
-                f"SELECT id, bits_bytes, f32_bytes FROM embeddings WHERE id IN ({marks})", part
-            ):
-                blobs[emb] = (bits, f32)
+        blobs = embeddings.blobs(conn, sorted({emb for _, _, _, emb in new}))
         readable = [row for row in new if row[3] in blobs]
         if len(readable) < len(new):
             LOG.warning("%d of %d new vectors could not be read (autocommit %s); left out until the next search",

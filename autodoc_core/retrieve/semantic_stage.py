@@ -10,22 +10,22 @@ import numpy as np
 
 from autodoc_core.errors import EMBED_FAILED, UNSUPPORTED
 from autodoc_core.errors import SWITCHING as SWITCHING_CODE
-from autodoc_core.index.vectors import OFF, SWITCHING
+from autodoc_core.parse.cjk import mostly_cjk
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import DEFAULT_LOCAL_MODEL, Embedder, LocalEmbedder
 from autodoc_core.providers.http import ProviderError
-from autodoc_core.retrieve.cjk import mostly_cjk
 from autodoc_core.retrieve.filters import allowed_documents
-from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.query import ParsedQuery
 from autodoc_core.retrieve.semantic import CANDIDATES, SHORTLIST, VectorIndex
+from autodoc_core.store.embeddings import SemanticState
+from autodoc_core.store.filters import Filters
 
 
 @dataclass
 class SemanticSource:
     """What the engine knows about a workspace's semantic stage at query time."""
 
-    state: str
+    state: SemanticState
     embedder: Embedder | None = None
     index: VectorIndex | None = None
     progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
@@ -38,9 +38,9 @@ class SemanticSource:
             return self.unavailable, UNSUPPORTED
         if self.failure:
             return f"embedding the query failed: {self.failure}", EMBED_FAILED
-        if self.state == OFF or self.embedder is None:
+        if self.state == SemanticState.OFF or self.embedder is None:
             return "no embedding model is configured for this workspace", UNSUPPORTED
-        if self.state == SWITCHING:
+        if self.state == SemanticState.SWITCHING:
             return "a new embedding model is filling", SWITCHING_CODE
         if self.index is None or len(self.index) == 0:
             embedded, total = self.progress

@@ -1,4 +1,5 @@
-"""Identifiers: collect them from chunks, recognise identifier-shaped queries, and look them up.
+"""Identifiers in queries: recognise identifier-shaped queries, and look them up (parse.symbols collects
+them from chunks; store.symbols keeps them).
 
 Engineers paste names: ``ResiliencePipeline.AddRetry``, ``std::vector::reserve``,
 ``reclaim_batch()``, ``reclaimBatch``, ``--max-batch-tokens``, ``ERR_OSSL_EVP_UNSUPPORTED``,
@@ -16,13 +17,14 @@ from functools import lru_cache
 
 import apsw
 
-from autodoc_core.parse.markdown import code_spans, without_code_spans
+from autodoc_core.parse.symbols import identifiers, is_hex_hash, lookup_keys
 from autodoc_core.retrieve.query import STOPWORDS, fts_tokens
+from autodoc_core.store import chunks
+from autodoc_core.store import symbols as stored
+from autodoc_core.store.filters import Filters
+from autodoc_core.store.symbols import Match
 
-# Where a symbol occurs says how likely the chunk defines it.
-WEIGHT_HEADING, WEIGHT_CODE_SPAN, WEIGHT_FENCE, WEIGHT_PROSE = 4, 2, 2, 1
 CANDIDATES = 50
-MIN_HEX = 7
 MIN_LITERAL = 3  # shorter tokens are looked for in the symbols table only, never in the text
 # A query of this many words or more may be a line pasted from somewhere (an error or log message): the pages
 # holding it word for word come first in hybrid search. Chosen on the tuning sets (doc/benchmarks/fusion.md).
@@ -35,89 +37,7 @@ PHRASE_MAX_WORDS = 32
 # 1,723 captured queries of four or more words, reading 50 instead changes no answer's first ten hits).
 PHRASE_CANDIDATES = 10
 
-# A fence opens with a whole run of backticks (possessive): a long run with no partner then costs one pass. The
-# code-span pattern is for one query token (classify); texts are paired by parse.markdown.code_spans.
-_FENCE = re.compile(r"^(?P<fence>```++|~~~++)[^\n]*\n(?P<code>.*?)(?:^(?P=fence)[ \t]*$|\Z)", re.S | re.M)
 _CODE_SPAN = re.compile(r"(?<!`)(`++)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
-
-KINDS: list[tuple[str, re.Pattern[str]]] = [
-    ("path", re.compile(r"(?<![\w~])[A-Za-z_~][\w~]*(?:::[A-Za-z_~][\w~]*)+")),
-    # Pieces of at most 200 characters (longer symbols are never kept): from every "$" or ":" of a long run the
-    # pattern read to the run's end.
-    ("dotted", re.compile(r"(?<![\w.-])[A-Za-z_$][\w$-]{0,199}(?:\.[A-Za-z_$][\w$-]{0,199})+(?![\w(])")),
-    ("call", re.compile(r"(?<![\w.])[A-Za-z_$][\w$.:]{0,199}(?=\()")),
-    ("flag", re.compile(r"(?<![\w-])--[A-Za-z][\w-]*")),
-    ("screaming_case", re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")),
-    ("snake_case", re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")),
-    ("camel_case", re.compile(r"\b(?:[a-z][a-z0-9]*[A-Z]|[A-Z][a-z0-9]+[A-Z])[A-Za-z0-9]*\b")),
-    ("error_code", re.compile(r"(?<![\w.-])-\d{4,6}\b|\b[A-Z]{1,5}-?\d{3,6}\b")),
-    ("hex", re.compile(r"\b[0-9a-f]{7,40}\b")),
-]
-
-
-def _is_hex_hash(text: str) -> bool:
-    return len(text) >= MIN_HEX and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
-
-
-# A kind is only looked for when its tell-tale character is in the text at all.
-_GATES = {"path": "::", "dotted": ".", "call": "(", "flag": "--", "screaming_case": "_", "snake_case": "_"}
-PROSE_KINDS = {"hex", "error_code", "screaming_case", "path", "flag"}  # dotted prose is mostly "e.g." and URLs
-
-
-def identifiers(text: str, kinds: set[str] | None = None) -> list[tuple[str, str]]:
-    """(identifier, kind) pairs found in text, longest forms first, each once."""
-    found: dict[str, str] = {}
-    for kind, pattern in KINDS:
-        if (kinds is not None and kind not in kinds) or (kind in _GATES and _GATES[kind] not in text):
-            continue
-        for match in pattern.finditer(text):
-            token = match.group(0)
-            if kind == "hex" and not _is_hex_hash(token):
-                continue
-            if kind == "call":
-                token = token.rstrip(".:")
-            found.setdefault(token, kind)
-    return list(found.items())
-
-
-def lookup_keys(symbol: str) -> list[tuple[str, bool]]:
-    """The symbol itself, then each shorter qualified suffix (``b.c``, ``c`` for ``a.b.c``)."""
-    parts = re.split(r"(::|\.)", symbol)
-    names = parts[0::2]
-    keys = [(symbol, False)]
-    if len(names) > 1 and all(names):
-        for start in range(1, len(names)):
-            keys.append(("".join(parts[start * 2 :]), True))
-    return keys
-
-
-def chunk_symbols(breadcrumb: str, body: str) -> list[tuple[str, int]]:
-    """(symbol, weight) for one chunk: its heading if it is an identifier, code spans, fenced code,
-    and hex hashes or error codes in prose."""
-    weights: dict[str, int] = {}
-
-    def add(symbol: str, weight: int) -> None:
-        symbol = symbol.strip()
-        if 2 <= len(symbol) <= 200:
-            weights[symbol] = max(weights.get(symbol, 0), weight)
-
-    heading = breadcrumb.rsplit(" › ", 1)[-1].strip().strip("`")
-    in_heading = identifiers(heading)
-    for token, _kind in in_heading:
-        add(token, WEIGHT_HEADING if token == heading or len(in_heading) == 1 else WEIGHT_PROSE)
-    for match in _FENCE.finditer(body):
-        for token, _kind in identifiers(match.group("code")):
-            add(token, WEIGHT_FENCE)
-    prose = _FENCE.sub(" ", body)
-    for start, end, ticks in code_spans(prose):
-        span = prose[start + ticks : end - ticks].strip()
-        if span and not any(c.isspace() for c in span):
-            add(span.split("(", 1)[0] if "(" in span else span, WEIGHT_CODE_SPAN)
-        for token, _kind in identifiers(span):
-            add(token, WEIGHT_CODE_SPAN)
-    for token, _kind in identifiers(without_code_spans(prose), PROSE_KINDS):
-        add(token, WEIGHT_PROSE)
-    return list(weights.items())
 
 
 @dataclass
@@ -272,16 +192,6 @@ def _one_line(text: str) -> str:
     return " ".join(_no_markup(text).split())
 
 
-def store_symbols(conn: apsw.Connection, ws_id: int, chunk_id: int, symbols: list[tuple[str, int]]) -> None:
-    rows = []
-    for symbol, weight in symbols:
-        for key, is_suffix in lookup_keys(symbol):
-            rows.append((ws_id, key, key.casefold(), int(is_suffix), weight, chunk_id))
-    conn.executemany(
-        "INSERT INTO symbols(ws_id, symbol, folded, suffix, weight, chunk_id) VALUES (?,?,?,?,?,?)", rows
-    )
-
-
 # Match tiers, best first: exact, case-folded, suffix (either way round), hex prefix; last, the text of a
 # lexical candidate holding the identifier where no symbol was collected (bold, a shell line, a table cell):
 # below any symbol-table match of the same identifier.
@@ -289,22 +199,19 @@ _TIER_SCORE = {0: 8.0, 1: 4.0, 2: 2.0, 3: 3.0}
 LITERAL_SCORE = 1.0
 
 
-def search(conn: apsw.Connection, ws_id: int, tokens: list[str], allowed_sql: str = "",
-           params: tuple = (), limit: int = CANDIDATES, lexical: list[int] | None = None,
+def search(conn: apsw.Connection, ws_id: int, tokens: list[str], filters: Filters | None = None,
+           limit: int = CANDIDATES, lexical: list[int] | None = None,
            folded: dict[int, tuple[str, str]] | None = None) -> list[int]:
     """Chunks whose symbols match the query's identifiers, then the ``lexical`` candidates whose text holds
     one literally (case-folded); best first, ties in the lexical order. ``folded``: the search's texts read
     so far (see ``holding``)."""
+    filters = filters or Filters()
     scores: dict[int, float] = {}
     texts = _folded_texts(conn, lexical or [], folded)
     for token in tokens:
         best: dict[int, float] = {}
-        for tier, sql, args in _lookups(token):
-            for chunk_id, weight in conn.execute(
-                "SELECT s.chunk_id, MAX(s.weight) FROM symbols s JOIN chunks c ON c.id = s.chunk_id "
-                f"JOIN documents d ON d.id = c.doc_id WHERE s.ws_id = ? AND {sql}{allowed_sql} GROUP BY s.chunk_id",
-                (ws_id, *args, *params),
-            ):
+        for tier, match, args in _lookups(token):
+            for chunk_id, weight in stored.weights(conn, ws_id, match, args, filters):
                 best[chunk_id] = max(best.get(chunk_id, 0.0), _TIER_SCORE[tier] * weight)
         for chunk_id in _holding(token, texts):
             best.setdefault(chunk_id, LITERAL_SCORE)
@@ -321,8 +228,7 @@ def _folded_texts(conn: apsw.Connection, chunk_ids: list[int],
     folded = {} if folded is None else folded
     missing = [chunk_id for chunk_id in chunk_ids if chunk_id not in folded]
     if missing:
-        marks = ",".join("?" * len(missing))
-        rows = conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(missing))
+        rows = chunks.texts(conn, missing)
         folded.update({chunk_id: (breadcrumb.casefold(), body.casefold()) for chunk_id, breadcrumb, body in rows})
     return {chunk_id: folded[chunk_id] for chunk_id in chunk_ids if chunk_id in folded}
 
@@ -393,22 +299,18 @@ def _is_word(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
-def _lookups(token: str) -> list[tuple[int, str, tuple]]:
+def _lookups(token: str) -> list[tuple[int, Match, tuple]]:
     folded = token.casefold()
-    lookups = [
-        (0, "s.symbol = ? AND s.suffix = 0", (token,)),
-        (1, "s.folded = ? AND s.suffix = 0 AND s.symbol <> ?", (folded, token)),
-        (2, "s.folded = ? AND s.suffix = 1", (folded,)),
-    ]
+    lookups = [(0, Match.EXACT, (token,)), (1, Match.OTHER_CASE, (folded, token)), (2, Match.SUFFIX, (folded,))]
     keys = lookup_keys(token)
     for key, is_suffix in keys[1:]:
         if is_suffix and len(key) >= 3:
-            lookups.append((2, "s.folded = ? AND s.suffix = 0", (key.casefold(),)))
+            lookups.append((2, Match.WHOLE_FOLDED, (key.casefold(),)))
             break
     bare = folded.lstrip("-")
     if "-" in folded and re.fullmatch(r"[a-z][\w-]*", bare):  # a flag's other spellings: --name, -name, name
         others = [form for form in (bare if "-" in bare else None, "-" + bare, "--" + bare) if form and form != folded]
-        lookups.append((2, f"s.folded IN ({','.join('?' * len(others))}) AND s.suffix = 0", tuple(others)))
-    if re.fullmatch(r"[0-9a-fA-F]{7,40}", token) and _is_hex_hash(folded):
-        lookups.append((3, "s.folded >= ? AND s.folded < ? AND s.symbol <> ?", (folded, folded + "\uffff", token)))
+        lookups.append((2, Match.ANY_OF, tuple(others)))
+    if re.fullmatch(r"[0-9a-fA-F]{7,40}", token) and is_hex_hash(folded):
+        lookups.append((3, Match.HEX_PREFIX, (folded, token)))
     return lookups

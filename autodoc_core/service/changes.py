@@ -8,7 +8,8 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.errors import invalid_params
+from autodoc_core.errors import invalid_params, whole_number
+from autodoc_core.store import changes as log
 from autodoc_core.store.workspace import Workspace
 
 PAGE = 1000
@@ -17,14 +18,11 @@ PAGE = 1000
 def since(conn: apsw.Connection, ws: Workspace, cursor: Any = None) -> dict[str, Any]:
     """Up to PAGE changes after ``cursor`` (null: from the start), the next cursor, and whether the
     log was pruned past it (then the client must resynchronise from scratch)."""
-    if cursor is not None and (isinstance(cursor, bool) or not isinstance(cursor, int) or cursor < 0):
+    if cursor is not None and not whole_number(cursor, 0):
         raise invalid_params("cursor must be null or the integer returned by a previous changes.since")
     start = cursor or 0
-    oldest = conn.execute("SELECT MIN(seq) FROM changes WHERE ws_id = ?", (ws.id,)).fetchone()[0]
-    rows = conn.execute(
-        "SELECT seq, op, path, generation, at, detail FROM changes WHERE ws_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        (ws.id, start, PAGE + 1),
-    ).fetchall()
+    oldest = log.oldest(conn, ws.id)
+    rows = log.after(conn, ws.id, start, PAGE + 1)
     more = len(rows) > PAGE
     rows = rows[:PAGE]
     changes = [

@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
-from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params
+from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params, whole_number
 from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside, relative_to_root
+from autodoc_core.store import documents as document_rows
 from autodoc_core.store.workspace import Workspace
 
 MAX_LIST = 1000
@@ -30,19 +32,7 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     opts = opts or {}
     if not isinstance(opts, dict):
         raise invalid_params("read options must be an object")
-    limit = ws.option("max_file_bytes")
-    try:
-        size = os.path.getsize(abspath)
-        if size > limit:
-            raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
-        with open_inside(ws.root, abspath) as handle:
-            raw = handle.read(min(limit + 1, size + 65536))
-    except OutsideRoot:
-        raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
-    except (FileNotFoundError, NotADirectoryError):
-        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
-    except OSError as exc:  # a folder named like a note, no permission, a failing disk
-        raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    raw = _raw(ws, abspath, relpath)
     lines = text_lines(raw)
     first = _line_option(opts, "line_start", 1)
     if first > len(lines):
@@ -60,6 +50,47 @@ def read(ws: Workspace, path: Any, opts: Any = None,
         "text": "\n".join(lines[first - 1 : last]),
         "changed_since_indexed": None if stored is None else stored != content_hash(raw),
     }
+
+
+@dataclass
+class FileText:
+    """A whole file's lines, and whether it changed since it was indexed (None: it is not indexed)."""
+
+    lines: list[str]
+    changed_since_indexed: bool | None
+
+
+def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | None]) -> dict[str, FileText | str]:
+    """Each file's lines as ``read`` gives them whole, or why it cannot be read: the texts of a search's hits,
+    each file read once."""
+    found: dict[str, FileText | str] = {}
+    for path in dict.fromkeys(paths):
+        try:
+            abspath, relpath = resolve_inside(ws, path)
+            raw = _raw(ws, abspath, relpath)
+        except AutodocError as exc:  # deleted, or grown too large, since it was indexed
+            found[path] = exc.reason
+            continue
+        stored = indexed_hash(relpath)
+        found[path] = FileText(text_lines(raw), None if stored is None else stored != content_hash(raw))
+    return found
+
+
+def _raw(ws: Workspace, abspath: str, relpath: str) -> bytes:
+    limit = ws.option("max_file_bytes")
+    try:
+        size = os.path.getsize(abspath)
+        if size > limit:
+            raise invalid_params(f"{relpath} is {size / 1e6:.1f} MB, over the max_file_bytes limit")
+        with open_inside(ws.root, abspath) as handle:
+            raw = handle.read(min(limit + 1, size + 65536))
+    except OutsideRoot:
+        raise AutodocError(OUTSIDE_ROOT, f"{relpath!r} resolves outside the workspace root", path=relpath) from None
+    except (FileNotFoundError, NotADirectoryError):
+        raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
+    except OSError as exc:  # a folder named like a note, no permission, a failing disk
+        raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    return raw
 
 
 def text_lines(raw: bytes) -> list[str]:
@@ -93,14 +124,12 @@ def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> 
         raise invalid_params("query must be a string")
     opts = opts if isinstance(opts, dict) else {}
     limit, offset = opts.get("limit", DEFAULT_LIST), opts.get("offset", 0)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST:
+    if not whole_number(limit, 1, MAX_LIST):
         raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIST}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+    if not whole_number(offset, 0):
         raise invalid_params(f"'offset' must be an integer from 0, got {offset!r}")
     needle = query.strip().lower()
-    rows = conn.execute(
-        "SELECT path, title, aliases, line_count FROM documents WHERE ws_id = ? ORDER BY path", (ws.id,)
-    ).fetchall()
+    rows = document_rows.names(conn, ws.id)
     ranked = []
     for path, title, aliases_json, line_count in rows:
         aliases = json.loads(aliases_json)
@@ -117,6 +146,6 @@ def _line_option(opts: dict[str, Any], key: str, default: int) -> int:
     value = opts.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not whole_number(value, 1):
         raise invalid_params(f"'{key}' must be a line number (an integer, 1 or more), got {value!r}")
     return value

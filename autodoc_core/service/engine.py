@@ -1,11 +1,12 @@
 """The engine: every method the RPC server, the CLI and the Neovim plugin call.
 
 Methods take and return plain JSON values. Errors are ``AutodocError`` with a JSON-RPC code.
+
+The semantic stage's parts live in ``semantic_runtime`` (one ``SemanticRuntime`` per workspace).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -15,7 +16,7 @@ from typing import Any
 import apsw
 
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
-from autodoc_core.index.indexer import Indexer, IndexProgress, file_problem_summary, remove_workspace_rows
+from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import OFF, fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
@@ -26,6 +27,8 @@ from autodoc_core.retrieve import lexical
 from autodoc_core.service import changes, documents
 from autodoc_core.service.filler import BackgroundFiller
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
+from autodoc_core.store import chunks as chunk_rows
+from autodoc_core.store import documents as document_rows
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
@@ -140,17 +143,13 @@ class Engine:
         name = wsmod.validate_name(name)
         real_root = wsmod.validate_root(root)
         with self.store.write() as conn:
-            row = conn.execute("SELECT root FROM workspaces WHERE name = ?", (name,)).fetchone()
-            if row and row[0] != real_root:
-                raise invalid_params(f"workspace {name!r} already exists with root {row[0]}", name=name)
-            if row is None:
+            stored_root = wsmod.root_of(conn, name)
+            if stored_root is not None and stored_root != real_root:
+                raise invalid_params(f"workspace {name!r} already exists with root {stored_root}", name=name)
+            if stored_root is None:
                 # SQLite gives a removed workspace's id to the next one: its vector epoch starts where no earlier
                 # one's reached, or a process holding that one's vectors in memory took them for this one's.
-                ws_id = conn.execute(
-                    "INSERT INTO workspaces(name, root, vector_epoch) VALUES (?, ?, ?) RETURNING id",
-                    (name, real_root, time.time_ns()),
-                ).fetchone()[0]
-                lexical.create_fts_table(conn, ws_id)
+                wsmod.create(conn, name, real_root, time.time_ns())
         return self._describe(self._workspace(name))
 
     def workspace_list(self) -> list[dict[str, Any]]:
@@ -160,8 +159,7 @@ class Engine:
     def workspace_remove(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         with self._index_lock(ws.id), self.store.write() as conn:
-            remove_workspace_rows(conn, ws.id)
-            lexical.drop_fts_table(conn, ws.id)
+            wsmod.remove(conn, ws.id)
         return {"removed": ws.name}
 
     def workspace_configure(self, name: Any, changes: Any) -> dict[str, Any]:
@@ -172,8 +170,7 @@ class Engine:
             # was overwritten with the configuration read before it.
             current = wsmod.get(conn, ws.name)
             config = {**current.config, **valid}
-            conn.execute("UPDATE workspaces SET config = ? WHERE id = ?",
-                         (json.dumps(config, sort_keys=True), current.id))
+            wsmod.set_config(conn, current.id, config)
         if self._filler is not None:
             self._filler.wake()  # a new model starts filling now, not at the filler's next look a minute later
         return {"name": ws.name, "settings": {**wsmod.CONFIG_DEFAULTS, **config}}
@@ -227,11 +224,9 @@ class Engine:
         runtime = self._semantic.of(ws)
         unreachable = runtime.probe_remote_model(ws)
         with self.store.snapshot() as conn:
-            documents, generation = conn.execute(
-                "SELECT COUNT(*), COALESCE(MAX(generation), 0) FROM documents WHERE ws_id = ?", (ws.id,)
-            ).fetchone()
-            chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws.id,)).fetchone()[0]
-            problems = file_problem_summary(conn, ws.id)
+            documents, generation = document_rows.count_and_generation(conn, ws.id)
+            chunks = chunk_rows.count(conn, ws.id)
+            problems = document_rows.problems(conn, ws.id)
             source = runtime.semantic_state(conn, ws)
         if schema.problem:
             problems.insert(0, {"path": fm.SCHEMA_RELPATH, "kind": "schema", "reason": schema.problem})
@@ -292,11 +287,16 @@ class Engine:
 
         def indexed_hash(relpath: str) -> str | None:
             with self.store.snapshot() as conn:
-                row = conn.execute("SELECT content_hash FROM documents WHERE ws_id = ? AND path = ?",
-                                   (ws.id, relpath)).fetchone()
-            return row[0] if row else None
+                return document_rows.content_hash_at(conn, ws.id, relpath)
 
         return documents.read(ws, path, opts, indexed_hash)
+
+    def doc_texts(self, name: Any, paths: list[str]) -> dict[str, documents.FileText | str]:
+        """Whole files' lines for a search's hits (MCP), each file read once, one snapshot for all: what
+        ``doc_read`` of each gives, or the reason it gives none."""
+        ws = self._workspace(name)
+        with self.store.snapshot() as conn:
+            return documents.texts(ws, paths, lambda relpath: document_rows.content_hash_at(conn, ws.id, relpath))
 
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
         """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact

@@ -1,4 +1,6 @@
-"""The SQLite file and what lives in it besides the index: the database (one writer, snapshot
-readers, WAL), its migrations, the writer lease shared by every process on the file, and
-workspaces with their settings.
+"""The SQLite file and all of the SQL that reads or writes it: the database (one writer, snapshot readers,
+WAL), its migrations, the writer lease shared by every process on the file, and one module per family of
+tables, each owning its statements and the deletion of a removed workspace's rows: workspace (settings),
+documents (+ problems), links (doc_keys, links), chunks (+ each workspace's FTS5 table), facets, symbols,
+embeddings (+ model checks), changes. ``filters`` holds the clauses a search adds to every retriever's query.
 """

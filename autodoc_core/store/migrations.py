@@ -5,7 +5,7 @@ Append new migrations; never edit one that has shipped.
 
 MIGRATIONS: list[str] = [
     # 1: workspaces, documents, chunks, facets, links, problems, change log. Each workspace has its
-    # own FTS5 table (see lexical.create_fts_table), so BM25 statistics are the workspace's own.
+    # own FTS5 table (see store.chunks.create_fts_table), so BM25 statistics are the workspace's own.
     """
     CREATE TABLE workspaces(
         id INTEGER PRIMARY KEY,

@@ -11,10 +11,11 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params, number, whole_number
 from autodoc_core.parse.chunk import DEFAULT_SECTION_TOKENS
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, validate_embedder
 from autodoc_core.providers.rankers import validate_ranker
+from autodoc_core.store import changes, chunks, documents, embeddings, facets, links, symbols
 
 Check = Callable[[str, Any], Any]  # (setting name, value) -> the value to store, or invalid-params
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -22,7 +23,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 def _int_range(low: int, high: int) -> Check:
     def check(key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        if not whole_number(value, low, high):
             raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", key=key)
         return value
 
@@ -46,7 +47,7 @@ def _choice(*choices: str) -> Check:
 
 def _number(low: float, high: float, what: str = "a number") -> Check:
     def check(key: str, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        if not number(value, low, high):
             raise invalid_params(f"'{key}' must be {what} from {low:g} to {high:g}, got {value!r}", key=key)
         return float(value)
 
@@ -103,9 +104,7 @@ CONFIG_CHECKS = {
 def median_sections_per_document(conn: apsw.Connection, ws_id: int) -> int:
     """How many chunks (its sections, long ones split) the workspace's middle document has; 0 when nothing is
     indexed."""
-    counts = sorted(n for (n,) in conn.execute(
-        "SELECT COUNT(*) FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE ws_id = ?) GROUP BY doc_id",
-        (ws_id,)))
+    counts = sorted(chunks.sections_per_document(conn, ws_id))
     return counts[len(counts) // 2] if counts else 0
 
 
@@ -178,13 +177,77 @@ def all_workspaces(conn: apsw.Connection) -> list[Workspace]:
     return [_row(r) for r in conn.execute(f"SELECT {_COLUMNS} FROM workspaces ORDER BY name")]
 
 
-# A vault of many notes with keys of their own would list hundreds of fields (in status, the MCP workspaces
-# tool, every misspelt-field check): the ones most documents have.
-MAX_FACET_FIELDS = 100
+facet_fields = facets.fields
 
 
-def facet_fields(conn: apsw.Connection, ws_id: int) -> list[str]:
-    """The facet fields the workspace's documents have (tags aside), by how many documents have each."""
-    rows = conn.execute("SELECT field FROM facets WHERE ws_id = ? AND field <> 'tag' GROUP BY field "
-                        "ORDER BY COUNT(DISTINCT doc_id) DESC, field LIMIT ?", (ws_id, MAX_FACET_FIELDS))
-    return sorted(row[0] for row in rows)
+# -- the workspaces table ------------------------------------------------------------------
+
+
+def root_of(conn: apsw.Connection, name: str) -> str | None:
+    row = conn.execute("SELECT root FROM workspaces WHERE name = ?", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def create(conn: apsw.Connection, name: str, root: str, vector_epoch: int) -> int:
+    """A new workspace with its (empty) word index; its id."""
+    ws_id = conn.execute("INSERT INTO workspaces(name, root, vector_epoch) VALUES (?, ?, ?) RETURNING id",
+                         (name, root, vector_epoch)).fetchone()[0]
+    chunks.create_fts_table(conn, ws_id)
+    return ws_id
+
+
+def exists(conn: apsw.Connection, ws_id: int) -> bool:
+    return conn.execute("SELECT 1 FROM workspaces WHERE id = ?", (ws_id,)).fetchone() is not None
+
+
+def stored_config(conn: apsw.Connection, ws_id: int) -> dict[str, Any] | None:
+    """The workspace's settings as stored (only those set), or None when it is gone."""
+    row = conn.execute("SELECT config FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
+    return json.loads(row[0]) if row is not None else None
+
+
+def set_config(conn: apsw.Connection, ws_id: int, config: dict[str, Any]) -> None:
+    conn.execute("UPDATE workspaces SET config = ? WHERE id = ?", (json.dumps(config, sort_keys=True), ws_id))
+
+
+def next_generation(conn: apsw.Connection, ws_id: int) -> int:
+    """Take the workspace's next generation number."""
+    return conn.execute(
+        "UPDATE workspaces SET next_generation = next_generation + 1 WHERE id = ? RETURNING next_generation - 1",
+        (ws_id,),
+    ).fetchone()[0]
+
+
+def bump_epoch(conn: apsw.Connection, ws_id: int) -> None:
+    """Chunks or vectors changed: every process's vector index reads them again."""
+    conn.execute("UPDATE workspaces SET vector_epoch = vector_epoch + 1 WHERE id = ?", (ws_id,))
+
+
+def links_dirty(conn: apsw.Connection, ws_id: int) -> bool:
+    return bool(conn.execute("SELECT links_dirty FROM workspaces WHERE id = ?", (ws_id,)).fetchone()[0])
+
+
+def set_links_dirty(conn: apsw.Connection, ws_id: int, dirty: bool) -> None:
+    conn.execute("UPDATE workspaces SET links_dirty = ? WHERE id = ?", (int(dirty), ws_id))
+
+
+def set_indexed_at(conn: apsw.Connection, ws_id: int, at: float) -> None:
+    conn.execute("UPDATE workspaces SET indexed_at = ? WHERE id = ?", (at, ws_id))
+
+
+def active_model(conn: apsw.Connection, ws_id: int) -> str | None:
+    return conn.execute("SELECT active_model_fp FROM workspaces WHERE id = ?", (ws_id,)).fetchone()[0]
+
+
+def set_active_model(conn: apsw.Connection, ws_id: int, model_fp: str) -> None:
+    conn.execute("UPDATE workspaces SET active_model_fp = ? WHERE id = ?", (model_fp, ws_id))
+
+
+# Each family of tables deletes its own rows of a removed workspace (and the chunks its word index).
+_FAMILIES = (chunks, symbols, embeddings, facets, links, changes, documents)
+
+
+def remove(conn: apsw.Connection, ws_id: int) -> None:
+    for family in _FAMILIES:
+        family.remove_workspace(conn, ws_id)
+    conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))

@@ -10,14 +10,14 @@ The engine opens in a background thread once the server runs, so the tool list n
 its imports; a tool call that comes first waits for it. Like ``serve --stdio``, the engine then
 embeds in the background when this process holds the writer lease.
 
-Tool definitions are in ``mcp_tools``, text renderings in ``mcp_text``; what stays here (about 370
-lines) is one request's path: the engine handle, argument checks, the token budget, the handlers.
+Tool definitions are in ``mcp_tools``, text renderings in ``mcp_text``, the hits' texts within their token
+budget in ``mcp_answer``; what stays here is one request's path: the engine handle, argument checks, the
+handlers.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -40,12 +40,21 @@ from autodoc_core.errors import (
     AutodocError,
     from_sqlite,
     invalid_params,
+    whole_number,
 )
 
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
     from autodoc_core.service.scanner import Scanner
 
+from autodoc_core.surface.mcp_answer import (
+    Budget,
+    FileLines,
+    hit_with_text,
+    query_notes,
+    shortened,
+    workspace_summary,
+)
 from autodoc_core.surface.mcp_text import (
     render_documents,
     render_index,
@@ -54,17 +63,9 @@ from autodoc_core.surface.mcp_text import (
     render_workspaces,
 )
 from autodoc_core.surface.mcp_tools import (
-    DEFAULT_DOCUMENTS,
-    DEFAULT_LIMIT,
-    DEFAULT_READ_TOKENS,
-    DEFAULT_SEARCH_TOKENS,
     FIXES,
     INDEX_TOOL,
     INSTRUCTIONS,
-    MAX_DOCUMENTS,
-    MAX_LIMIT,
-    MAX_TOKENS,
-    MIN_READ_TOKENS,
     TOOLS,
 )
 
@@ -132,14 +133,17 @@ def _checked(arguments: dict[str, Any], tool: types.Tool) -> dict[str, Any]:
     for name in tool.input_schema.get("required", []):
         if arguments.get(name) is None:
             raise invalid_params(f"'{name}' is required: {known[name]['description']}")
-    return arguments
+    counts = {name: _count(arguments.get(name), name, spec) for name, spec in known.items() if "maximum" in spec}
+    return {**arguments, **counts}
 
 
-def _int_argument(arguments: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = arguments.get(key)
+def _count(value: Any, key: str, spec: dict[str, Any]) -> int:
+    """A bounded integer argument (mcp_tools._integer), checked against the bounds its schema declares; its
+    default when it is not given."""
     if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        return spec["default"]
+    low, high = spec["minimum"], spec["maximum"]
+    if not whole_number(value, low, high):
         raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", argument=key)
     return value
 
@@ -166,51 +170,6 @@ def _workspace(engine: Engine, arguments: dict[str, Any]) -> str:
                          workspaces=names)
 
 
-# -- trimming texts to a token budget -----------------------------------------------------------
-
-
-CUT_MARK = " …"
-
-
-def line_tokens(line: str) -> int:
-    """About four characters a token, the estimate the chunker sizes sections with (+1 for the line break)."""
-    return len(line) // 4 + 1
-
-
-class Budget:
-    """Tokens left for texts; hands out whole lines, except a first line longer than what is left."""
-
-    def __init__(self, tokens: int, cut_long_lines: bool = False) -> None:
-        self.total = tokens
-        self.left = tokens
-        self.trimmed = False
-        self.cut_long_lines = cut_long_lines  # read pages through a file; a search shares the budget
-        self.line_cut = False  # the last take gave its first line only in part
-
-    def take(self, lines: list[str]) -> list[str]:
-        """The longest leading run of ``lines`` that fits. For read, when not even the first line fits (a
-        line of base64, a minified table), that line's start fills what is left, so a reader paging with
-        next_line moves past it instead of asking for it again and again. A search keeps what is left for
-        the next hits instead."""
-        kept: list[str] = []
-        self.line_cut = False
-        for line in lines:
-            cost = line_tokens(line)
-            if cost > self.left:
-                self.trimmed = True
-                if self.cut_long_lines and not kept and self.left > 0:
-                    kept.append(line[: (self.left - 1) * 4] + CUT_MARK)
-                    self.left, self.line_cut = 0, True
-                break
-            self.left -= cost
-            kept.append(line)
-        return kept
-
-    @property
-    def used(self) -> int:
-        return self.total - self.left
-
-
 # -- the tools ---------------------------------------------------------------------------------
 
 Answer = tuple[dict[str, Any], str]
@@ -233,20 +192,18 @@ class Tools:
 
     def search(self, arguments: dict[str, Any]) -> Answer:
         query = _string_argument(arguments, "query")
-        limit = _int_argument(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_SEARCH_TOKENS, 0, MAX_TOKENS))
+        limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         options = {"limit": limit, **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
         answer = engine.search_query(name, query, options)
-        result = {"workspace": name, "query": _shortened(query), **self._with_texts(engine, name, answer, budget)}
+        result = {"workspace": name, "query": shortened(query), **self._with_texts(engine, name, answer, budget)}
         return result, render_search(result)
 
     def related(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
         line = arguments.get("line")
-        limit = _int_argument(arguments, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-        budget = Budget(_int_argument(arguments, "max_tokens", DEFAULT_SEARCH_TOKENS, 0, MAX_TOKENS))
+        limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         answer = engine.search_related(name, path, {"limit": limit, **({"line": line} if line is not None else {})})
@@ -259,20 +216,19 @@ class Tools:
 
     def _with_texts(self, engine: Engine, name: str, answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
         """A search's or related answer's hits with their section texts, and what the agent needs beside."""
-        files = FileLines(engine, name)
-        hits = [_hit(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
+        files = FileLines(engine, name, answer["hits"])
+        hits = [hit_with_text(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
         return {"hits": hits, "stages": answer["stages"], "semantic": answer["semantic"],
                 "mode_used": answer["mode_used"], "max_tokens": budget.total, "text_tokens": budget.used,
-                "trimmed": budget.trimmed, "notes": _query_notes(answer)}
+                "trimmed": budget.trimmed, "notes": query_notes(answer)}
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
         # At least one token: with none, a read gave no line and a next_line of the same line (an agent paging on
         # it looped).
-        tokens = _int_argument(arguments, "max_tokens", DEFAULT_READ_TOKENS, MIN_READ_TOKENS, MAX_TOKENS)
-        budget = Budget(tokens, cut_long_lines=True)
+        budget = Budget(arguments["max_tokens"], cut_long_lines=True)
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         lines_wanted = {k: arguments[k] for k in ("line_start", "line_end") if arguments.get(k) is not None}
@@ -290,10 +246,9 @@ class Tools:
 
     def documents(self, arguments: dict[str, Any]) -> Answer:
         query = _string_argument(arguments, "query", "")
-        limit = _int_argument(arguments, "limit", DEFAULT_DOCUMENTS, 1, MAX_DOCUMENTS)
+        limit, offset = arguments["limit"], arguments["offset"]
         engine = self.engines.get()
         name = _workspace(engine, arguments)
-        offset = _int_argument(arguments, "offset", 0, 0, 10**9)
         found = engine.doc_list(name, query, {"limit": limit + 1, "offset": offset})  # one more: are there more?
         more = len(found) > limit
         result = {"workspace": name, "documents": found[:limit], "offset": offset,
@@ -302,7 +257,7 @@ class Tools:
 
     def workspaces(self, arguments: dict[str, Any]) -> Answer:
         engine = self.engines.get()
-        spaces = [_workspace_summary(engine.workspace_status(ws["name"])) for ws in engine.workspace_list()]
+        spaces = [workspace_summary(engine.workspace_status(ws["name"])) for ws in engine.workspace_list()]
         result = {"workspaces": spaces}
         return result, render_workspaces(result)
 
@@ -315,113 +270,6 @@ class Tools:
         result = {"workspace": name, **{key: report[key] for key in keys}, "problems": report.get("problems", []),
                   "not_indexed": report["not_indexed"]}
         return result, render_index(result)
-
-
-STALE_FILE = ("the file changed since it was indexed: these lines may not be the section any more; read the "
-              "file, or search again in a few seconds (the server re-indexes changed files; started with "
-              "--scan-seconds 0 it does not, and the index tool or `autodoc --call workspace.index` does)")
-
-
-class FileLines:
-    """Each hit's file read once per search, through the engine's doc_read (so inside the root only)."""
-
-    def __init__(self, engine: Engine, workspace: str) -> None:
-        self.engine, self.workspace = engine, workspace
-        self.files: dict[str, tuple[list[str], str | None] | str] = {}
-
-    def section(self, path: str, first: int, last: int) -> tuple[list[str], str | None]:
-        """The lines first..last, and what went wrong when not all of them could be read, or when the file
-        changed since it was indexed (the lines may no longer be the hit's section)."""
-        if path not in self.files:
-            try:
-                answer = self.engine.doc_read(self.workspace, path)
-            except AutodocError as exc:  # deleted, or grown too large, since it was indexed
-                self.files[path] = exc.reason
-            else:
-                changed = STALE_FILE if answer.get("changed_since_indexed") else None
-                self.files[path] = (answer["text"].split("\n"), changed)
-        read = self.files[path]
-        if isinstance(read, str):
-            return [], read
-        lines, changed = read
-        wanted = lines[first - 1 : last]
-        if len(wanted) < last - first + 1:
-            return wanted, "the file is shorter than when it was indexed; re-index it"
-        return wanted, changed
-
-
-def _hit(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> dict[str, Any]:
-    first, last = hit["line_start"], hit["line_end"]
-    # A facet-only query lists whole documents: their text (frontmatter first) spent the budget of the list.
-    lines, problem = files.section(hit["path"], first, last) if hit["kind"] != "document" else ([], None)
-    kept = budget.take(lines)
-    shaped = {
-        "rank": rank, "path": hit["path"], "title": hit["title"], "breadcrumb": hit["breadcrumb"],
-        "kind": hit["kind"], "line_start": first, "line_end": last, "relevance": hit["relevance"],
-        "via": hit["via"], "superseded_by": hit.get("superseded_by"), "text": "\n".join(kept),
-        "text_line_end": first + len(kept) - 1,
-        "text_complete": problem in (None, STALE_FILE) and len(kept) == len(lines),  # the span's lines, all
-    }
-    if problem:
-        shaped["text_problem"] = problem
-    return shaped
-
-
-def _shortened(text: str, most: int = 300) -> str:
-    """A query as echoed back: a pasted log of 20,000 characters came back twice in full."""
-    return text if len(text) <= most else text[: most - 1] + "…"
-
-
-def _query_notes(answer: dict[str, Any]) -> list[str]:
-    """What the engine did with the query that an agent would not guess from the hits: a facet value or a
-    path that matches nothing, common words left out of the word search, hits found by meaning alone."""
-    parsed = answer["query"]
-    notes = list(parsed.get("problems", []))
-    if parsed.get("common_terms_left_out"):
-        common = ", ".join(parsed["common_terms_left_out"])
-        notes.append(f"words in over 30% of the sections, left out of the any-word search: {common}")
-    if by_meaning_only(answer):
-        notes.append(BY_MEANING_ONLY)
-    return notes
-
-
-BY_MEANING_ONLY = ("no section holds any of the query's words: every hit was found by meaning alone, and the "
-                   "semantic stage returns the nearest sections whether or not they are related (their relevance "
-                   "is relative to each other, not a confidence)")
-
-
-def by_meaning_only(answer: dict[str, Any]) -> bool:
-    """The word search ran, and every hit came from the semantic stage alone."""
-    return bool(answer["hits"]) and "lexical" in answer["stages"]["performed"] and \
-        all(hit.get("via") == ["semantic"] for hit in answer["hits"])
-
-
-def _workspace_summary(status: dict[str, Any]) -> dict[str, Any]:
-    embedder = status.get("embedder")
-    embedding = None
-    if embedder:
-        progress = embedder.get("progress") or {}
-        embedding = {"provider": embedder["provider"], "model": embedder["model"], "embedded": embedder["embedded"],
-                     "total": embedder["total"], "rate": progress.get("rate"),
-                     "eta_seconds": progress.get("eta_seconds"), "error": progress.get("error")}
-    return {
-        "name": status["name"], "root": status["root"], "documents": status["documents"],
-        "chunks": status["chunks"], "indexed_at": status["indexed_at"], "semantic": status["semantic"],
-        "embedding": embedding, "problems": len(status["problems"]), "facets": _facet_fields(status["schema"]),
-        "root_missing": not os.path.isdir(status["root"]),
-    }
-
-
-def _facet_fields(schema: dict[str, Any]) -> dict[str, str]:
-    """The fields a query can filter on (``field:value``), with their type: the built-in tag, the schema's
-    common fields, and each document type's own (``type`` becomes a field when types are declared)."""
-    fields = {"tag": "list", **schema["common"]}
-    if schema["types"]:
-        fields.setdefault("type", "string")
-    for type_name, declared in schema["types"].items():
-        for name, kind in declared.items():
-            fields.setdefault(name, f"{kind} (type {type_name})")
-    return fields
 
 
 # -- plain-text renderings, for clients that show only text --------------------------------------

