@@ -8,9 +8,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT, write
 from tests.model_servers import Behaviour, model_server
-from tests.test_nvim_background import seven_notes
-from tests.test_nvim_install import neovim, python_line, rtp, setup_call
-from tests.test_nvim_plugin import wait_for
+from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
 
 POLL_MS = 100
 
@@ -38,7 +36,8 @@ def asks_while_indexing(nvim) -> list[float]:
 def test_an_index_run_while_vectors_fill_has_one_poller(tmp_path: Path, kb: Path) -> None:
     """Before, the fill's poll chain and the index run's ran side by side: two status requests each
     poll_ms, some of them a few milliseconds apart."""
-    seven_notes(kb)
+    for i in range(7):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
     release = tmp_path / "release"
     # Arrival 114 falls inside the 300-file run whether or not the embedder change parses the 7 notes again.
     env = {"AUTODOC_TEST_HOLD_AT": "index.document:114", "AUTODOC_TEST_RELEASE_FILE": str(release)}
