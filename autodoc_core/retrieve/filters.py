@@ -9,6 +9,8 @@ from autodoc_core.parse.frontmatter import with_folded
 from autodoc_core.retrieve.lexical import Filters
 from autodoc_core.retrieve.query import FacetFilter
 
+ABSTRACT_CLAUSE = "c.kind <> 'abstract'"  # abstracts left out (the default)
+
 
 def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: bool, ws_id: int) -> Filters:
     filters = Filters()
@@ -27,7 +29,7 @@ def build_filters(facets: list[FacetFilter], paths: list[str], abstract_chunk: b
         for prefix in paths:
             filters.params.extend([prefix, len(prefix) + 1, prefix + "/"])
     if not abstract_chunk:
-        filters.clauses.append("c.kind <> 'abstract'")
+        filters.clauses.append(ABSTRACT_CLAUSE)
     return filters
 
 

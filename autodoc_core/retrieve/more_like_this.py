@@ -86,3 +86,31 @@ def sections_holding(conn: apsw.Connection, texts: list[str]) -> Counter[str]:
     for text in texts:
         held.update({stem for stem, _ in stems(conn, text)})
     return held
+
+
+class WordsMemo:
+    """A source's distinctive words, remembered per workspace (database, id) and index generation, by the
+    source (a chunk id, or a document's) and the parameters they were chosen with: asking again about the
+    same section (the live side list, a picker's stage toggle) skips tokenising it and reading its words'
+    frequencies. Any index write moves the workspace's generation, and a word's frequency changes only with
+    one: the words of another generation are dropped when one is asked for."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._workspaces: dict[tuple[str, int], tuple[int, dict[tuple, list[WeightedWord]]]] = {}
+        self.hits = 0
+
+    def get(self, workspace: tuple[str, int], generation: int, key: tuple) -> list[WeightedWord] | None:
+        held_generation, words = self._workspaces.get(workspace, (None, {}))
+        found = words.get(key) if held_generation == generation else None
+        self.hits += found is not None
+        return found
+
+    def put(self, workspace: tuple[str, int], generation: int, key: tuple, words: list[WeightedWord]) -> None:
+        held_generation, held = self._workspaces.get(workspace, (None, {}))
+        if held_generation != generation:
+            held = {}
+            self._workspaces[workspace] = (generation, held)
+        if len(held) >= self.size:
+            del held[next(iter(held))]  # the oldest
+        held[key] = words
