@@ -1,17 +1,19 @@
 """What makes search.related cheaper answers the same: its distinctive words remembered per index generation
 (and made anew after any edit), the lexical search on FTS5's fast path with abstracts dropped afterwards,
-and snippets found without compiling a pattern."""
+snippets found without compiling a pattern, and the vector index's eligible count kept until it changes."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autodoc_core import related_lexical
 from autodoc_core.rank.hits import first_word_at
+from autodoc_core.retrieve.semantic import VectorIndex, sign_bits, to_words
 from autodoc_core.service.engine import Engine
 from tests.conftest import paths, write
 from tests.test_related import lexical_workspace, notes, related
@@ -94,3 +96,20 @@ def test_outside_ascii_the_case_blind_pattern_still_decides() -> None:
     for body, stems in [("Die İstanbul Straße", ["istanbul", "strasse"]), ("The ſtate of Kelvin", ["state", "k"]),
                         ("ΣΊΣΥΦΟΣ rolls", ["σίσυφ"]), ("the state body", ["ſtate"])]:
         assert first_word_at(body, stems) == regex_first_word_at(body, stems)
+
+
+def test_the_index_counts_its_eligible_vectors_again_when_they_change() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((600, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = VectorIndex(0, "synthetic")
+    index.vectors, index.codes = vectors, np.ascontiguousarray(to_words(sign_bits(vectors)).T)
+    index.chunk_ids = np.arange(600, dtype=np.int64)
+    index.doc_ids = index.chunk_ids // 10
+    index.eligible = np.ones(600, dtype=bool)
+    assert len(index) == 600 and 3 in index.search(vectors[3], None).chunk_ids
+    index.eligible = index.doc_ids != 0  # a document's vectors no longer complete (a refresh replaces the array)
+    assert len(index) == 590
+    assert not set(index.search(vectors[3], None).chunk_ids) & set(range(10))
+    index.eligible = np.zeros(600, dtype=bool)
+    assert len(index) == 0
