@@ -151,8 +151,9 @@ def report_lines(work: Path) -> list[str]:
             f"({result['files']:,} files; Zipf-distributed words, each file linking to the next two), indexed by the "
             f"engine in {result['indexed']} s with no embedder; synthetic vectors (each file a random direction, each "
             f"section that plus noise) stored as the local model's in {result['vectors_seconds']} s, as embedding a "
-            "million sections would take days here. Queries: 2 to 5 generated words. Sections: the third of "
-            f"{SECTIONS} random files. The semantic stage scanned {result['scanned']:,} vectors per related search.",
+            "million sections would take days here. Queries: 2 to 5 generated words. Sections: the third section "
+            f"of each of {SECTIONS} random files. The semantic stage scanned {result['scanned']:,} vectors per "
+            "related search.",
             "", *result["lines"]]
 
 

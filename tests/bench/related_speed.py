@@ -58,6 +58,7 @@ class Timings:
     related: list[list[float]] = field(default_factory=list)
     cpu: dict[str, float] = field(default_factory=lambda: {"lexical": 0.0, "related": 0.0})  # seconds
     stages: dict[str, int] = field(default_factory=dict)
+    laps: dict[str, dict[str, list[float]]] = field(default_factory=lambda: {"lexical": {}, "related": {}})
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
     first_answer_s: float = 0.0  # the warm-up: imports, and the vectors read into memory
 
@@ -93,6 +94,8 @@ def _block(server: Stdio, timings: Timings, kind: str, calls: list[tuple[str, li
     for method, params in calls:
         answer, ms = server.ask(method, params)
         spent.append(ms)
+        for stage, stage_ms in answer["timing"].items():
+            timings.laps[kind].setdefault(stage, []).append(stage_ms)
         if kind == "related":
             key = "+".join(answer["stages"]["performed"])
             timings.stages[key] = timings.stages.get(key, 0) + 1
@@ -124,4 +127,8 @@ def lines(timings: Timings, queries: int, sections: int, what: str) -> list[str]
         + ", ".join(f"{k} ({v})" for k, v in sorted(timings.stages.items()))
         + f". Load average (1 min) {timings.load[0]:.1f} before, {timings.load[1]:.1f} after, on "
         f"{os.cpu_count()} cores; the first answer (imports, vectors read) took {timings.first_answer_s:.1f} s.",
+        "", "Stage medians inside the server (ms; `timing` of the answers): " + "; ".join(
+            f"{what} " + ", ".join(f"{stage} {statistics.median(values):.2f}" for stage, values in laps.items())
+            for what, laps in (("lexical search.query", timings.laps["lexical"]),
+                               ("search.related", timings.laps["related"]))) + ".",
     ]
