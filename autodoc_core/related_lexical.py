@@ -70,12 +70,13 @@ def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenci
           least: int) -> list[more_like_this.WeightedWord]:
     """The source's most distinctive words, those written at least ``least`` times first (memoised)."""
     asked = ("section", source.section.chunk_id) if source.section is not None else ("document", source.doc_id)
-    key = (*asked, more_like_this.MORE_LIKE_THIS_TERMS, least, more_like_this.MORE_LIKE_THIS_POSTINGS)
-    workspace, generation = (run.conn.filename, run.ws.id), run.ws.next_generation
-    found = WORDS.get(workspace, generation, key)
+    key = (*asked, hash(source.text), more_like_this.MORE_LIKE_THIS_TERMS, least,
+           more_like_this.MORE_LIKE_THIS_POSTINGS)
+    workspace, version = (run.conn.filename, run.ws.id), _version(run)
+    found = WORDS.get(workspace, version, key)
     if found is None:
         found = _distinctive_words(run, source, frequencies, least)
-        WORDS.put(workspace, generation, key, found)
+        WORDS.put(workspace, version, key, found)
     run.timer.lap("words")
     return found
 
@@ -91,16 +92,22 @@ def _distinctive_words(run: SearchRun, source: Source, frequencies: lexical.Docu
                                             more_like_this.MORE_LIKE_THIS_POSTINGS)
 
 
-# (database, workspace id) -> (the workspace's generation when measured, its mean section length in words)
-_AVERAGE_TOKENS: dict[tuple[str, int], tuple[int, float]] = {}
+def _version(run: SearchRun) -> tuple[float | None, int]:
+    """The workspace's index as of this snapshot: when it was indexed and its generation (a workspace removed
+    and added again takes the same id, and its sections the same ids and generations, at another time)."""
+    return run.ws.indexed_at, run.ws.next_generation
+
+
+# (database, workspace id) -> (its index's version when measured, its mean section length in words)
+_AVERAGE_TOKENS: dict[tuple[str, int], tuple[tuple[float | None, int], float]] = {}
 CHARS_PER_WORD = 6.0
 
 
 def _average_tokens(run: SearchRun) -> float:
-    key = (run.conn.filename, run.ws.id)
-    generation, average = _AVERAGE_TOKENS.get(key, (-1, 0.0))
-    if generation != run.ws.next_generation:
+    key, version = (run.conn.filename, run.ws.id), _version(run)
+    measured, average = _AVERAGE_TOKENS.get(key, (None, 0.0))
+    if measured != version:
         chars = run.conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (run.ws.id,)).fetchone()[0]
         average = (chars or 0.0) / CHARS_PER_WORD
-        _AVERAGE_TOKENS[key] = (run.ws.next_generation, average)
+        _AVERAGE_TOKENS[key] = (version, average)
     return average

@@ -37,6 +37,22 @@ def test_a_document_s_words_are_remembered_until_an_edit(engine: Engine, kb: Pat
     assert "walrus" in after["query"]["terms"] and "ocean.md" in paths(after)
 
 
+def test_a_workspace_made_again_in_the_same_place_does_not_get_the_old_words(engine: Engine, tmp_path: Path) -> None:
+    # Removed and added again, a workspace takes the same id, and its documents the same section ids and
+    # generations: only what the memo is keyed by beyond those tells the two apart.
+    for name, word in (("one", "gecko"), ("two", "walrus")):
+        root = tmp_path / name
+        write(root, "a.md", f"# A\n\n## Part\n\nThe {word} naps in the {word} house.\n")
+        write(root, "b.md", f"# B\n\nA {word} again.\n")
+        write(root, "c.md", "# C\n\nNothing alike.\n")
+        engine.workspace_add(name, str(root))
+        engine.workspace_configure(name, {"embedder": "none"})
+        engine.workspace_index(name)
+        answer = engine.search_related(name, "a.md", {"line": 5})
+        assert answer["query"]["terms"] == [word] and paths(answer) == ["b.md"]
+        engine.workspace_remove(name)
+
+
 def test_a_document_and_its_sections_are_remembered_apart(engine: Engine, kb: Path) -> None:
     notes(kb)
     lexical_workspace(engine, kb)
