@@ -290,7 +290,9 @@ def main() -> None:
 
 
 def speed_section(args: argparse.Namespace, shared: Path, work: Path) -> list[str]:
-    techdocs_db = Path(args.techdocs_db) if args.techdocs_db else work / "techdocs.db"
+    # Synthetic vectors are stored as MiniLM's: kept apart, a later run embedding techdocs never takes them.
+    default_db = work / ("techdocs-synthetic.db" if args.synthetic_vectors else "techdocs.db")
+    techdocs_db = Path(args.techdocs_db) if args.techdocs_db else default_db
     root = (shared / "data" / "techdocs").resolve()
     vectors = techdocs_with_vectors(techdocs_db, root, args.synthetic_vectors)
     queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
