@@ -173,13 +173,24 @@ def with_snippets(conn: apsw.Connection, hits: list[Hit], words: list[str]) -> l
     return hits
 
 
+def first_word_at(body: str, stems: list[str]) -> int:
+    """Where the first of these stems begins in the body, case-blind; -1 if none is there. In ASCII text
+    case-blind is lower-case equality: no pattern to compile (a related search's words are new each time, and
+    compiling them was most of its snippets' cost)."""
+    if not stems:
+        return -1
+    if body.isascii() and all(stem.isascii() for stem in stems):
+        lowered = body.lower()
+        return min((at for stem in stems if (at := lowered.find(stem.lower())) != -1), default=-1)
+    found = re.search("|".join(re.escape(stem) for stem in stems), body, re.IGNORECASE)
+    return found.start() if found else -1
+
+
 def snippet(body: str, words: list[str], size: int = SNIPPET_CHARS) -> str:
     """About ``size`` characters of the body around the first query word, whitespace folded, cut at
     word ends. The word is found case-blind in the body itself: ``body.lower()`` can be longer than the
     body (İ lowers to two characters), which shifted the window away from the word."""
-    stems = [re.escape(word[: max(4, len(word) - 2)]) for word in words if word]
-    found = re.search("|".join(stems), body, re.IGNORECASE) if stems else None
-    position = found.start() if found else -1
+    position = first_word_at(body, [word[: max(4, len(word) - 2)] for word in words if word])
     start = 0 if position <= size // 3 else position - size // 3
     if start:
         space = body.find(" ", start, position)

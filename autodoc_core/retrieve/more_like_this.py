@@ -86,3 +86,33 @@ def sections_holding(conn: apsw.Connection, texts: list[str]) -> Counter[str]:
     for text in texts:
         held.update({stem for stem, _ in stems(conn, text)})
     return held
+
+
+class WordsMemo:
+    """A source's distinctive words, remembered per workspace (database, id) and version of its index (when it
+    was indexed, its generation), by the source (a chunk id or a document's, and its text) and the parameters
+    they were chosen with: asking again about the same section (the live side list, a picker's stage toggle)
+    skips tokenising it and reading its words' frequencies. Any index write moves the version, and a word's
+    frequency changes only with one: a workspace's words of another version are dropped when one is asked
+    for. (A workspace removed and added again takes the same id, and its sections the same ids and
+    generations: it is indexed at another time.)"""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._workspaces: dict[tuple[str, int], tuple[tuple, dict[tuple, list[WeightedWord]]]] = {}
+        self.hits = 0
+
+    def get(self, workspace: tuple[str, int], version: tuple, key: tuple) -> list[WeightedWord] | None:
+        held_version, words = self._workspaces.get(workspace, (None, {}))
+        found = words.get(key) if held_version == version else None
+        self.hits += found is not None
+        return found
+
+    def put(self, workspace: tuple[str, int], version: tuple, key: tuple, words: list[WeightedWord]) -> None:
+        held_version, held = self._workspaces.get(workspace, (None, {}))
+        if held_version != version:
+            held = {}
+            self._workspaces[workspace] = (version, held)
+        if len(held) >= self.size:
+            del held[next(iter(held))]  # the oldest
+        held[key] = words

@@ -124,9 +124,18 @@ class VectorIndex:
         self.eligible = np.zeros(0, dtype=bool)
         self.lock = threading.Lock()
         self._sorted: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # (chunk_ids, sorted, order)
+        self._counted: tuple[np.ndarray, int, bool] | None = None  # (eligible, how many, all of them)
 
     def __len__(self) -> int:
-        return int(self.eligible.sum())
+        return self._eligible_counts()[0]
+
+    def _eligible_counts(self) -> tuple[int, bool]:
+        """How many vectors are eligible, and whether all are: counted once per ``eligible`` array (a search
+        asked twice, a pass over a million flags each time). ``eligible`` is replaced, never changed in place."""
+        counted = self._counted
+        if counted is None or counted[0] is not self.eligible:
+            counted = self._counted = (self.eligible, int(self.eligible.sum()), bool(self.eligible.all()))
+        return counted[1], counted[2]
 
     def refresh(self, conn: apsw.Connection, epoch: int) -> None:
         with self.lock:
@@ -189,7 +198,7 @@ class VectorIndex:
     def search(self, query: np.ndarray, allowed_docs: np.ndarray | None, k: int = CANDIDATES,
                shortlist: int = SHORTLIST) -> Recall:
         with self.lock:
-            everything = allowed_docs is None and bool(self.eligible.all())
+            everything = allowed_docs is None and self._eligible_counts()[1]
             mask = None if everything else self.eligible
             if allowed_docs is not None:
                 mask = mask & np.isin(self.doc_ids, allowed_docs)

@@ -7,23 +7,24 @@ asked for the document as a whole, and the cited documents are looked for among 
 run: the document's own summary (its "Summary" section, else its first) sent to ``search.query``. Parameters
 are chosen on the KEPs; the Rust RFCs only report.
 
-Speed: ``search.related`` for sections of techdocs over ``serve --stdio`` against lexical ``search.query``
-for the dev queries in the same process, interleaved.
+Speed (tests/bench/related_speed.py): ``search.related`` for sections of techdocs over ``serve --stdio`` against
+lexical ``search.query`` for the dev queries in the same process, interleaved; and the figures of the last
+million-section run (tests/bench/related_million.py, ``<work>/million.json``) when there is one.
 
     python -m tests.bench.related --shared ../shared [--work /tmp/related-bench] [--out doc/benchmarks/related.md]
+        [--speed-only] [--synthetic-vectors]
 
 The work folder keeps the copies and their databases between runs (embedding them takes a while).
+``--speed-only`` rewrites the speed section alone; ``--synthetic-vectors`` gives techdocs synthetic vectors
+instead of MiniLM's (the report says so).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import platform
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,8 +34,9 @@ from typing import Any
 from autodoc_core import related
 from autodoc_core.retrieve import more_like_this
 from autodoc_core.service.engine import Engine
+from tests.bench import related_million, related_speed
 from tests.bench.related_corpus import CORPORA, KEEP_CHARS, TEMPLATE_SHARE, Rewritten, rewrite
-from tests.bench.retrieval import load_queries, percentile
+from tests.bench.retrieval import load_queries
 
 ROOT = Path(__file__).resolve().parents[2]
 TUNING, REPORTING = "keps", "rust-rfcs"
@@ -47,7 +49,6 @@ POSTINGS = (600, 1000, 1500, 2000, 4000)
 COST_SLACK = 0.01  # a cost knob takes its cheapest value within this much of the best Recall@10
 VECTORS = ("mean", "first")
 SPEED_SECTIONS = 120
-SPEED_ROUNDS = 3
 
 
 @dataclass
@@ -170,32 +171,7 @@ def verdict(found: dict[str, Scores]) -> str:
             f"{'at least' if holds else 'BELOW'} the better of its two sources ({best:.3f}).")
 
 
-# -- speed over serve --stdio --------------------------------------------------------------------
-
-
-class Stdio:
-    def __init__(self, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(db), "serve", "--stdio"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-        self.number = 0
-
-    def ask(self, method: str, params: list[Any]) -> tuple[Any, float]:
-        assert self.process.stdin and self.process.stdout
-        self.number += 1
-        message = {"jsonrpc": "2.0", "id": self.number, "method": method, "params": params}
-        started = time.perf_counter()
-        self.process.stdin.write(json.dumps(message).encode() + b"\n")
-        self.process.stdin.flush()
-        answer = json.loads(self.process.stdout.readline())
-        ms = (time.perf_counter() - started) * 1000
-        if "error" in answer:
-            raise RuntimeError(answer["error"])
-        return answer["result"], ms
-
-    def close(self) -> None:
-        assert self.process.stdin
-        self.process.stdin.close()
-        self.process.wait()
+# -- speed over serve --stdio (tests/bench/related_speed.py) -------------------------------------
 
 
 def sample_sections(db: Path, name: str, count: int) -> list[tuple[str, int]]:
@@ -209,40 +185,22 @@ def sample_sections(db: Path, name: str, count: int) -> list[tuple[str, int]]:
     return rows[::step][:count]
 
 
-def speed(db: Path, name: str, queries: list[str], sections: list[tuple[str, int]]) -> dict[str, Any]:
-    server = Stdio(db)
-    lexical_ms: list[float] = []
-    related_ms: list[float] = []
-    stages: dict[str, int] = {}
-    try:
-        server.ask("search.query", [name, queries[0], {"stages": ["lexical"]}])  # warm up: imports, vectors
-        server.ask("search.related", [name, sections[0][0], {"line": sections[0][1]}])
-        for _ in range(SPEED_ROUNDS):
-            for text in queries:
-                lexical_ms.append(server.ask("search.query", [name, text, {"stages": ["lexical"], "limit": 10}])[1])
-            for path, line in sections:
-                answer, ms = server.ask("search.related", [name, path, {"line": line, "limit": 10}])
-                related_ms.append(ms)
-                key = "+".join(answer["stages"]["performed"])
-                stages[key] = stages.get(key, 0) + 1
-    finally:
-        server.close()
-    return {"lexical": lexical_ms, "related": related_ms, "stages": stages}
-
-
-def speed_lines(result: dict[str, Any], name: str, sections: int, queries: int) -> list[str]:
-    lexical_ms, related_ms = result["lexical"], result["related"]
-    ratio = statistics.median(related_ms) / statistics.median(lexical_ms)
-    return [
-        "| request | count | median ms | p95 ms |", "|---|---|---|---|",
-        f"| search.query, lexical ({queries} dev queries x {SPEED_ROUNDS}) | {len(lexical_ms)} | "
-        f"{statistics.median(lexical_ms):.1f} | {percentile(lexical_ms, 0.95):.1f} |",
-        f"| search.related, a section ({sections} sections x {SPEED_ROUNDS}) | {len(related_ms)} | "
-        f"{statistics.median(related_ms):.1f} | {percentile(related_ms, 0.95):.1f} |",
-        "", f"search.related median / lexical search.query median: **{ratio:.2f}** "
-        f"({'holds' if ratio <= 1 else 'does NOT hold'}: the target is at most 1). Stages performed: "
-        + ", ".join(f"{k} ({v})" for k, v in sorted(result["stages"].items())) + f". Workspace {name}.",
-    ]
+def techdocs_with_vectors(db: Path, root: Path, synthetic: bool) -> str:
+    """techdocs indexed with its vectors: MiniLM's (embedded here, once: ~11 minutes on 2 idle cores), or
+    synthetic ones (``related_million.synthetic_vectors``) when embedding is out of reach. Says which."""
+    if not synthetic:
+        with Engine(db) as engine:
+            prepared(engine, "techdocs", root)
+        return "Vectors: MiniLM-L6's, embedded in process."
+    with Engine(db) as engine:
+        if "techdocs" not in {ws["name"] for ws in engine.workspace_list()}:
+            engine.workspace_add("techdocs", str(root))
+        engine.workspace_configure("techdocs", {"embedder": "none"})
+        engine.workspace_index("techdocs")
+    vectors = related_million.fill_synthetic(db, "techdocs")
+    return (f"Vectors: {vectors:,} synthetic ones (`--synthetic-vectors`: each document a random direction, each "
+            "section that plus noise), as embedding techdocs was out of reach on the machine at the time: the scan "
+            "costs the same, the neighbours found are not MiniLM's.")
 
 
 LIVE_MOVES = 2000
@@ -296,9 +254,19 @@ def main() -> None:
     parser.add_argument("--work", default="/tmp/related-bench")
     parser.add_argument("--techdocs-db", default=None, help="a database with techdocs indexed and embedded")
     parser.add_argument("--out", default="doc/benchmarks/related.md")
+    parser.add_argument("--speed-only", action="store_true",
+                        help="measure and rewrite only the speed section (the quality needs three corpora embedded)")
+    parser.add_argument("--synthetic-vectors", action="store_true",
+                        help="give techdocs synthetic vectors instead of embedding it (the speed section says so)")
     args = parser.parse_args()
     shared, work = Path(args.shared), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
+    if args.speed_only:
+        out = Path(args.out)
+        kept = out.read_text().split("\n## Speed")[0].rstrip("\n")
+        out.write_text(kept + "\n\n" + "\n".join(speed_section(args, shared, work)) + "\n")
+        print(f"wrote {out}")
+        return
     sections: dict[str, list[str]] = {}
     chosen: dict[str, Any] = {}
     for corpus_name in (TUNING, REPORTING):
@@ -313,18 +281,33 @@ def main() -> None:
             role = "tuning: the parameters were chosen here" if corpus_name == TUNING else "reporting only"
             sections[corpus_name] = corpus_lines(f"{corpus_name} ({role})", done, found)
             print(corpus_name, {k: (round(v.recall10, 3), round(v.mrr, 3)) for k, v in found.items()}, flush=True)
-    techdocs_db = Path(args.techdocs_db) if args.techdocs_db else work / "techdocs.db"
-    with Engine(techdocs_db) as engine:
-        prepared(engine, "techdocs", shared / "data" / "techdocs")
-    queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
-    picked = sample_sections(techdocs_db, "techdocs", SPEED_SECTIONS)
-    timing = speed(techdocs_db, "techdocs", queries, picked)
-    live = live_cost(techdocs_db, shared / "data" / "techdocs", *picked[len(picked) // 2], work)
+    speed_rows = speed_section(args, shared, work)
     defaults = current()
     if chosen != defaults:  # the speed run's server uses the code's defaults: they must be the chosen ones
         sections["tuning"] += ["", f"**The code's defaults {defaults} are not the chosen ones: set them and run "
                                    "again.**"]
-    write(Path(args.out), sections, chosen, speed_lines(timing, "techdocs", len(picked), len(queries)) + live)
+    write(Path(args.out), sections, chosen, speed_rows)
+
+
+def speed_section(args: argparse.Namespace, shared: Path, work: Path) -> list[str]:
+    # Synthetic vectors are stored as MiniLM's: kept apart, a later run embedding techdocs never takes them.
+    default_db = work / ("techdocs-synthetic.db" if args.synthetic_vectors else "techdocs.db")
+    techdocs_db = Path(args.techdocs_db) if args.techdocs_db else default_db
+    root = (shared / "data" / "techdocs").resolve()
+    vectors = techdocs_with_vectors(techdocs_db, root, args.synthetic_vectors)
+    queries = [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")]
+    picked = sample_sections(techdocs_db, "techdocs", SPEED_SECTIONS)
+    timings = related_speed.measure(techdocs_db, "techdocs", queries, picked)
+    live = live_cost(techdocs_db, root, *picked[len(picked) // 2], work)
+    return [
+        "## Speed: search.related beside a lexical search, over serve --stdio", "",
+        f"Measured on {time.strftime('%Y-%m-%d %H:%M')} UTC. One `autodoc serve --stdio` process, warmed up, then "
+        f"{related_speed.ROUNDS} rounds of: the dev set's queries as lexical `search.query`, then "
+        "`search.related` for every n-th section of the workspace (with its first line), limit 10.", "",
+        "### techdocs", "", vectors, "",
+        *related_speed.lines(timings, len(queries), len(picked), "techdocs"), *live, "",
+        *related_million.report_lines(work),
+    ]
 
 
 def write(out: Path, sections: dict[str, list[str]], chosen: dict[str, Any], speed_rows: list[str]) -> None:
@@ -349,14 +332,7 @@ def write(out: Path, sections: dict[str, list[str]], chosen: dict[str, Any], spe
         "of its sections' vectors.",
         *sections[TUNING], *sections[REPORTING],
         "", "### Tuning steps (KEPs only)", "", *sections["tuning"],
-        "", "## Speed: search.related beside a lexical search, over serve --stdio (techdocs)", "",
-        "One `autodoc serve --stdio` process, warmed up, then rounds of the dev set's queries as lexical "
-        "`search.query` and `search.related` for every n-th section of techdocs (with its first line), limit 10.",
-        "", *speed_rows, "",
-        "At one million vectors: not measured. `tests/bench/retrieval.py` has no million-vector database to reuse "
-        "(the synthetic scan in `tests/bench/semantic.py` holds vectors without chunks or an FTS table); the "
-        "semantic step of `search.related` is the same scan as a query's, with the section's stored vector "
-        "instead of an embedded query.",
+        "", *speed_rows,
     ]
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

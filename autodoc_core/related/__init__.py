@@ -16,7 +16,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -28,7 +28,6 @@ from autodoc_core.pipeline import (
     StageReport,
     Timer,
     _answer,
-    _lexical,
     _report_ranker,
     _report_unmatched_facets,
     _report_unmatched_paths,
@@ -37,11 +36,12 @@ from autodoc_core.pipeline import (
 from autodoc_core.providers.rankers import Ranker
 from autodoc_core.rank import fuse, hits
 from autodoc_core.rank.hits import Hit
-from autodoc_core.retrieve import lexical, more_like_this, semantic_stage
+from autodoc_core.related import word_search as related_lexical
+from autodoc_core.retrieve import lexical, semantic_stage
 from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.linked import linked_documents
 from autodoc_core.retrieve.options import parse_options
-from autodoc_core.retrieve.query import ParsedQuery, Term
+from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.service.documents import resolve_inside
 from autodoc_core.store.workspace import Workspace
@@ -60,7 +60,6 @@ DOCUMENT_VECTOR = "mean"
 # A whole document's words count when written at least this often (a section's, once). Chosen on the KEPs.
 DOCUMENT_LEAST_FREQUENCY = 2
 RELATED_CANDIDATES = lexical.CANDIDATES  # each retriever's candidates, at least
-OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
 SOURCE_EXCERPT_CHARS = 2000  # what the ranker reads of the source section, as its query
 SNIPPET_WORDS = 8  # a snippet centres on the first of the most distinctive words it finds
 
@@ -116,15 +115,20 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
         query.problems.append(nothing)
         return {**_answer(run, [], "none"), "related": about}
     found = _retrieve(run, source, frequencies, about)
-    ranked = _fused(run, source, found)
-    timer.lap("fuse")
-    if ranker is not None and "rerank" in options.stages:
-        ranked = _rerank(run, ranked, ranker)
-    if options.demote_superseded:
-        ranked = hits.demote_superseded(ranked)
-    shown = hits.with_snippets(conn, ranked[: options.limit], query.words[:SNIPPET_WORDS])
+    ranked = _shown(run, _fused(run, source, found), ranker)
+    shown = hits.with_snippets(conn, ranked[: options.limit], _snippet_words(query))
     timer.lap("shape")
     return {**_answer(run, shown, run.report.mode_used), "related": about}
+
+
+def _snippet_words(query: ParsedQuery) -> list[str]:
+    """The first ``SNIPPET_WORDS`` words of the most distinctive (``query.words`` splits all of them)."""
+    words: list[str] = []
+    for term in query.terms:
+        words.extend(fts_tokens(term.text))
+        if len(words) >= SNIPPET_WORDS:
+            break
+    return words[:SNIPPET_WORDS]
 
 
 @dataclass
@@ -145,10 +149,11 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
     if vector is not None:
         found.rankings["semantic"], found.cosines = _semantic(run, source, vector, pool)
         about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
-    run.query.terms = [Term(w.word) for w in _words(run, source, frequencies)]
+    least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
+    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least)]
     run.query.raw = " ".join(t.text for t in run.query.terms)
     if "lexical" in run.options.stages:
-        found.rankings["lexical"], found.bm25 = _more_like_this(run, source, frequencies, pool)
+        found.rankings["lexical"], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)
     lexical_ids = found.rankings.get("lexical", [])
     found.rankings["link"], link_cosines = _links(run, source, vector, lexical_ids)
     found.cosines.update(link_cosines)
@@ -163,11 +168,15 @@ def _nothing_to_relate(conn: apsw.Connection, ws: Workspace, source: Source) -> 
     """Why the answer is empty before anything is asked: no other document, or no section in this one."""
     if not source.sections:
         return f"{source.path} has no sections (it is empty, or frontmatter only): there is nothing to relate"
-    others = conn.execute("SELECT COUNT(*) FROM documents WHERE ws_id = ? AND id <> ?",
-                          (ws.id, source.doc_id)).fetchone()[0]
-    if not others:
+    if not _has_other_documents(conn, ws.id, source.doc_id):
         return f"{source.path} is the only document in workspace {ws.name}: there is nothing to relate it to"
     return None
+
+
+def _has_other_documents(conn: apsw.Connection, ws_id: int, doc_id: int) -> bool:
+    # Not COUNT(*): that reads every document's index entry (90,000 of them at a million sections).
+    return conn.execute("SELECT EXISTS (SELECT 1 FROM documents WHERE ws_id = ? AND id <> ?)",
+                        (ws_id, doc_id)).fetchone()[0] == 1
 
 
 def _split_options(opts: Any) -> tuple[int | None, dict[str, Any]]:
@@ -260,44 +269,6 @@ def _semantic(run: SearchRun, source: Source, vector: np.ndarray, pool: int) -> 
     return chunk_ids, {c: found.cosines[c] for c in chunk_ids}
 
 
-def _more_like_this(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-                    pool: int) -> tuple[list[int], dict[int, float]]:
-    """The lexical ranking for the source's distinctive words, its own sections left out afterwards (a filter
-    on the document would take FTS5 off its fast path of scoring the index alone)."""
-    own = {s.chunk_id for s in source.sections}
-    ranked, bm25 = _lexical(run, frequencies, pool + min(len(own), OWN_SECTIONS_SKIPPED))
-    ranked = [c for c in ranked if c not in own][:pool]
-    return ranked, {c: bm25[c] for c in ranked if c in bm25}
-
-
-def _words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies) -> list:
-    # A section's words are not read in the rest of its document (that took longer than the word search):
-    # a word only its own document has finds nothing and just takes a place. A section holds each of its own.
-    own = Counter() if source.section is not None else \
-        more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
-    least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
-    words = more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies,
-                                             _average_tokens(run), more_like_this.MORE_LIKE_THIS_TERMS, least,
-                                             more_like_this.MORE_LIKE_THIS_POSTINGS)
-    run.timer.lap("words")
-    return words
-
-
-# (database, workspace id) -> (the workspace's generation when measured, its mean section length in words)
-_AVERAGE_TOKENS: dict[tuple[str, int], tuple[int, float]] = {}
-CHARS_PER_WORD = 6.0
-
-
-def _average_tokens(run: SearchRun) -> float:
-    key = (run.conn.filename, run.ws.id)
-    generation, average = _AVERAGE_TOKENS.get(key, (-1, 0.0))
-    if generation != run.ws.next_generation:
-        chars = run.conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (run.ws.id,)).fetchone()[0]
-        average = (chars or 0.0) / CHARS_PER_WORD
-        _AVERAGE_TOKENS[key] = (run.ws.next_generation, average)
-    return average
-
-
 def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
            lexical_ids: list[int]) -> tuple[list[int], dict[int, float]]:
     """One section of each linked document the filters allow: the one nearest the source's vector, else its
@@ -327,7 +298,7 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
     return chosen, {c: cosines[c] for c in chosen if c in cosines}
 
 
-def _fused(run: SearchRun, source: Source, found: Found) -> list[Hit]:
+def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
     ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
     rankings, bm25, cosines = found.rankings, found.bm25, found.cosines
@@ -353,12 +324,47 @@ def _fused(run: SearchRun, source: Source, found: Found) -> list[Hit]:
                               set(source.tags))
     retrievers = {name: ids for name, ids in rankings.items() if name != "link"}
     fused = fuse.keep_leaders(fused, retrievers, cosines if linear else None)
-    shown: Counter[int] = Counter()  # hits per document: only those kept become Hit records
+    shown: Counter[int] = Counter()  # sections per document
     capped = []
     for entry in fused:
         row = rows[entry.chunk_id]
         shown[row.doc_id] += 1
         if shown[row.doc_id] <= hits.MAX_PER_DOCUMENT:
-            capped.append(hits.section_hit(row, entry.relevance, entry.score, entry.via))
+            capped.append(Candidate(entry, row))
     return capped
 
+
+@dataclass(slots=True)
+class Candidate:
+    """A fused section before it becomes a Hit: demotion reads only its document, successor and status."""
+
+    entry: fuse.Fused
+    row: hits.HitRow
+
+    @property
+    def doc_id(self) -> int:
+        return self.row.doc_id
+
+    @property
+    def successor_id(self) -> int | None:
+        return self.row.successor_id
+
+    @property
+    def superseded(self) -> bool:
+        return self.row.superseded
+
+    def hit(self) -> Hit:
+        return hits.section_hit(self.row, self.entry.relevance, self.entry.score, self.entry.via)
+
+
+def _shown(run: SearchRun, candidates: list[Candidate], ranker: Ranker | None) -> list[Hit]:
+    """The hits in their final order, reranked and demoted as asked. Without a ranker only the hits shown
+    become Hit records (demotion orders the candidates as it would their hits): building all of them, up
+    to three per document of every retriever's candidates, took a fifth of a related search."""
+    run.timer.lap("fuse")
+    if ranker is not None and "rerank" in run.options.stages:
+        ranked = _rerank(run, [c.hit() for c in candidates], ranker)
+        return hits.demote_superseded(ranked) if run.options.demote_superseded else ranked
+    if run.options.demote_superseded:
+        candidates = cast(list[Candidate], hits.demote_superseded(cast(list[Hit], candidates)))
+    return [c.hit() for c in candidates[: run.options.limit]]
