@@ -113,7 +113,7 @@ def build_model(model_dir: Path) -> Any:
 
 
 def _embeddings(w: _Writer, eps: float) -> str:
-    """word[ids] + position[0..S) + token_type[0], then LayerNorm (the numpy encoder uses type 0 only)."""
+    """word[ids] + position[0..S) + token_type[0], then LayerNorm (every text is one segment)."""
     words = w.op("Gather", [w.weight("embeddings.word_embeddings.weight"), "input_ids"], axis=0)
     length = w.op("Slice", [w.op("Shape", ["input_ids"]), w.const([1]), w.const([2])])
     positions = w.op("Slice", [w.weight("embeddings.position_embeddings.weight"), w.const([0]), length, w.const([0])])
