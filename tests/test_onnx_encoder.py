@@ -154,3 +154,23 @@ def test_without_onnxruntime_searches_answer_and_say_why_semantic_was_skipped(en
     assert "onnxruntime cannot be imported" in answer["stages"]["skipped"]["semantic"]
     encoder = call("workspace.status", ["kb"])["embedder"]["encoder"]
     assert encoder["name"] == "onnxruntime" and encoder["cached"]  # status needs no import
+
+
+def test_a_model_folder_put_back_is_loaded_again(engine, kb: Path, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed load is tried again after RETRY_LOAD_SECONDS (here 0), not only in a new process."""
+    from autodoc_core.providers import embedders
+    from autodoc_core.service.engine import Engine
+
+    folder = copy_model(tmp_path, "moving")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": {"provider": "local", "model_dir": str(folder)}})
+    indexed_engine(engine, kb)
+    monkeypatch.setattr(embedders, "RETRY_LOAD_SECONDS", 0.0)
+    (folder / "model.safetensors").rename(tmp_path / "weights")
+    with Engine(engine.store.path) as fresh:  # a new process's engine: its encoder loads at its first query
+        answer = fresh.search_query("kb", "keeping byte ranges of big downloads")
+        assert "cannot load the model" in answer["stages"]["skipped"]["semantic"] and answer["hits"]
+        (tmp_path / "weights").rename(folder / "model.safetensors")
+        later = fresh.search_query("kb", "keeping byte ranges of big downloads", {"limit": 4})
+    assert "semantic" in later["stages"]["performed"] and later["query"]["encoder"] == "onnxruntime"

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 # nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
 BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
+RETRY_LOAD_SECONDS = 60.0  # a local encoder that failed to load is tried again after this
 QUERY_TIMEOUT = 5.0  # seconds a query embedding may take (longer when the search waits longer for it)
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
@@ -162,6 +164,7 @@ class LocalEmbedder(Embedder):
         self.dimensions = int(model_config["hidden_size"])
         self._encoder: Encoder | None = None
         self._failure: str | None = None
+        self._retry_at = 0.0
         self._load_lock = threading.Lock()
         self._warming: threading.Thread | None = None
 
@@ -179,10 +182,15 @@ class LocalEmbedder(Embedder):
 
     @property
     def encoder(self) -> Encoder:
-        """The loaded encoder; ProviderError (the same reason every time, logged once) when it cannot load."""
+        """The loaded encoder; ProviderError when it cannot load. A failed load is tried again after
+        RETRY_LOAD_SECONDS (a model folder back in place, a repaired install), not at every query; a
+        reason is logged once."""
         with self._load_lock:
-            if self._encoder is None and self._failure is None:
-                self._encoder, self._failure = load_encoder(self.model_dir)
+            if self._encoder is None and (self._failure is None or time.monotonic() >= self._retry_at):
+                self._encoder, failure = load_encoder(self.model_dir)
+                if failure and failure != self._failure:
+                    LOG.warning("local encoder unavailable, the semantic stage is skipped: %s", failure)
+                self._failure, self._retry_at = failure, time.monotonic() + RETRY_LOAD_SECONDS
             if self._encoder is None:
                 raise ProviderError(self._failure or "the local encoder did not load")
             return self._encoder
@@ -211,7 +219,7 @@ class LocalEmbedder(Embedder):
 
 def load_encoder(model_dir: Path) -> tuple[Encoder | None, str | None]:
     """The encoder for the folder, or why there is none; a problem met on the way (a corrupt cached graph
-    rebuilt, a cache folder not writable) is logged once here and kept in the encoder's status."""
+    rebuilt, a cache folder not writable) is logged here and kept in the encoder's status."""
     try:
         from autodoc_core.providers.onnx_encoder import OnnxEncoder
 
@@ -225,7 +233,6 @@ def load_encoder(model_dir: Path) -> tuple[Encoder | None, str | None]:
         if encoder.graph.problem:
             LOG.warning("local encoder: %s", encoder.graph.problem)
         return encoder, None
-    LOG.warning("local encoder unavailable, the semantic stage is skipped: %s", reason)
     return None, reason
 
 
