@@ -55,6 +55,7 @@ SCALE ?= 50
 # without it the fusion benchmark builds its own (embedding the three corpora takes a while).
 FUSION_DB ?=
 bench: dev
+	$(BIN)/python -m tests.bench.encoder --shared $(SHARED) $(if $(ST_PYTHON),--st-python $(ST_PYTHON)) --out doc/benchmarks/encoder.md
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
 	$(BIN)/python -m tests.bench.fusion --shared $(SHARED) $(if $(FUSION_DB),--db $(FUSION_DB)) \

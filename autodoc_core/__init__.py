@@ -29,7 +29,7 @@ import os
 
 # One BLAS thread per calling thread. Query-time matrix products are small, and two BLAS threads
 # collapse when another process holds a core; bulk embedding gets its parallelism from its own
-# worker threads instead (minilm.BertEncoder.embed(workers=...)), which also parallelises the
+# worker threads instead (onnx_encoder.OnnxEncoder.embed(workers=...)), which also parallelises the
 # element-wise work BLAS never sees. Must run before numpy is first imported.
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")

@@ -254,7 +254,8 @@ def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None, pool: int) 
         return None
     found = _semantic_ranking(run, query_vector.vector, pool)
     run.report.performed.append("semantic")
-    run.report.query_info.update(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist)
+    run.report.query_info.update(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
+                                 encoder=run.semantic.embedder.encoder_name if run.semantic.embedder else None)
     run.timer.lap("semantic")
     return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector)
 

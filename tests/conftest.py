@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
@@ -18,6 +19,9 @@ import pytest
 from autodoc_core.service.engine import Engine
 
 PROJECT = Path(__file__).resolve().parents[1]
+# The local encoder's ONNX graph (90 MB) is cached in the project's .pytest_cache, not in the user's
+# data folder; set before any test starts a child process, so the children share it.
+os.environ.setdefault("AUTODOC_ONNX_CACHE", str(PROJECT / ".pytest_cache" / "autodoc-onnx"))
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""The numpy encoder against vectors recorded once with sentence-transformers."""
+"""The local encoder (onnxruntime) against vectors recorded once with sentence-transformers."""
 
 from __future__ import annotations
 
@@ -8,29 +8,30 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autodoc_core.providers.minilm import BertEncoder
+from autodoc_core.providers.minilm import default_model_dir
+from autodoc_core.providers.onnx_encoder import OnnxEncoder
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "minilm_reference.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def encoder() -> BertEncoder:
-    return BertEncoder()
+def encoder() -> OnnxEncoder:
+    return OnnxEncoder(default_model_dir())
 
 
-def test_matches_sentence_transformers(encoder: BertEncoder) -> None:
+def test_matches_sentence_transformers(encoder: OnnxEncoder) -> None:
     ours = encoder.embed(REFERENCE["texts"])
     reference = np.asarray(REFERENCE["vectors"], dtype=np.float32)
     cosines = (ours * reference).sum(axis=1) / np.linalg.norm(reference, axis=1)
     assert cosines.min() > 0.9999, cosines
 
 
-def test_caps_at_256_tokens_like_the_reference(encoder: BertEncoder) -> None:
+def test_caps_at_256_tokens_like_the_reference(encoder: OnnxEncoder) -> None:
     long_text = REFERENCE["texts"][6]
     assert encoder.count_tokens([long_text]) == [256]
 
 
-def test_batching_and_order_do_not_change_vectors(encoder: BertEncoder) -> None:
+def test_batching_and_order_do_not_change_vectors(encoder: OnnxEncoder) -> None:
     texts = REFERENCE["texts"]
     together = encoder.embed(texts, batch_tokens=64)
     alone = np.vstack([encoder.embed([t]) for t in texts])
@@ -43,7 +44,6 @@ def test_any_bert_folder_can_be_named(tmp_path) -> None:
     import shutil
 
     from autodoc_core.providers.embedders import make_embedder
-    from autodoc_core.providers.minilm import default_model_dir
 
     folder = tmp_path / "my-bert"
     shutil.copytree(default_model_dir(), folder)
@@ -66,7 +66,6 @@ def test_a_model_that_vanishes_is_a_clear_embed_error(engine, kb, tmp_path) -> N
     import shutil
 
     from autodoc_core.errors import AutodocError
-    from autodoc_core.providers.minilm import default_model_dir
 
     folder = tmp_path / "vanishing"
     shutil.copytree(default_model_dir(), folder)

@@ -313,6 +313,18 @@ def test_checkhealth_reports_host_dependencies_and_workspaces(nvim) -> None:
     assert "autodoc_core" in text and "MISSING" not in text
     assert "kb (" in text and "2 documents" in text
     assert "embedder: local:all-MiniLM-L6-v2:384:l2" in text
+    assert "onnxruntime " in text and "onnx " in text  # the encoder's dependencies
+
+
+def test_checkhealth_names_the_encoder_and_its_cached_graph(nvim) -> None:
+    from autodoc_core.providers.minilm import default_model_dir
+    from autodoc_core.providers.onnx_encoder import OnnxEncoder
+
+    graph = OnnxEncoder(default_model_dir()).graph.path  # written to the cache now, if it was not there
+    ready(nvim)
+    nvim.command("checkhealth autodoc")
+    text = "\n".join(nvim.current.buffer[:])
+    assert f"encoder: onnxruntime, graph cached: {graph}" in text
 
 
 def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:

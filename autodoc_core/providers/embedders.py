@@ -9,8 +9,11 @@ API keys are read from the environment variable the configuration names, at call
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,9 +33,10 @@ from autodoc_core.providers.base import (
 )
 from autodoc_core.providers.http import ProviderError, post_json, with_retries
 
-if TYPE_CHECKING:  # the model module loads with the weights, on first use
-    from autodoc_core.providers.minilm import BertEncoder
+if TYPE_CHECKING:  # onnxruntime loads with the model, on first use
+    from autodoc_core.providers.onnx_encoder import OnnxEncoder as Encoder
 
+LOG = logging.getLogger("autodoc.encoder")
 PROVIDERS = ("local", "tei", "openai", "cohere", "none")
 DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -41,6 +45,7 @@ BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 # nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
 BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
+RETRY_LOAD_SECONDS = 60.0  # a local encoder that failed to load is tried again after this
 QUERY_TIMEOUT = 5.0  # seconds a query embedding may take (longer when the search waits longer for it)
 MODEL_FILES = ("config.json", "tokenizer.json", "model.safetensors")
 EMBEDDER_KEYS = {"provider", "url", "model", "model_dir", "api_key_env", "timeout", "retries", "batch_size"}
@@ -73,6 +78,11 @@ class Embedder:
         self.query_wait = 0.0  # the workspace's semantic_deadline: a query's call may take this long
         self.checked_for: set[int] = set()  # workspaces whose stored vectors this process found to be this model's
         self._cache_lock = threading.Lock()
+
+    @property
+    def encoder_name(self) -> str:
+        """What computed the vectors, for the answer: the provider, or the local runtime."""
+        return self.provider
 
     @property
     def model_fp(self) -> str:
@@ -136,6 +146,9 @@ class Embedder:
 
 
 class LocalEmbedder(Embedder):
+    """A BERT-family model folder run in-process on onnxruntime (``onnx_encoder``). The encoder loads
+    on first use, or earlier in a thread of its own (``warm_up``) in a long-lived process."""
+
     provider = "local"
     batch_size = 64
     remote = False
@@ -149,26 +162,78 @@ class LocalEmbedder(Embedder):
         model_config = read_config(self.model_dir)
         self.model = self.model or (self.model_dir.name if custom else DEFAULT_LOCAL_MODEL)
         self.dimensions = int(model_config["hidden_size"])
-        self._encoder = None
+        self._encoder: Encoder | None = None
+        self._failure: str | None = None
+        self._retry_at = 0.0
         self._load_lock = threading.Lock()
+        self._warming: threading.Thread | None = None
+
+    def warm_up(self) -> None:
+        """Load the encoder in a background thread now, so the first search finds it ready (a search
+        that comes sooner waits for it on the load lock)."""
+        with self._cache_lock:
+            if self._warming is None and self._encoder is None:
+                self._warming = threading.Thread(target=self._warm, name="autodoc-encoder-warm-up", daemon=True)
+                self._warming.start()
+
+    def _warm(self) -> None:
+        with contextlib.suppress(ProviderError):  # said in status and in each answer that needs it
+            self.encoder  # noqa: B018 - loading is the point
 
     @property
-    def encoder(self) -> BertEncoder:
-        """The weights load on first use, not when a workspace is merely configured."""
+    def encoder(self) -> Encoder:
+        """The loaded encoder; ProviderError when it cannot load. A failed load is tried again after
+        RETRY_LOAD_SECONDS (a model folder back in place, a repaired install), not at every query; a
+        reason is logged once."""
         with self._load_lock:
+            if self._encoder is None and (self._failure is None or time.monotonic() >= self._retry_at):
+                self._encoder, failure = load_encoder(self.model_dir)
+                if failure and failure != self._failure:
+                    LOG.warning("local encoder unavailable, the semantic stage is skipped: %s", failure)
+                self._failure, self._retry_at = failure, time.monotonic() + RETRY_LOAD_SECONDS
             if self._encoder is None:
-                from autodoc_core.providers.minilm import BertEncoder
-
-                self._encoder = BertEncoder(self.model_dir)
+                raise ProviderError(self._failure or "the local encoder did not load")
             return self._encoder
+
+    @property
+    def encoder_name(self) -> str:
+        return self._encoder.runtime if self._encoder is not None else "onnxruntime"
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "encoder": self.encoder_state()}
+
+    def encoder_state(self) -> dict[str, Any]:
+        """The encoder, its graph and whether the graph is cached; without loading anything."""
+        from autodoc_core.providers.onnx_encoder import cached_graph
+
+        if self._encoder is not None:
+            return {"name": self._encoder.runtime, "loaded": True, **self._encoder.graph.as_dict()}
+        state = "failed" if self._failure else "loading" if self._warming else "not loaded"
+        return {"name": "onnxruntime", "loaded": False, "state": state, **cached_graph(self.model_dir).as_dict(),
+                **({"problem": self._failure} if self._failure else {})}
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
         workers = 1 if kind == "query" else bulk_workers()
-        try:
-            encoder = self.encoder
-        except (OSError, ValueError, KeyError) as exc:
-            raise ProviderError(f"cannot load the model in {self.model_dir}: {exc}") from None
-        return encoder.embed(texts, workers=workers)
+        return self.encoder.embed(texts, workers=workers)
+
+
+def load_encoder(model_dir: Path) -> tuple[Encoder | None, str | None]:
+    """The encoder for the folder, or why there is none; a problem met on the way (a corrupt cached graph
+    rebuilt, a cache folder not writable) is logged here and kept in the encoder's status."""
+    try:
+        from autodoc_core.providers.onnx_encoder import OnnxEncoder
+
+        encoder = OnnxEncoder(model_dir)
+    except ImportError as exc:
+        reason = (f"the local encoder cannot run: {exc.name or 'onnxruntime'} cannot be imported ({exc}); "
+                  "reinstall with make install (or pip install onnxruntime onnx)")
+    except Exception as exc:  # noqa: BLE001 - onnxruntime and onnx raise types of their own; any of them ends here
+        reason = f"cannot load the model in {model_dir} on onnxruntime: {exc}"
+    else:
+        if encoder.graph.problem:
+            LOG.warning("local encoder: %s", encoder.graph.problem)
+        return encoder, None
+    return None, reason
 
 
 def bulk_workers() -> int:

