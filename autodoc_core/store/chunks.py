@@ -157,6 +157,49 @@ def stem_counts(conn: apsw.Connection, ws_id: int, stems: list[str]) -> dict[str
                              f"({', '.join('?' * len(stems))})", stems))
 
 
+@dataclass(frozen=True)
+class Section:
+    """A chunk as related sections read it: its place and its text."""
+
+    chunk_id: int
+    kind: str
+    breadcrumb: str
+    line_start: int
+    line_end: int
+    body: str
+
+
+def sections_of_document(conn: apsw.Connection, doc_id: int) -> list[Section]:
+    """The document's chunks in their order."""
+    return [Section(*row) for row in conn.execute(
+        "SELECT id, kind, breadcrumb, line_start, line_end, body FROM chunks WHERE doc_id = ? ORDER BY ord",
+        (doc_id,))]
+
+
+def of_documents(conn: apsw.Connection, doc_ids: list[int], filters: Filters) -> list[tuple[int, int]]:
+    """(chunk id, document id) of these documents' chunks that the filters let through, in document id then
+    section order."""
+    marks = ", ".join("?" * len(doc_ids))
+    clauses, params = where(filters.all())
+    return conn.execute(
+        f"SELECT c.id, c.doc_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.doc_id IN ({marks})"
+        f"{clauses} ORDER BY c.doc_id, c.ord", (*doc_ids, *params)).fetchall()
+
+
+def abstracts_among(conn: apsw.Connection, chunk_ids: list[int]) -> set[int]:
+    """Which of these chunks are documents' abstracts."""
+    if not chunk_ids:
+        return set()
+    marks = ", ".join("?" * len(chunk_ids))
+    return {row[0] for row in conn.execute(f"SELECT id FROM chunks WHERE kind = 'abstract' AND id IN ({marks})",
+                                           chunk_ids)}
+
+
+def mean_body_chars(conn: apsw.Connection, ws_id: int) -> float:
+    """The mean length of the workspace's chunk bodies in characters (0 for none)."""
+    return conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0] or 0.0
+
+
 def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
     if not chunk_ids:
         return {}
