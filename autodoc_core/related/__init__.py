@@ -279,7 +279,7 @@ def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
     ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
     rankings, bm25, cosines = found.rankings, found.bm25, found.cosines
-    rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
     rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
     rankings = {name: ids for name, ids in rankings.items() if ids}
@@ -315,7 +315,7 @@ class Candidate:
     """A fused section before it becomes a Hit: demotion reads only its document, successor and status."""
 
     entry: fuse.Fused
-    row: hits.HitRow
+    row: hits.FusionRow
 
     @property
     def doc_id(self) -> int:
@@ -329,18 +329,25 @@ class Candidate:
     def superseded(self) -> bool:
         return self.row.superseded
 
-    def hit(self) -> Hit:
-        return hits.section_hit(self.row, self.entry.relevance, self.entry.score, self.entry.via)
+    def hit(self, shown: dict[int, hits.HitRow]) -> Hit:
+        """Its Hit, from ``shown``: the hit rows of the candidates shown (read for them alone)."""
+        return hits.section_hit(shown[self.entry.chunk_id], self.entry.relevance, self.entry.score, self.entry.via)
+
+
+def _hits(run: SearchRun, candidates: list[Candidate]) -> list[Hit]:
+    shown = hits.load_rows(run.conn, [c.entry.chunk_id for c in candidates])
+    return [c.hit(shown) for c in candidates]
 
 
 def _shown(run: SearchRun, candidates: list[Candidate], ranker: Ranker | None) -> list[Hit]:
     """The hits in their final order, reranked and demoted as asked. Without a ranker only the hits shown
-    become Hit records (demotion orders the candidates as it would their hits): building all of them, up
-    to three per document of every retriever's candidates, took a fifth of a related search."""
+    become Hit records, and only their hit rows are read (demotion orders the candidates as it would their
+    hits): building all of them, up to three per document of every retriever's candidates, took a fifth of a
+    related search, and reading every candidate's hit row cost 0.15 ms more than its fusion row."""
     run.timer.lap("fuse")
     if ranker is not None and "rerank" in run.options.stages:
-        ranked = _rerank(run, [c.hit() for c in candidates], ranker)
+        ranked = _rerank(run, _hits(run, candidates), ranker)
         return hits.demote_superseded(ranked) if run.options.demote_superseded else ranked
     if run.options.demote_superseded:
         candidates = cast(list[Candidate], hits.demote_superseded(cast(list[Hit], candidates)))
-    return [c.hit() for c in candidates[: run.options.limit]]
+    return _hits(run, candidates[: run.options.limit])

@@ -213,6 +213,20 @@ def texts(conn: apsw.Connection, chunk_ids: list[int]) -> Iterable[tuple[int, st
     return conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
 
 
+_FUSION_ROWS = """
+SELECT c.id, c.doc_id, c.kind, d.tags, d.inbound_links, d.successor_id, d.status
+FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
+"""
+
+
+def fusion_rows(conn: apsw.Connection, chunk_ids: list[int]) -> Iterable[tuple]:
+    """What fusing reads of each of these chunks this snapshot has (``hit_rows`` reads what a hit shows): id,
+    document id, kind, tags (JSON), inbound links, successor id, status."""
+    for start in range(0, len(chunk_ids), _PER_QUERY):
+        part = chunk_ids[start : start + _PER_QUERY]
+        yield from conn.execute(_FUSION_ROWS.format(marks=", ".join("?" * len(part))), part)
+
+
 _HIT_ROWS = """
 SELECT c.id, c.doc_id, d.path, c.breadcrumb, c.byte_start, c.byte_end, c.line_start, c.line_end,
        d.generation, d.tags, d.inbound_links, d.successor_id, d.status, d.title, c.kind,
