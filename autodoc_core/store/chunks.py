@@ -200,6 +200,13 @@ def mean_body_chars(conn: apsw.Connection, ws_id: int) -> float:
     return conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0] or 0.0
 
 
+def matching_up_to(conn: apsw.Connection, ws_id: int, match: str, most: int) -> int:
+    """How many chunks match ``match``, counted up to ``most`` (FTS5 reads no further postings)."""
+    table = fts_table(ws_id)
+    return conn.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                        (match, most)).fetchone()[0]
+
+
 def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
     if not chunk_ids:
         return {}
