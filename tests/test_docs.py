@@ -30,11 +30,6 @@ def test_the_layout_map_names_every_folder() -> None:
         assert (PROJECT / "autodoc_core" / folder / "__init__.py").read_text().startswith('"""')
 
 
-# Imports that go up a floor and are known: related.py borrows the engine's path check (resolve_inside) until
-# its SQL and helpers move (issue 31).
-KNOWN_UPWARD = {("related", "service")}
-
-
 def _folder_imports() -> set[tuple[str, str, str]]:
     """(importing folder or top-level module, imported one, importing file) for every import within the engine."""
     found = set()
@@ -59,9 +54,36 @@ def test_imports_only_go_down_a_floor() -> None:
     imports = _folder_imports()
     assert {source for source, _, _ in imports} <= set(floor)  # every folder is on the map
     wrong = sorted((source, target, path) for source, target, path in imports
-                   if target in floor and floor[target] >= floor[source] and (source, target) not in KNOWN_UPWARD)
+                   if target in floor and floor[target] >= floor[source])
     assert wrong == []
     assert ("index", "retrieve") not in {(s, t) for s, t, _ in imports}  # the map's example holds
+
+
+SQL_TEXT = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM|PRAGMA|CREATE (VIRTUAL )?(TABLE|INDEX))\b|\bUPDATE \w+ SET\b")
+
+
+def sql_outside_the_store(engine: Path) -> list[str]:
+    """Where a module outside ``store/`` writes SQL: a string holding a statement (docstrings aside), or a call
+    of a connection's execute."""
+    found = []
+    for path in sorted(engine.rglob("*.py")):
+        if path.relative_to(engine).parts[0] == "store":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)}
+        for node in ast.walk(tree):
+            text = isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+            if (text and SQL_TEXT.search(node.value)) or (
+                    isinstance(node, ast.Attribute) and node.attr in {"execute", "executemany", "executescript"}):
+                found.append(f"{path.relative_to(engine)}:{node.lineno}")
+    return found
+
+
+def test_no_sql_outside_the_store() -> None:
+    """The store owns the schema (issue 31): every statement is a typed function of a ``store/`` module."""
+    assert sql_outside_the_store(PROJECT / "autodoc_core") == []
 
 
 def help_references(text: str) -> set[str]:

@@ -25,8 +25,6 @@ from autodoc_core.store import workspace as workspaces
 from autodoc_core.store.database import Store
 from autodoc_core.store.embeddings import SemanticState, counts
 
-OFF, READY, PARTIAL, SWITCHING = SemanticState.OFF, SemanticState.READY, SemanticState.PARTIAL, SemanticState.SWITCHING
-__all__ = ["OFF", "PARTIAL", "READY", "SWITCHING", "Progress", "counts", "fill", "semantic_state"]
 # What a section sends to the model at most. Models read 256-8,192 tokens; a section with one huge line, or
 # a large section_tokens, would otherwise go whole, past a server's payload or context limit.
 MAX_TEXT_CHARS = 6000
@@ -62,13 +60,13 @@ class Progress:
 def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: str | None) -> SemanticState:
     """The state from ``counts()``'s (embedded, total) and which model is active."""
     if not model_fp:
-        return OFF
+        return SemanticState.OFF
     embedded, total = progress
     if embedded >= total:
-        return READY
+        return SemanticState.READY
     if active_fp and active_fp != model_fp:
-        return SWITCHING
-    return PARTIAL
+        return SemanticState.SWITCHING
+    return SemanticState.PARTIAL
 
 
 def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,

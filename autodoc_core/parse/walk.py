@@ -13,10 +13,11 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import pathspec
 
+from autodoc_core.errors import OUTSIDE_ROOT, AutodocError, invalid_params
 from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
 
 ALWAYS_SKIPPED = {"node_modules", "__pycache__"}
@@ -226,6 +227,22 @@ def relative_to_root(root: str, path: str) -> str:
         if is_inside(root, candidate):
             return os.path.relpath(candidate, root)
     return path
+
+
+def resolve_inside(root: str, path: Any) -> tuple[str, str]:
+    """(absolute path, path relative to the root) of a Markdown file that resolves inside the root."""
+    if not isinstance(path, str) or not path:
+        raise invalid_params("path must be a non-empty string relative to the workspace root")
+    if "\x00" not in path:
+        path = relative_to_root(root, path)  # an absolute path inside the root, as an agent may give it
+    if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
+        raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
+    abspath = os.path.realpath(os.path.join(root, path))
+    if not is_inside(root, abspath):
+        raise AutodocError(OUTSIDE_ROOT, f"{path!r} resolves outside the workspace root", path=path)
+    if not abspath.lower().endswith(MARKDOWN_SUFFIXES):
+        raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
+    return abspath, os.path.relpath(abspath, root).replace(os.sep, "/")
 
 
 def not_indexed_reason(root: str, relpath: str) -> str:

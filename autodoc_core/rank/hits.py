@@ -55,6 +55,31 @@ def load_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, HitRow]:
     return rows
 
 
+@dataclass(slots=True)
+class FusionRow:
+    """What fusing, boosting, capping and demoting read of a chunk; its ``HitRow`` is read only if it is shown."""
+
+    chunk_id: int
+    doc_id: int
+    kind: str
+    tags: tuple[str, ...]
+    inbound_links: int
+    successor_id: int | None
+    status: str | None
+
+    @property
+    def superseded(self) -> bool:
+        return self.status == "superseded" or self.successor_id is not None
+
+
+def load_fusion_rows(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, FusionRow]:
+    """The fusion rows of these chunks that this snapshot has, by chunk id (a third of ``load_rows``' cost)."""
+    rows: dict[int, FusionRow] = {}
+    for chunk_id, doc_id, kind, tags, inbound, successor_id, status in chunks.fusion_rows(conn, chunk_ids):
+        rows[chunk_id] = FusionRow(chunk_id, doc_id, kind, _tags(tags), inbound, successor_id, status)
+    return rows
+
+
 @lru_cache(maxsize=4096)
 def _tags(stored: str) -> tuple[str, ...]:
     """A document's tags from their JSON: a search reads ~90 rows, mostly of a few documents, and most have

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-import apsw
-
 from autodoc_core.pipeline import SearchRun
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
+from autodoc_core.store import chunks
 from autodoc_core.store.filters import NOT_ABSTRACT
 
 if TYPE_CHECKING:
@@ -46,21 +45,12 @@ def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, want
     afterwards. When they took so many places that fewer than ``wanted`` are left, the filtered search."""
     asked = wanted + ABSTRACTS_ALLOWED_FOR
     result = lexical.search(run.conn, run.ws.id, run.query, Filters(), frequencies, asked)
-    abstracts = abstract_chunks(run.conn, result.chunk_ids)
+    abstracts = chunks.abstracts_among(run.conn, result.chunk_ids)
     kept = [c for c in result.chunk_ids if c not in abstracts]
     if len(kept) < wanted and len(result.chunk_ids) == asked:
         return lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, wanted)
     result.chunk_ids = kept[:wanted]
     return result
-
-
-def abstract_chunks(conn: apsw.Connection, chunk_ids: list[int]) -> set[int]:
-    """Which of these chunks are documents' abstracts."""
-    if not chunk_ids:
-        return set()
-    marks = ", ".join("?" * len(chunk_ids))
-    return {row[0] for row in conn.execute(f"SELECT id FROM chunks WHERE kind = 'abstract' AND id IN ({marks})",
-                                           chunk_ids)}
 
 
 WORDS = more_like_this.WordsMemo()
@@ -107,7 +97,6 @@ def _average_tokens(run: SearchRun) -> float:
     key, version = (run.conn.filename, run.ws.id), _version(run)
     measured, average = _AVERAGE_TOKENS.get(key, (None, 0.0))
     if measured != version:
-        chars = run.conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (run.ws.id,)).fetchone()[0]
-        average = (chars or 0.0) / CHARS_PER_WORD
+        average = chunks.mean_body_chars(run.conn, run.ws.id) / CHARS_PER_WORD
         _AVERAGE_TOKENS[key] = (version, average)
     return average

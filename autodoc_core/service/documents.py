@@ -13,8 +13,7 @@ import apsw
 
 from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params, whole_number
 from autodoc_core.index.indexer import content_hash
-from autodoc_core.parse.markdown import MARKDOWN_SUFFIXES
-from autodoc_core.parse.walk import OutsideRoot, is_inside, open_inside, relative_to_root
+from autodoc_core.parse.walk import OutsideRoot, open_inside, resolve_inside
 from autodoc_core.store import documents as document_rows
 from autodoc_core.store.workspace import Workspace
 
@@ -28,7 +27,7 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     actually opened is checked too, so a symlink swapped in after the check is refused. ``indexed_hash``
     gives the content hash the index holds for a path (None: not indexed): the answer says whether the
     file changed since, when line numbers from a search may no longer hold."""
-    abspath, relpath = resolve_inside(ws, path)
+    abspath, relpath = resolve_inside(ws.root, path)
     opts = opts or {}
     if not isinstance(opts, dict):
         raise invalid_params("read options must be an object")
@@ -66,7 +65,7 @@ def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | N
     found: dict[str, FileText | str] = {}
     for path in dict.fromkeys(paths):
         try:
-            abspath, relpath = resolve_inside(ws, path)
+            abspath, relpath = resolve_inside(ws.root, path)
             raw = _raw(ws, abspath, relpath)
         except AutodocError as exc:  # deleted, or grown too large, since it was indexed
             found[path] = exc.reason
@@ -99,22 +98,6 @@ def text_lines(raw: bytes) -> list[str]:
     ending the last line, and an empty file one empty line."""
     lines = raw.decode("utf-8", "replace").removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     return lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
-
-
-def resolve_inside(ws: Workspace, path: Any) -> tuple[str, str]:
-    """(absolute path, path relative to the root) of a Markdown file that resolves inside the root."""
-    if not isinstance(path, str) or not path:
-        raise invalid_params("path must be a non-empty string relative to the workspace root")
-    if "\x00" not in path:
-        path = relative_to_root(ws.root, path)  # an absolute path inside the root, as an agent may give it
-    if "\x00" in path or os.path.isabs(path) or path.startswith(("/", "\\")):
-        raise AutodocError(OUTSIDE_ROOT, f"{path!r} is not a path relative to the workspace root", path=path)
-    abspath = os.path.realpath(os.path.join(ws.root, path))
-    if not is_inside(ws.root, abspath):
-        raise AutodocError(OUTSIDE_ROOT, f"{path!r} resolves outside the workspace root", path=path)
-    if not abspath.lower().endswith(MARKDOWN_SUFFIXES):
-        raise invalid_params(f"{path!r} is not a Markdown file (.md, .markdown)", path=path)
-    return abspath, os.path.relpath(abspath, ws.root).replace(os.sep, "/")
 
 
 def find(conn: apsw.Connection, ws: Workspace, query: Any, opts: Any = None) -> list[dict[str, Any]]:

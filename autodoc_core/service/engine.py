@@ -17,7 +17,7 @@ import apsw
 
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress
-from autodoc_core.index.vectors import OFF, fill
+from autodoc_core.index.vectors import fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
@@ -31,6 +31,7 @@ from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
+from autodoc_core.store.embeddings import SemanticState
 from autodoc_core.store.workspace import Workspace
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
@@ -74,7 +75,7 @@ class Engine:
         if unavailable:
             raise AutodocError(EMBED_FAILED, unavailable)
         if embedder is None:
-            return {"state": OFF}
+            return {"state": SemanticState.OFF}
         progress = runtime.fill_progress()
         if background:
             def stop() -> bool:

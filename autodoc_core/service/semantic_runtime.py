@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 
 import apsw
 
-from autodoc_core.index.vectors import OFF, PARTIAL, READY, SWITCHING, Progress, counts, semantic_state
+from autodoc_core.index.vectors import Progress, semantic_state
 from autodoc_core.pipeline import SemanticSource
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.rankers import Ranker, make_ranker
 from autodoc_core.retrieve.semantic import VectorIndex
+from autodoc_core.store.embeddings import SemanticState, counts
 from autodoc_core.store.workspace import Workspace
 
 P = TypeVar("P")  # a provider: Embedder | None or Ranker | None
@@ -91,9 +92,10 @@ class SemanticRuntime:
         filler need no more)."""
         embedder, unavailable = self.usable_embedder(ws)
         if embedder is None:
-            return SemanticSource(OFF, unavailable=unavailable)
+            return SemanticSource(SemanticState.OFF, unavailable=unavailable)
         if embedder.dimensions is None:  # a remote model not yet asked: its vectors cannot exist yet
-            return SemanticSource(SWITCHING if ws.active_model_fp else PARTIAL, embedder, None, (0, 0))
+            filling = SemanticState.SWITCHING if ws.active_model_fp else SemanticState.PARTIAL
+            return SemanticSource(filling, embedder, None, (0, 0))
         fingerprint = embedder.model_fp
         key = (ws.vector_epoch, fingerprint, ws.active_model_fp)
         with self.lock:
@@ -155,7 +157,7 @@ class SemanticRuntime:
         if source.embedder is None:
             return False
         unchecked = source.embedder.remote and ws.id not in source.embedder.checked_for  # see vectors.check_model
-        return source.state != READY or unchecked
+        return source.state != SemanticState.READY or unchecked
 
 
 class SemanticRuntimes:

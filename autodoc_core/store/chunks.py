@@ -157,6 +157,56 @@ def stem_counts(conn: apsw.Connection, ws_id: int, stems: list[str]) -> dict[str
                              f"({', '.join('?' * len(stems))})", stems))
 
 
+@dataclass(frozen=True)
+class Section:
+    """A chunk as related sections read it: its place and its text."""
+
+    chunk_id: int
+    kind: str
+    breadcrumb: str
+    line_start: int
+    line_end: int
+    body: str
+
+
+def sections_of_document(conn: apsw.Connection, doc_id: int) -> list[Section]:
+    """The document's chunks in their order."""
+    return [Section(*row) for row in conn.execute(
+        "SELECT id, kind, breadcrumb, line_start, line_end, body FROM chunks WHERE doc_id = ? ORDER BY ord",
+        (doc_id,))]
+
+
+def of_documents(conn: apsw.Connection, doc_ids: list[int], filters: Filters) -> list[tuple[int, int]]:
+    """(chunk id, document id) of these documents' chunks that the filters let through, in document id then
+    section order."""
+    marks = ", ".join("?" * len(doc_ids))
+    clauses, params = where(filters.all())
+    return conn.execute(
+        f"SELECT c.id, c.doc_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.doc_id IN ({marks})"
+        f"{clauses} ORDER BY c.doc_id, c.ord", (*doc_ids, *params)).fetchall()
+
+
+def abstracts_among(conn: apsw.Connection, chunk_ids: list[int]) -> set[int]:
+    """Which of these chunks are documents' abstracts."""
+    if not chunk_ids:
+        return set()
+    marks = ", ".join("?" * len(chunk_ids))
+    return {row[0] for row in conn.execute(f"SELECT id FROM chunks WHERE kind = 'abstract' AND id IN ({marks})",
+                                           chunk_ids)}
+
+
+def mean_body_chars(conn: apsw.Connection, ws_id: int) -> float:
+    """The mean length of the workspace's chunk bodies in characters (0 for none)."""
+    return conn.execute("SELECT AVG(LENGTH(body)) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0] or 0.0
+
+
+def matching_up_to(conn: apsw.Connection, ws_id: int, match: str, most: int) -> int:
+    """How many chunks match ``match``, counted up to ``most`` (FTS5 reads no further postings)."""
+    table = fts_table(ws_id)
+    return conn.execute(f"SELECT COUNT(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
+                        (match, most)).fetchone()[0]
+
+
 def bodies(conn: apsw.Connection, chunk_ids: list[int]) -> dict[int, str]:
     if not chunk_ids:
         return {}
@@ -168,6 +218,20 @@ def texts(conn: apsw.Connection, chunk_ids: list[int]) -> Iterable[tuple[int, st
     """(id, breadcrumb, body) of these chunks (those this snapshot has)."""
     marks = ",".join("?" * len(chunk_ids))
     return conn.execute(f"SELECT id, breadcrumb, body FROM chunks WHERE id IN ({marks})", tuple(chunk_ids))
+
+
+_FUSION_ROWS = """
+SELECT c.id, c.doc_id, c.kind, d.tags, d.inbound_links, d.successor_id, d.status
+FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.id IN ({marks})
+"""
+
+
+def fusion_rows(conn: apsw.Connection, chunk_ids: list[int]) -> Iterable[tuple]:
+    """What fusing reads of each of these chunks this snapshot has (``hit_rows`` reads what a hit shows): id,
+    document id, kind, tags (JSON), inbound links, successor id, status."""
+    for start in range(0, len(chunk_ids), _PER_QUERY):
+        part = chunk_ids[start : start + _PER_QUERY]
+        yield from conn.execute(_FUSION_ROWS.format(marks=", ".join("?" * len(part))), part)
 
 
 _HIT_ROWS = """

@@ -23,16 +23,6 @@ class Filters:
     def all(self) -> list[Clause]:
         return [*self.document, *self.chunk]
 
-    @property
-    def clauses(self) -> list[str]:
-        """Every clause's SQL, documents' first. Only for related.py, until its SQL moves here."""
-        return [clause.sql for clause in self.all()]
-
-    @property
-    def params(self) -> list:
-        """Every clause's parameters, in ``clauses``' order (see there)."""
-        return [param for clause in self.all() for param in clause.params]
-
 
 def where(clauses: list[Clause]) -> tuple[str, tuple]:
     """`` AND ...`` for each clause, and their parameters in the same order."""

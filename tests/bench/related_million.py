@@ -26,9 +26,9 @@ from typing import Any
 import apsw
 import numpy as np
 
-from autodoc_core.index.vectors import sign_bits
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, make_embedder
 from autodoc_core.service.engine import Engine
+from autodoc_core.store.embeddings import sign_bits
 from tests.bench import related_speed
 from tests.bench.soak import SECTIONS_PER_FILE, document, vocabulary, zipf_words
 
