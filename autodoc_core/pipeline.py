@@ -9,6 +9,8 @@ took. Every answer carries both.
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ from autodoc_core.retrieve.options import SearchOptions, parse_options, wants_se
 from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
+from autodoc_core.stream import SearchStream
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
@@ -93,7 +96,9 @@ class SearchRun:
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
                frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-               ranker: Ranker | None = None) -> dict[str, Any]:
+               ranker: Ranker | None = None, stream: SearchStream | None = None) -> dict[str, Any]:
+    """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
+    the next stage boundary once ``stream.cancelled()``."""
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -119,7 +124,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             semantic_runs = False
         else:  # asked for by meaning alone: given, and said
             query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
-    embedding = semantic_stage.start_query_embedding(query, semantic) if semantic_runs else None
+    embedded = threading.Event()
+    embedding = semantic_stage.start_query_embedding(query, semantic, embedded) if semantic_runs else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
@@ -129,6 +135,12 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     if query_shape.shape == "identifier" and options.symbol:
         rankings["symbol"] = _symbols(run, rankings.get("lexical", []), pool)
     run.report.query_info["query_shape"] = query_shape.as_dict()
+    if stream is not None:
+        later = (["semantic"] if semantic_runs else []) + (["rerank"] if ranker and "rerank" in options.stages else [])
+        _hand_over_lexical(run, stream, rankings, bm25, pool, frequencies, later)
+        if embedding is not None:
+            remote = semantic.embedder is not None and semantic.embedder.remote
+            stream.wait(embedded, ws.option("semantic_deadline") if remote else None, "semantic")
     cosines: dict[int, float] = {}
     found = _semantic(run, embedding, pool) if semantic_runs else None
     if found is not None:
@@ -139,12 +151,35 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, found)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
+        if stream is not None:
+            stream.check("rerank")
         ranked = _rerank(run, ranked, ranker)
+    if stream is not None:
+        stream.check("shape")
     if options.demote_superseded:
         ranked = hits.demote_superseded(ranked)
     shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
     timer.lap("shape")
     return _answer(run, shown, run.report.mode_used)
+
+
+def _hand_over_lexical(run: SearchRun, stream: SearchStream, rankings: dict[str, list[int]], bm25: dict[int, float],
+                       pool: int, frequencies: lexical.DocumentFrequencies, later: list[str]) -> None:
+    """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
+    ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
+    if later and "lexical" in rankings and stream.on_partial is not None:
+        info = copy.deepcopy(run.report.query_info)
+        ranked = _fused_hits(run, rankings, bm25, {})
+        if len(ranked) < run.options.limit:
+            ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, None)
+        if run.options.demote_superseded:
+            ranked = hits.demote_superseded(ranked)
+        shown = hits.with_snippets(run.conn, ranked[: run.options.limit], run.query.words)
+        answer = copy.deepcopy(_answer(run, shown, run.report.mode_used))  # delivered while this run goes on
+        run.report.query_info = info
+        stream.hand_over(answer, later)
+        run.timer.lap("partial")
+    stream.check(later[0] if later else "fuse")
 
 
 def _report_unmatched_paths(run: SearchRun) -> None:

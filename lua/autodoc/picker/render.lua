@@ -1,4 +1,5 @@
 --- What the picker shows: hit lines, the list title, the stage checkboxes and the preview.
+--- (Over 300 lines: the list and its preview share the selection, the marks' namespace and the drawing helpers.)
 local finder = require('autodoc.picker.finder')
 local stages = require('autodoc.stages')
 
@@ -217,11 +218,18 @@ function M.show_section(buf, win, hit, words)
   end
 end
 
---- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
+--- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked. The same
+--- hit for the same query (the full answer after the lexical one kept it first) is not read and marked again.
 ---@param state autodoc.PickerState
 function M.preview(state)
   local hit = M.selected(state)
   local buf = state.preview_buf
+  local key = hit and table.concat({ state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
+    table.concat(state.words or {}, ' ') }, '\0')
+  if key and key == state.previewed then
+    return
+  end
+  state.previewed = key
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   if not hit then
     set_lines(buf, {})
@@ -295,7 +303,23 @@ function M.answer(state, answer)
     state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
   end
   M.toggles(state)
-  M.preview(state)
+  M.preview_later(state)
 end
+
+--- Preview the selected hit once the list is drawn (reading and marking the file never holds up the list); of
+--- answers that arrive together only the last is previewed. `preview_ms` logs each one's cost (make bench).
+---@param state autodoc.PickerState
+function M.preview_later(state)
+  state.preview_tick = (state.preview_tick or 0) + 1
+  local tick = state.preview_tick
+  vim.schedule(function()
+    if state.preview_tick == tick and vim.api.nvim_buf_is_valid(state.preview_buf) then
+      local started = vim.uv.hrtime()
+      M.preview(state)
+      table.insert(M.preview_ms, (vim.uv.hrtime() - started) / 1e6)
+    end
+  end)
+end
+M.preview_ms = {}
 
 return M
