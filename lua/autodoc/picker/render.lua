@@ -218,18 +218,21 @@ function M.show_section(buf, win, hit, words)
   end
 end
 
---- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked. The same
---- hit for the same query (the full answer after the lexical one kept it first) is not read and marked again.
+--- What the preview shows: the selected hit, for this query.
+---@param state autodoc.PickerState
+---@param hit autodoc.Hit|nil
+---@return string|nil
+local function preview_key(state, hit)
+  return hit and table.concat({ state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
+    table.concat(state.words or {}, ' ') }, '\0')
+end
+
+--- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
 ---@param state autodoc.PickerState
 function M.preview(state)
   local hit = M.selected(state)
   local buf = state.preview_buf
-  local key = hit and table.concat({ state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
-    table.concat(state.words or {}, ' ') }, '\0')
-  if key and key == state.previewed then
-    return
-  end
-  state.previewed = key
+  state.previewed = preview_key(state, hit)
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   if not hit then
     set_lines(buf, {})
@@ -307,13 +310,15 @@ function M.answer(state, answer)
 end
 
 --- Preview the selected hit once the list is drawn (reading and marking the file never holds up the list); of
---- answers that arrive together only the last is previewed. `preview_ms` logs each one's cost (make bench).
+--- answers that arrive together only the last is previewed, and the same hit for the same query (the final
+--- answer kept the lexical one's first hit) is not read and marked again. `preview_ms` logs each one's cost.
 ---@param state autodoc.PickerState
 function M.preview_later(state)
   state.preview_tick = (state.preview_tick or 0) + 1
   local tick = state.preview_tick
   vim.schedule(function()
-    if state.preview_tick == tick and vim.api.nvim_buf_is_valid(state.preview_buf) then
+    if state.preview_tick == tick and vim.api.nvim_buf_is_valid(state.preview_buf)
+        and (state.previewed == nil or preview_key(state, M.selected(state)) ~= state.previewed) then
       local started = vim.uv.hrtime()
       M.preview(state)
       table.insert(M.preview_ms, (vim.uv.hrtime() - started) / 1e6)
