@@ -9,6 +9,7 @@ The folders follow a document's way in and a query's way out:
     providers/  model clients: local MiniLM, TEI, OpenAI-compatible, Cohere; HTTP, deadlines
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records)
     pipeline.py one search: options in, stages run, an answer that says what ran and why
+    stream.py   following one search: its lexical answer handed over first, stopped between stages
     related.py  related sections: a section's stored vector, distinctive words and links, fused the same way
     service/    engine: the facade every surface calls
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
