@@ -14,36 +14,52 @@ local function set_lines(buf, lines)
   vim.bo[buf].modifiable = false
 end
 
+--- The display cells of `text` (printable ASCII, most rows, is counted without asking Neovim).
+---@param text string
+---@return integer
+local function cells(text)
+  return text:find('[^\32-\126]') and vim.api.nvim_strwidth(text) or #text
+end
+
 --- `text` cut to `width` display cells in the middle, keeping more of its end (a breadcrumb's last part
---- names the section itself).
+--- names the section itself). Linear in the text: each row of every list is drawn with it.
 ---@param text string
 ---@param width integer
 ---@return string
 function M.shorten_middle(text, width)
-  if vim.fn.strdisplaywidth(text) <= width then
+  if cells(text) <= width then
     return text
   end
   if width <= 1 then
     return width == 1 and '…' or ''
   end
   local head_cells = math.floor((width - 1) * 0.4)
-  local head, tail = '', ''
-  for index = 0, vim.fn.strchars(text) - 1 do
-    local char = vim.fn.strcharpart(text, index, 1)
-    if vim.fn.strdisplaywidth(head .. char) > head_cells then
+  if not text:find('[^\32-\126]') then
+    return text:sub(1, head_cells) .. '…' .. text:sub(#text - (width - 1 - head_cells) + 1)
+  end
+  local chars = {}
+  for char in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    chars[#chars + 1] = char
+  end
+  local head, used = {}, 0
+  for _, char in ipairs(chars) do
+    local char_cells = #char == 1 and 1 or vim.api.nvim_strwidth(char)
+    if used + char_cells > head_cells then
       break
     end
-    head = head .. char
+    used = used + char_cells
+    head[#head + 1] = char
   end
-  local tail_cells = width - 1 - vim.fn.strdisplaywidth(head)
-  for index = vim.fn.strchars(text) - 1, 0, -1 do
-    local char = vim.fn.strcharpart(text, index, 1)
-    if vim.fn.strdisplaywidth(char .. tail) > tail_cells then
+  local tail, tail_used = {}, 0
+  for index = #chars, 1, -1 do
+    local char_cells = #chars[index] == 1 and 1 or vim.api.nvim_strwidth(chars[index])
+    if tail_used + char_cells > width - 1 - used then
       break
     end
-    tail = char .. tail
+    tail_used = tail_used + char_cells
+    table.insert(tail, 1, chars[index])
   end
-  return head .. '…' .. tail
+  return table.concat(head) .. '…' .. table.concat(tail)
 end
 
 --- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`. Given a `width`, a line that
@@ -61,12 +77,12 @@ function M.hit_line(hit, width)
     hit.superseded and '  (superseded)' or '')
   local path, crumb = hit.path, hit.breadcrumb
   if width then
-    local room = width - vim.fn.strdisplaywidth(span .. tail) - vim.fn.strdisplaywidth(path) - 2
+    local room = width - cells(span .. tail) - cells(path) - 2
     if room >= 8 then
       crumb = M.shorten_middle(crumb, room)
     else -- no room for a breadcrumb worth reading: the path gets what is left
       crumb = ''
-      path = M.shorten_middle(path, math.max(width - vim.fn.strdisplaywidth(span .. tail), 1))
+      path = M.shorten_middle(path, math.max(width - cells(span .. tail), 1))
     end
   end
   return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
