@@ -71,6 +71,7 @@ M.state = nil
 --- debounce_ms (keystroke to request), wait_ms (request to answer, engine_ms of it in the engine),
 --- render_ms (drawing the list; the preview follows, render.preview_ms) }
 M.latencies = {}
+M.LOG_SIZE = 1000 -- entries kept
 
 --- Re-render the preview of the selected hit.
 ---@param state autodoc.PickerState
@@ -145,6 +146,9 @@ function M.search(state)
         table.insert(M.latencies, { level = level, ms = (drawn - typed) / 1e6, stages = result.stages.performed,
           query = query, debounce_ms = (asked_at - typed) / 1e6, wait_ms = (arrived - asked_at) / 1e6,
           engine_ms = result.timing and result.timing.total, render_ms = (drawn - arrived) / 1e6 })
+        if #M.latencies > M.LOG_SIZE then
+          table.remove(M.latencies, 1)
+        end
         vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { seq = seq, level = level } })
       end,
     })

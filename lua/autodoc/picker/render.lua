@@ -338,6 +338,9 @@ function M.preview_later(state)
       local started = vim.uv.hrtime()
       M.preview(state)
       table.insert(M.preview_ms, (vim.uv.hrtime() - started) / 1e6)
+      if #M.preview_ms > 1000 then
+        table.remove(M.preview_ms, 1)
+      end
     end
   end)
 end
