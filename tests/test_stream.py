@@ -114,3 +114,30 @@ def test_a_search_cancelled_after_its_embedding_never_calls_the_ranker(engine: E
         with pytest.raises(SearchCancelled):
             engine.search("kb", "bread", None, stream)
         assert stream.boundaries[-2:] == ["rerank", "shape"]
+
+
+def test_serve_stdio_streams_a_partial_then_the_answer(engine: Engine, notes: Path, tmp_path: Path) -> None:
+    """`search.stream` over `serve --stdio`: a `search.partial` notification (the lexical answer, for the request's
+    id), then the response; `search.query` stays one plain answer."""
+    import json
+
+    from tests.conftest import StdioServer
+
+    with model_server("tei") as server:
+        configure(engine, notes, server.url)
+        engine.close()
+        stdio = StdioServer(tmp_path / "autodoc.db")
+        try:
+            plain = stdio.ask("search.query", ["kb", "bread"])
+            assert "partial" not in plain["result"]
+            message = {"jsonrpc": "2.0", "id": "s1", "method": "search.stream", "params": ["kb", "bread"]}
+            stdio.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            stdio.proc.stdin.flush()
+            first, second = (json.loads(stdio.lines.next(timeout=120)) for _ in range(2))
+        finally:
+            stdio.close()
+    assert first["method"] == "search.partial" and "id" not in first and first["params"]["id"] == "s1"
+    partial = first["params"]["answer"]
+    assert partial["partial"] is True and partial["stages"]["pending"] == ["semantic"]
+    assert second["id"] == "s1" and second["result"]["stages"]["performed"] == ["lexical", "semantic"]
+    assert [h["path"] for h in second["result"]["hits"]] == [h["path"] for h in plain["result"]["hits"]]
