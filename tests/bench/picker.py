@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -90,21 +91,38 @@ def open_picker(nvim: pynvim.Nvim, semantic: bool) -> None:
     nvim.command("AutodocSearch")
 
 
-def wait_final(nvim: pynvim.Nvim, text: str) -> None:
+ARM = """local channel, token = ...
+vim.defer_fn(function() vim.rpcnotify(channel, 'autodoc_bench_timeout', token) end, 60000)"""
+_tokens = itertools.count()
+
+
+def arm(nvim: pynvim.Nvim) -> int:
+    """A token that Neovim sends back in 60 s: a final list that never comes fails the run, never hangs it."""
+    token = next(_tokens)
+    nvim.exec_lua(ARM, nvim.channel_id, token)
+    return token
+
+
+def wait_final(nvim: pynvim.Nvim, text: str, token: int) -> None:
     while True:
         message = nvim.next_message()
         if message and message[1] == "autodoc_bench_final" and message[2][0] == text:
             return
+        if message and message[1] == "autodoc_bench_timeout" and message[2][0] == token:
+            raise TimeoutError(f"no final list for {text!r} within 60 s")
 
 
 def type_query(nvim: pynvim.Nvim, text: str) -> dict[int, dict]:
     """Type ``text``'s last character after the rest was answered; {level: the picker's log entry} for it."""
-    nvim.exec_lua("local s = require('autodoc.picker').state; "
-                  "vim.api.nvim_buf_set_lines(s.prompt_buf, 0, -1, false, { ... })", text[:-1])
-    wait_final(nvim, text[:-1])
+    token = arm(nvim)
+    nvim.exec_lua("local s, text = require('autodoc.picker').state, ...; "
+                  "vim.api.nvim_buf_set_lines(s.prompt_buf, 0, -1, false, { text }); "
+                  "vim.api.nvim_win_set_cursor(s.prompt_win, { 1, #text })", text[:-1])  # typing goes at the end
+    wait_final(nvim, text[:-1], token)
     nvim.exec_lua("require('autodoc.picker').latencies = {}; require('autodoc.picker.render').preview_ms = {}")
+    token = arm(nvim)
     nvim.input(text[-1] if text[-1] != "<" else "<lt>")
-    wait_final(nvim, text)
+    wait_final(nvim, text, token)
     entries = {entry["level"]: entry for entry in nvim.exec_lua(ENTRIES_FOR, text)}
     previews = wait_for(lambda: nvim.exec_lua("return require('autodoc.picker.render').preview_ms"), 5)
     entries[2]["preview_ms"] = previews[-1]
