@@ -92,6 +92,8 @@ class SearchRun:
     timer: Timer
     shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
     folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
+    rows: dict[int, hits.HitRow] = field(default_factory=dict)  # read once, for the hand-over and the final answer
+    snippets: dict[int, str] = field(default_factory=dict)  # by chunk id, likewise
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
@@ -158,7 +160,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         stream.check("shape")
     if options.demote_superseded:
         ranked = hits.demote_superseded(ranked)
-    shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
+    shown = _with_snippets(run, ranked[: options.limit])
     timer.lap("shape")
     return _answer(run, shown, run.report.mode_used)
 
@@ -174,12 +176,33 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, rankings: dict[str,
             ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, None)
         if run.options.demote_superseded:
             ranked = hits.demote_superseded(ranked)
-        shown = hits.with_snippets(run.conn, ranked[: run.options.limit], run.query.words)
-        answer = copy.deepcopy(_answer(run, shown, run.report.mode_used))  # delivered while this run goes on
-        run.report.query_info = info
+        answer = _answer(run, _with_snippets(run, ranked[: run.options.limit]), run.report.mode_used)
+        run.report.query_info = info  # the answer keeps the objects it was given; the run goes on with copies
+        # delivered while this run goes on: nothing the run changes later may be shared with it
+        answer.update(stages=copy.deepcopy(answer["stages"]), rank=dict(answer["rank"]), timing=dict(answer["timing"]))
+        answer["query"]["problems"] = list(answer["query"]["problems"])
         stream.hand_over(answer, later)
         run.timer.lap("partial")
     stream.check(later[0] if later else "fuse")
+
+
+def _with_snippets(run: SearchRun, shown: list[Hit]) -> list[Hit]:
+    """``hits.with_snippets``, each chunk's snippet made once per search (the hand-over's hits come back)."""
+    hits.with_snippets(run.conn, [h for h in shown if h.chunk_id not in run.snippets], run.query.words)
+    for hit in shown:
+        if hit.chunk_id in run.snippets:
+            hit.snippet = run.snippets[hit.chunk_id]
+        elif hit.chunk_id is not None:
+            run.snippets[hit.chunk_id] = hit.snippet
+    return shown
+
+
+def _rows(run: SearchRun, chunk_ids: list[int]) -> dict[int, hits.HitRow]:
+    """``hits.load_rows``, each row read once per search (the hand-over, the final fusion, the fill rounds)."""
+    missing = [c for c in chunk_ids if c not in run.rows]
+    if missing:
+        run.rows.update(hits.load_rows(run.conn, missing))
+    return {c: run.rows[c] for c in chunk_ids if c in run.rows}
 
 
 def _report_unmatched_paths(run: SearchRun) -> None:
@@ -313,7 +336,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
                 cosines: dict[int, float]) -> list[Hit]:
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
-    rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = _rows(run, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude (the
     # vector index knows no chunk kinds), before they take part in the blend's scaling.
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}

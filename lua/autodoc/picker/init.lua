@@ -145,7 +145,7 @@ function M.search(state)
         local drawn, typed = vim.uv.hrtime(), state.typed_at[seq]
         table.insert(M.latencies, { level = level, ms = (drawn - typed) / 1e6, stages = result.stages.performed,
           query = query, debounce_ms = (asked_at - typed) / 1e6, wait_ms = (arrived - asked_at) / 1e6,
-          engine_ms = result.timing and result.timing.total, render_ms = (drawn - arrived) / 1e6 })
+          engine_ms = result.timing and result.timing.total, render_ms = (drawn - arrived) / 1e6, timing = result.timing })
         if #M.latencies > M.LOG_SIZE then
           table.remove(M.latencies, 1)
         end
