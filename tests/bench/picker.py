@@ -266,24 +266,23 @@ def idle_samples(server: Server, nvim: pynvim.Nvim, queries: list[str]) -> Sampl
 
 
 def filling_samples(fillers: Fillers, queries: list[str]) -> Samples:
-    """Passes over the queries, stdio with its server's filler running, then the picker with its host's, until
-    each filler stored a batch meanwhile (a batch can take longer than a pass; at most MAX_FILLING_PASSES)."""
+    """Passes over the queries, stdio with its server's filler running, then the picker with its host's (the
+    other filler paused), until each filler stored texts since the first pass (a batch can take longer than a
+    pass, and one under way when its filler is paused is still stored; at most MAX_FILLING_PASSES)."""
     samples = Samples()
     server, nvim = fillers.server, fillers.nvim
+    before = {"stdio": server.embedded(), "picker": fillers.nvim_embedded()}
     stored = {"stdio": 0, "picker": 0}
     for _ in range(MAX_FILLING_PASSES):
-        before = server.embedded()
         server.ask("embedding.resume", [])
         for text in queries:
             samples.add_stdio(server, text)
         server.ask("embedding.pause", [])
-        stored["stdio"] += server.embedded() - before
-        before = fillers.nvim_embedded()
         nvim.command("AutodocEmbed resume")
         for text in queries:
             samples.add_picker(nvim, text)
         nvim.command("AutodocEmbed pause")
-        stored["picker"] += fillers.nvim_embedded() - before
+        stored = {"stdio": server.embedded() - before["stdio"], "picker": fillers.nvim_embedded() - before["picker"]}
         if all(stored.values()):
             break
     samples.embedded = min(stored.values())
