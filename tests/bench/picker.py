@@ -265,7 +265,13 @@ def idle_samples(server: Server, nvim: pynvim.Nvim, queries: list[str]) -> Sampl
     return samples
 
 
-def filling_samples(fillers: Fillers, queries: list[str]) -> Samples:
+def fresh(queries: list[str], start: int, count: int) -> list[str]:
+    """``count`` queries from ``start`` on, wrapping around: the engines cache query vectors, so each pass
+    asks queries no pass before it asked (as long as the set lasts)."""
+    return [queries[(start + i) % len(queries)] for i in range(count)]
+
+
+def filling_samples(fillers: Fillers, pool: list[str], start: int, count: int) -> Samples:
     """Passes over the queries, stdio with its server's filler running, then the picker with its host's (the
     other filler paused), until each filler stored texts since the first pass (a batch can take longer than a
     pass, and one under way when its filler is paused is still stored; at most MAX_FILLING_PASSES)."""
@@ -273,7 +279,8 @@ def filling_samples(fillers: Fillers, queries: list[str]) -> Samples:
     server, nvim = fillers.server, fillers.nvim
     before = {"stdio": server.embedded(), "picker": fillers.nvim_embedded()}
     stored = {"stdio": 0, "picker": 0}
-    for _ in range(MAX_FILLING_PASSES):
+    for number in range(MAX_FILLING_PASSES):
+        queries = fresh(pool, start + number * count, count)
         server.ask("embedding.resume", [])
         for text in queries:
             samples.add_stdio(server, text)
@@ -293,7 +300,8 @@ def filling_samples(fillers: Fillers, queries: list[str]) -> Samples:
 class Corpus:
     name: str  # the workspace
     kb: Path
-    queries: list[str]
+    queries: list[str]  # every query of the set, in order
+    count: int  # queries per pass
 
 
 def measure(corpus: Corpus, prepared: Path, work: Path) -> dict[str, Samples]:
@@ -303,8 +311,9 @@ def measure(corpus: Corpus, prepared: Path, work: Path) -> dict[str, Samples]:
     try:
         fillers.pause()
         open_picker(nvim, semantic=True)
-        idle_samples(server, nvim, corpus.queries[:5])  # warm-up: the model loaded, the pages cached
-        return {"idle": idle_samples(server, nvim, corpus.queries), "filling": filling_samples(fillers, corpus.queries)}
+        idle_samples(server, nvim, fresh(corpus.queries, 0, 5))  # warm-up: the model loaded, the pages cached
+        idle = idle_samples(server, nvim, fresh(corpus.queries, 5, corpus.count))
+        return {"idle": idle, "filling": filling_samples(fillers, corpus.queries, 5 + corpus.count, corpus.count)}
     finally:
         stop_neovim(nvim)
         server.close()
@@ -353,9 +362,9 @@ def result_rows(corpus: str, load: str, samples: Samples) -> tuple[str, str]:
 
 def stream_report(shared: Path, count: int, fraction: float, rounds: int, keep: Path | None) -> list[str]:
     corpora = [Corpus("scifact", shared / "data" / "scifact" / "docs",
-                      [q["query"] for q in load_queries(shared / "eval" / "scifact-train.jsonl")][:count] * rounds),
+                      [q["query"] for q in load_queries(shared / "eval" / "scifact-train.jsonl")], count * rounds),
                Corpus("techdocs", shared / "data" / "techdocs",
-                      [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")][:count] * rounds)]
+                      [q["query"] for q in load_queries(shared / "eval" / "techdocs-dev.jsonl")], count * rounds)]
     work = keep or Path(tempfile.mkdtemp(prefix="autodoc-bench-picker-"))
     work.mkdir(parents=True, exist_ok=True)
     targets, parts, setups = [], [], []
@@ -373,7 +382,8 @@ def stream_report(shared: Path, count: int, fraction: float, rounds: int, keep: 
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     return ["", "## Keystroke to list, beside serve --stdio (SciFact and techdocs, idle and while vectors fill)", "",
-            f"{'; '.join(setups)}. {count} queries x {rounds} rounds per load (SciFact train claims, techdocs-dev). "
+            f"{'; '.join(setups)}. {count * rounds} queries per pass (SciFact train claims, techdocs-dev), each pass "
+            "asking queries no earlier pass asked (the engines cache query vectors) until the set runs out. "
             f"The picker searches hybrid (lexical + semantic, no ranker, {LIMIT} hits); stdio asks `search.query` for "
             f"the same {LIMIT} hits, lexical and hybrid. Idle: both background fillers paused, stdio and picker "
             "alternating query by query. Filling: each process measured with its own filler running (passes repeated "
@@ -396,7 +406,7 @@ def main() -> None:
     parser.add_argument("--out", default="doc/benchmarks/filling.md")
     parser.add_argument("--queries", type=int, default=100, help="queries per corpus and load")
     parser.add_argument("--fraction", type=float, default=0.5, help="share of vectors embedded beforehand")
-    parser.add_argument("--rounds", type=int, default=1, help="passes over the queries per measurement")
+    parser.add_argument("--rounds", type=int, default=1, help="multiplies the queries per pass")
     parser.add_argument("--keep", type=Path, help="a folder keeping the prepared databases for later runs")
     args = parser.parse_args()
     report = stream_report(Path(args.shared).resolve(), args.queries, args.fraction, args.rounds, args.keep)
