@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pynvim
 
+from tests.bench.prepared_db import copy_database, prepare, vector_counts
 from tests.bench.retrieval import ROOT, load_queries, percentile
 
 DEBOUNCE_MS = 15  # the picker's default (config.debounce_ms)
@@ -165,21 +166,6 @@ def picker_latency(db: Path, scifact_docs: Path, queries: list[str], work: Path,
 
 STAGES = {"lexical": ["lexical"], "hybrid": ["lexical", "semantic"]}
 PARTS = ("ms", "debounce_ms", "wait_ms", "engine_ms", "render_ms")
-
-
-def half_filled_database(db: Path, kb: Path, fraction: float, workspace: str = "techdocs") -> dict:
-    """The corpus indexed and `fraction` of its chunk texts embedded with the default local model."""
-    from autodoc_core.index.vectors import Progress, fill
-    from autodoc_core.service.engine import Engine
-
-    with Engine(db) as engine:
-        engine.workspace_add(workspace, str(kb))
-        engine.workspace_index(workspace)
-        ws = engine._workspace(workspace)
-        progress = Progress()
-        fill(engine.store, ws.id, engine._embedder(ws), progress,
-             stop=lambda: progress.total > 0 and progress.embedded >= progress.total * fraction)
-        return engine.workspace_status(workspace)["embedder"]
 
 
 class Server:
@@ -319,30 +305,6 @@ def measure(corpus: Corpus, prepared: Path, work: Path) -> dict[str, Samples]:
         server.close()
 
 
-def copy_database(source: Path, target: Path) -> Path:
-    for suffix in ("", "-wal", "-shm"):
-        if Path(f"{source}{suffix}").exists():
-            shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
-    return target
-
-
-def prepare(corpus: Corpus, work: Path, fraction: float) -> tuple[Path, str]:
-    """The corpus's half-embedded database (kept in `work` for later runs) and how it came to be."""
-    prepared = work / f"{corpus.name}-half.db"
-    if prepared.exists():
-        return prepared, "prepared earlier"
-    started = time.perf_counter()
-    half_filled_database(prepared, corpus.kb, fraction, corpus.name)
-    return prepared, f"{time.perf_counter() - started:.0f} s to prepare"
-
-
-def vector_counts(prepared: Path, workspace: str) -> dict:
-    from autodoc_core.service.engine import Engine
-
-    with Engine(prepared) as engine:
-        return engine.workspace_status(workspace)["embedder"]
-
-
 def verdict(value: float, reference: float) -> str:
     margin = value - (reference + DEBOUNCE_MS + 5)
     return f"{'met' if margin <= 0 else 'missed'} ({margin:+.1f})"
@@ -370,7 +332,7 @@ def stream_report(shared: Path, count: int, fraction: float, rounds: int, keep: 
     targets, parts, setups = [], [], []
     try:
         for corpus in corpora:
-            prepared, how = prepare(corpus, work, fraction)
+            prepared, how = prepare(corpus.name, corpus.kb, work, fraction)
             vectors = vector_counts(prepared, corpus.name)
             setups.append(f"{corpus.name}: {vectors['embedded']:,} of {vectors['total']:,} chunk texts embedded "
                           f"({how})")
