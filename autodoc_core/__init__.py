@@ -14,6 +14,7 @@ The folders follow a document's way in and a query's way out, one floor above an
                 semantic (vectors), semantic_stage, linked, more_like_this
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records), rerank
     pipeline.py one search: options in, stages run, an answer that says what ran and why
+    stream.py   following one search: its lexical answer handed over first, stopped between stages
     related/    related sections: a section's stored vector, distinctive words and links, fused the same way
     service/    engine: the facade every surface calls; semantic_runtime (each workspace's embedder, ranker,
                 vectors in memory), documents, changes, filler, scanner

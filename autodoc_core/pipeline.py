@@ -12,6 +12,8 @@ reworked here, and the typed stage records of issue 31 (item 4) will take the ra
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +36,7 @@ from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.store import documents, facets
 from autodoc_core.store.filters import Filters
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
+from autodoc_core.stream import SearchStream
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
@@ -93,11 +96,15 @@ class SearchRun:
     timer: Timer
     shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
     folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
+    rows: dict[int, hits.HitRow] = field(default_factory=dict)  # read once, for the hand-over and the final answer
+    snippets: dict[int, str] = field(default_factory=dict)  # by chunk id, likewise
 
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
                frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-               ranker: Ranker | None = None) -> dict[str, Any]:
+               ranker: Ranker | None = None, stream: SearchStream | None = None) -> dict[str, Any]:
+    """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
+    the next stage boundary once ``stream.cancelled()``."""
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -123,7 +130,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             semantic_runs = False
         else:  # asked for by meaning alone: given, and said
             query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
-    embedding = semantic_stage.start_query_embedding(query, semantic) if semantic_runs else None
+    embedded = threading.Event()
+    embedding = semantic_stage.start_query_embedding(query, semantic, embedded) if semantic_runs else None
     rankings: dict[str, list[int]] = {}
     bm25: dict[int, float] = {}
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
@@ -133,6 +141,12 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     if query_shape.shape == "identifier" and options.symbol:
         rankings["symbol"] = _symbols(run, rankings.get("lexical", []), pool)
     run.report.query_info["query_shape"] = query_shape.as_dict()
+    if stream is not None:
+        later = (["semantic"] if semantic_runs else []) + (["rerank"] if ranker and "rerank" in options.stages else [])
+        _hand_over_lexical(run, stream, rankings, bm25, pool, frequencies, later)
+        if embedding is not None:
+            remote = semantic.embedder is not None and semantic.embedder.remote
+            stream.wait(embedded, ws.option("semantic_deadline") if remote else None, "semantic")
     cosines: dict[int, float] = {}
     found = _semantic(run, embedding, pool) if semantic_runs else None
     if found is not None:
@@ -143,12 +157,56 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, found)
     timer.lap("fuse")
     if ranker is not None and "rerank" in options.stages:
+        if stream is not None:
+            stream.check("rerank")
         ranked = _rerank(run, ranked, ranker)
+    if stream is not None:
+        stream.check("shape")
     if options.demote_superseded:
         ranked = hits.demote_superseded(ranked)
-    shown = hits.with_snippets(conn, ranked[: options.limit], query.words)
+    shown = _with_snippets(run, ranked[: options.limit])
     timer.lap("shape")
     return _answer(run, shown, run.report.mode_used)
+
+
+def _hand_over_lexical(run: SearchRun, stream: SearchStream, rankings: dict[str, list[int]], bm25: dict[int, float],
+                       pool: int, frequencies: lexical.DocumentFrequencies, later: list[str]) -> None:
+    """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
+    ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
+    if later and "lexical" in rankings and stream.on_partial is not None:
+        info = copy.deepcopy(run.report.query_info)
+        ranked = _fused_hits(run, rankings, bm25, {})
+        if len(ranked) < run.options.limit:
+            ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, None)
+        if run.options.demote_superseded:
+            ranked = hits.demote_superseded(ranked)
+        answer = _answer(run, _with_snippets(run, ranked[: run.options.limit]), run.report.mode_used)
+        run.report.query_info = info  # the answer keeps the objects it was given; the run goes on with copies
+        # delivered while this run goes on: nothing the run changes later may be shared with it
+        answer.update(stages=copy.deepcopy(answer["stages"]), rank=dict(answer["rank"]), timing=dict(answer["timing"]))
+        answer["query"]["problems"] = list(answer["query"]["problems"])
+        stream.hand_over(answer, later)
+        run.timer.lap("partial")
+    stream.check(later[0] if later else "fuse")
+
+
+def _with_snippets(run: SearchRun, shown: list[Hit]) -> list[Hit]:
+    """``hits.with_snippets``, each chunk's snippet made once per search (the hand-over's hits come back)."""
+    hits.with_snippets(run.conn, [h for h in shown if h.chunk_id not in run.snippets], run.query.words)
+    for hit in shown:
+        if hit.chunk_id in run.snippets:
+            hit.snippet = run.snippets[hit.chunk_id]
+        elif hit.chunk_id is not None:
+            run.snippets[hit.chunk_id] = hit.snippet
+    return shown
+
+
+def _rows(run: SearchRun, chunk_ids: list[int]) -> dict[int, hits.HitRow]:
+    """``hits.load_rows``, each row read once per search (the hand-over, the final fusion, the fill rounds)."""
+    missing = [c for c in chunk_ids if c not in run.rows]
+    if missing:
+        run.rows.update(hits.load_rows(run.conn, missing))
+    return {c: run.rows[c] for c in chunk_ids if c in run.rows}
 
 
 def _report_unmatched_paths(run: SearchRun) -> None:
@@ -277,7 +335,7 @@ def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, 
                 cosines: dict[int, float]) -> list[Hit]:
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
-    rows = hits.load_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = _rows(run, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude (the
     # vector index knows no chunk kinds), before they take part in the blend's scaling.
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}

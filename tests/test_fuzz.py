@@ -142,8 +142,8 @@ def test_any_bytes_on_the_rpc_channel_get_an_answer(fuzz_engine: Engine, line: b
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.sampled_from(["search.query", "search.related", "workspace.status", "doc.read", "changes.since",
-                        "workspace.configure",
+@given(st.sampled_from(["search.query", "search.stream", "search.related", "workspace.status", "doc.read",
+                        "changes.since", "workspace.configure",
                         "doc.list", "workspace.index", "nope"]),
        st.one_of(JSON_VALUES, st.lists(JSON_VALUES, max_size=3).map(lambda rest: ["kb", *rest])))
 def test_any_params_give_a_result_or_a_json_rpc_error(fuzz_engine: Engine, method: str, params) -> None:

@@ -162,6 +162,8 @@ def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
         wait_full_answer(nvim, module, "bread")
         full = wait_for(lambda: [line for line in visible() if "semantic" in line])
         assert "lexical+semantic" in full[0]
+        sent = nvim.exec_lua("return require('autodoc.rpc').sent")  # both lists came from one request per query
+        assert "search.query" not in sent and sent["search.stream"] >= 1
 
 
 @pytest.mark.parametrize("module", ["telescope", "mini_pick", "snacks", "fzf_lua"])

@@ -3,6 +3,7 @@ while the lexical stage reads SQLite), and recalling chunks from the workspace's
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import apsw
@@ -66,14 +67,23 @@ def english_only_for(query: ParsedQuery, semantic: SemanticSource) -> bool:
             and mostly_cjk(query.semantic_text))
 
 
-def start_query_embedding(query: ParsedQuery, semantic: SemanticSource) -> Pending[np.ndarray] | None:
+def start_query_embedding(query: ParsedQuery, semantic: SemanticSource,
+                          finished: threading.Event | None = None) -> Pending[np.ndarray] | None:
     """Embed the query in its own thread (both it and the lexical stage release the GIL in their
-    inner loops); None when the stage cannot run."""
+    inner loops), setting ``finished`` when it ends; None when the stage cannot run."""
     if semantic.why_not() is not None or semantic.embedder is None:
         return None
     embedder = semantic.embedder
     text = query.semantic_text or query.raw or " "
-    return Pending(lambda: embedder.embed([text], "query")[0], name="autodoc-query-embedding")
+
+    def embed() -> np.ndarray:
+        try:
+            return embedder.embed([text], "query")[0]
+        finally:
+            if finished is not None:
+                finished.set()
+
+    return Pending(embed, name="autodoc-query-embedding")
 
 
 @dataclass

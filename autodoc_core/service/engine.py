@@ -33,6 +33,7 @@ from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.embeddings import SemanticState
 from autodoc_core.store.workspace import Workspace
+from autodoc_core.stream import SearchStream
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
 
@@ -272,6 +273,10 @@ class Engine:
     # -- search.* and doc.* ----------------------------------------------------------------
 
     def search_query(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+        return self.search(name, query, opts)
+
+    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> dict[str, Any]:
+        """``search.query``; with a ``stream`` (the picker), its lexical answer first and a stop once superseded."""
         ws = self._workspace(name)
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
@@ -282,7 +287,7 @@ class Engine:
             # their old documents for this one answer.
             ws = self._workspace(name)
             source = runtime.source(conn, ws, failure)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws))
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream)
 
     def search_related(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""

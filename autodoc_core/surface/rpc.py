@@ -24,6 +24,7 @@ from autodoc_core.errors import (
     from_sqlite,
 )
 from autodoc_core.service.engine import Engine
+from autodoc_core.stream import SearchStream
 from autodoc_core.surface.wire import to_json
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
@@ -37,6 +38,7 @@ METHODS: dict[str, str] = {
     "workspace.index": "workspace_index",
     "workspace.status": "workspace_status",
     "search.query": "search_query",
+    "search.stream": "search_query",  # the same search; its lexical answer first, as a notification (STREAMED)
     "search.related": "search_related",
     "doc.read": "doc_read",
     "doc.list": "doc_list",
@@ -54,8 +56,13 @@ def resolve(engine: Engine, method: Any) -> Callable[..., Any]:
     return getattr(engine, METHODS[method])
 
 
-def call(engine: Engine, method: Any, params: Any) -> Any:
-    """Run one method with positional (array) or named (object) params."""
+STREAMED = "search.stream"
+PARTIAL_NOTIFICATION = "search.partial"
+
+
+def call(engine: Engine, method: Any, params: Any, on_partial: Callable[[dict], None] | None = None) -> Any:
+    """Run one method with positional (array) or named (object) params; ``on_partial`` gets a streamed
+    search's partial answers."""
     function = resolve(engine, method)
     signature = inspect.signature(function)
     if params is None:
@@ -70,6 +77,8 @@ def call(engine: Engine, method: Any, params: Any) -> Any:
     except TypeError as exc:
         expected = ", ".join(signature.parameters)
         raise AutodocError(INVALID_PARAMS, f"{method}: {exc}; expected [{expected}]") from None
+    if method == STREAMED:
+        return engine.search(*bound.args, **bound.kwargs, stream=SearchStream(on_partial=on_partial))
     return function(*bound.args, **bound.kwargs)
 
 
@@ -82,9 +91,11 @@ def error_object(exc: BaseException) -> dict[str, Any]:
     return AutodocError(INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}").to_rpc()
 
 
-def handle_message(engine: Engine, message: Any, check_text: bool = True) -> dict[str, Any] | None:
+def handle_message(engine: Engine, message: Any, check_text: bool = True,
+                   emit: Callable[[dict], None] | None = None) -> dict[str, Any] | None:
     """One JSON-RPC request object in, one response out (None for a notification). `check_text`: look
-    for lone surrogates (the line had an escaped one; none can arrive unescaped in UTF-8)."""
+    for lone surrogates (the line had an escaped one; none can arrive unescaped in UTF-8). `emit` sends a
+    message before the response: a ``search.stream`` request's partial answers."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or "method" not in message:
         return _response(None, error=AutodocError(INVALID_REQUEST, "expected a JSON-RPC 2.0 request object").to_rpc())
     request_id = message.get("id")
@@ -94,15 +105,19 @@ def handle_message(engine: Engine, message: Any, check_text: bool = True) -> dic
         error = AutodocError(INVALID_REQUEST, f"{bad!r} holds a lone surrogate, which is not text; a client cut a "
                              "string between the two halves of a character (an emoji?)")
         return _response(request_id, error=error.to_rpc()) if "id" in message else None
+    def partial(answer: dict) -> None:
+        if emit is not None and "id" in message:
+            emit({"jsonrpc": "2.0", "method": PARTIAL_NOTIFICATION, "params": {"id": request_id, "answer": answer}})
+
     try:
-        result = call(engine, message["method"], message.get("params"))
+        result = call(engine, message["method"], message.get("params"), partial)
         response = _response(request_id, result=result)
     except Exception as exc:  # every failure becomes an answer; the server keeps serving
         response = _response(request_id, error=error_object(exc))
     return response if "id" in message else None
 
 
-def handle_line(engine: Engine, line: bytes) -> Any:
+def handle_line(engine: Engine, line: bytes, emit: Callable[[dict], None] | None = None) -> Any:
     if len(line) > MAX_MESSAGE_BYTES:
         return _response(None, error=AutodocError(
             INVALID_REQUEST, f"message of {len(line)} bytes is over the {MAX_MESSAGE_BYTES} byte limit").to_rpc())
@@ -114,9 +129,9 @@ def handle_line(engine: Engine, line: bytes) -> Any:
     if isinstance(message, list):
         if not message:
             return _response(None, error=AutodocError(INVALID_REQUEST, "empty batch").to_rpc())
-        answers = [handle_message(engine, item, check_text) for item in message]
+        answers = [handle_message(engine, item, check_text, emit) for item in message]
         return [a for a in answers if a is not None] or None
-    return handle_message(engine, message, check_text)
+    return handle_message(engine, message, check_text, emit)
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -164,6 +179,11 @@ def _response(request_id: Any, result: Any = None, error: dict | None = None) ->
 def serve_stdio(engine: Engine, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """One JSON message per line in, one per line out, until end of input."""
     engine.start_background()
+
+    def emit(message: Any) -> None:
+        stdout.write(answer_line(message))
+        stdout.flush()
+
     while True:
         line = stdin.readline(MAX_MESSAGE_BYTES + 1)
         if not line:
@@ -172,10 +192,9 @@ def serve_stdio(engine: Engine, stdin: IO[bytes], stdout: IO[bytes]) -> None:
             _discard_rest_of_line(stdin)
         elif not line.strip():
             continue
-        answer = handle_line(engine, line)
+        answer = handle_line(engine, line, emit)
         if answer is not None:
-            stdout.write(answer_line(answer))
-            stdout.flush()
+            emit(answer)
 
 
 def _discard_rest_of_line(stdin: IO[bytes]) -> None:

@@ -3,9 +3,10 @@
 --- A request made before the host runs waits for it (autodoc.host queues it); when the host cannot
 --- start, the callback gets an 'autodoc.host' error whose reason says what to do.
 ---
---- `request(method, params, callback, lane)` sends (id, method, params, lane) to the plugin's
---- AutodocRequest function; the plugin answers through `_resolve`. Within a lane only the newest
---- request matters: older answers are dropped here too, so a slow answer never overwrites a newer one.
+--- `request(method, params, callback, lane, on_partial)` sends (id, method, params, lane) to the plugin's
+--- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
+--- first through `_partial` (`on_partial(answer)`). Within a lane only the newest request matters: older
+--- answers, partial or final, are dropped here too, so a slow answer never overwrites a newer one.
 local host = require('autodoc.host')
 
 local M = {}
@@ -13,16 +14,19 @@ local M = {}
 local next_id = 0
 local pending = {}
 local latest = {}
+M.sent = {} ---@type table<string, integer> requests made, by method (tests)
 
 ---@param method string
 ---@param params table
 ---@param callback fun(err: table|nil, result: any)
 ---@param lane string|nil
+---@param on_partial fun(result: any)|nil called with each partial answer before the final one
 ---@return integer request id
-function M.request(method, params, callback, lane)
+function M.request(method, params, callback, lane, on_partial)
   next_id = next_id + 1
   local id = next_id
-  pending[id] = { callback = callback, lane = lane }
+  M.sent[method] = (M.sent[method] or 0) + 1
+  pending[id] = { callback = callback, lane = lane, on_partial = on_partial }
   if lane then
     latest[lane] = id
   end
@@ -50,6 +54,16 @@ end
 ---@return boolean
 function M.is_current(id, lane)
   return lane == nil or latest[lane] == id
+end
+
+--- Called by the Python plugin with a partial answer to request `id` (its final answer follows).
+---@param id integer
+---@param result any
+function M._partial(id, result)
+  local entry = pending[id]
+  if entry and entry.on_partial and (not entry.lane or latest[entry.lane] == id) then
+    entry.on_partial(result)
+  end
 end
 
 --- Called by the Python plugin with the answer to request `id`.

@@ -1,8 +1,10 @@
 --- Where the picker's entries come from. The engine ranks, so there is no sorter here.
 ---
---- `stream` asks a query twice: lexical only (shown at once) and with every wanted stage, which
---- replaces it. Answers for an older query, and a faster stage arriving after a fuller answer, are
---- dropped. Other picker front ends (telescope, fzf-lua, snacks, mini.pick) use it too.
+--- `stream` asks a query once (`search.stream`): the host pushes the lexical answer as soon as the
+--- engine has it, then the answer with every wanted stage, which replaces it. A newer query in the same
+--- lane stops the older search at its next stage boundary; answers for an older query, and a faster
+--- stage arriving after a fuller answer, are dropped. Other picker front ends (telescope, fzf-lua,
+--- snacks, mini.pick) use it too.
 local rpc = require('autodoc.rpc')
 local walk_rules = require('autodoc.walk_rules')
 
@@ -18,31 +20,24 @@ local M = {}
 ---@field on_answer fun(level: integer, answer: autodoc.Answer) level 1: lexical only, 2: every stage
 ---@field on_error fun(err: table)
 
---- Ask for `opts.query`, lexical first, then with every wanted stage.
+--- Ask for `opts.query` once: its lexical answer comes first (when slower stages follow), then the final one.
 ---@param opts autodoc.StreamOptions
 function M.stream(opts)
-  local lane = opts.lane or 'search'
   local level = 0
-  local function answer_for(this_level)
-    return function(err, result)
-      if this_level < level or not opts.is_current() then
-        return
-      end
-      if err then
-        opts.on_error(err)
-        return
-      end
-      level = this_level
-      opts.on_answer(this_level, result)
+  local function deliver(this_level, err, result)
+    if this_level <= level or not opts.is_current() then
+      return
     end
+    if err then
+      opts.on_error(err)
+      return
+    end
+    level = this_level
+    opts.on_answer(this_level, result)
   end
-  local params = { limit = opts.limit }
-  if vim.tbl_contains(opts.stages, 'lexical') and #opts.stages > 1 then
-    rpc.request('search.query', { opts.workspace, opts.query,
-      vim.tbl_extend('force', params, { stages = { 'lexical' } }) }, answer_for(1), lane .. '-fast')
-  end
-  rpc.request('search.query', { opts.workspace, opts.query, vim.tbl_extend('force', params, { stages = opts.stages }) },
-    answer_for(2), lane .. '-full')
+  rpc.request('search.stream', { opts.workspace, opts.query, { limit = opts.limit, stages = opts.stages } },
+    function(err, result) deliver(2, err, result) end, opts.lane or 'search',
+    function(result) deliver(1, nil, result) end)
 end
 
 --- :AutodocOpen: documents by title, alias or path, as hits spanning the whole file.

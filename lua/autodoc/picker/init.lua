@@ -67,8 +67,11 @@ local M = {}
 
 ---@type autodoc.PickerState|nil the open picker, for tests and mappings
 M.state = nil
---- { level = 1|2, ms = keystroke-to-updated-list } for each rendered answer (make bench)
+--- For each rendered answer (make bench): { level = 1|2, ms = keystroke to updated list, and its parts:
+--- debounce_ms (keystroke to request), wait_ms (request to answer, engine_ms of it in the engine),
+--- render_ms (drawing the list; the preview follows, render.preview_ms) }
 M.latencies = {}
+M.LOG_SIZE = 1000 -- entries kept
 
 --- Re-render the preview of the selected hit.
 ---@param state autodoc.PickerState
@@ -87,7 +90,8 @@ end
 function M.search(state)
   state.seq = state.seq + 1
   local seq = state.seq
-  state.typed_at[seq] = state.last_keystroke or vim.uv.hrtime()
+  local asked_at = vim.uv.hrtime()
+  state.typed_at[seq] = state.last_keystroke or asked_at
   local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
   state.query = query
   local current = function() return seq == state.seq and is_open(state) end
@@ -135,10 +139,16 @@ function M.search(state)
       is_current = current,
       on_error = show_error,
       on_answer = function(level, result)
+        local arrived = vim.uv.hrtime()
         state.last_stages = result.stages
         render.answer(state, result)
-        table.insert(M.latencies, { level = level, ms = (vim.uv.hrtime() - state.typed_at[seq]) / 1e6,
-          stages = result.stages.performed })
+        local drawn, typed = vim.uv.hrtime(), state.typed_at[seq]
+        table.insert(M.latencies, { level = level, ms = (drawn - typed) / 1e6, stages = result.stages.performed,
+          query = query, debounce_ms = (asked_at - typed) / 1e6, wait_ms = (arrived - asked_at) / 1e6,
+          engine_ms = result.timing and result.timing.total, render_ms = (drawn - arrived) / 1e6, timing = result.timing })
+        if #M.latencies > M.LOG_SIZE then
+          table.remove(M.latencies, 1)
+        end
         vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { seq = seq, level = level } })
       end,
     })

@@ -1,4 +1,5 @@
 --- What the picker shows: hit lines, the list title, the stage checkboxes and the preview.
+--- (Over 300 lines: the list and its preview share the selection, the marks' namespace and the drawing helpers.)
 local finder = require('autodoc.picker.finder')
 local stages = require('autodoc.stages')
 
@@ -13,36 +14,52 @@ local function set_lines(buf, lines)
   vim.bo[buf].modifiable = false
 end
 
+--- The display cells of `text` (printable ASCII, most rows, is counted without asking Neovim).
+---@param text string
+---@return integer
+local function cells(text)
+  return text:find('[^\32-\126]') and vim.api.nvim_strwidth(text) or #text
+end
+
 --- `text` cut to `width` display cells in the middle, keeping more of its end (a breadcrumb's last part
---- names the section itself).
+--- names the section itself). Linear in the text: each row of every list is drawn with it.
 ---@param text string
 ---@param width integer
 ---@return string
 function M.shorten_middle(text, width)
-  if vim.fn.strdisplaywidth(text) <= width then
+  if cells(text) <= width then
     return text
   end
   if width <= 1 then
     return width == 1 and '…' or ''
   end
   local head_cells = math.floor((width - 1) * 0.4)
-  local head, tail = '', ''
-  for index = 0, vim.fn.strchars(text) - 1 do
-    local char = vim.fn.strcharpart(text, index, 1)
-    if vim.fn.strdisplaywidth(head .. char) > head_cells then
+  if not text:find('[^\32-\126]') then
+    return text:sub(1, head_cells) .. '…' .. text:sub(#text - (width - 1 - head_cells) + 1)
+  end
+  local chars = {}
+  for char in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    chars[#chars + 1] = char
+  end
+  local head, used = {}, 0
+  for _, char in ipairs(chars) do
+    local char_cells = #char == 1 and 1 or vim.api.nvim_strwidth(char)
+    if used + char_cells > head_cells then
       break
     end
-    head = head .. char
+    used = used + char_cells
+    head[#head + 1] = char
   end
-  local tail_cells = width - 1 - vim.fn.strdisplaywidth(head)
-  for index = vim.fn.strchars(text) - 1, 0, -1 do
-    local char = vim.fn.strcharpart(text, index, 1)
-    if vim.fn.strdisplaywidth(char .. tail) > tail_cells then
+  local tail, tail_used = {}, 0
+  for index = #chars, 1, -1 do
+    local char_cells = #chars[index] == 1 and 1 or vim.api.nvim_strwidth(chars[index])
+    if tail_used + char_cells > width - 1 - used then
       break
     end
-    tail = char .. tail
+    tail_used = tail_used + char_cells
+    table.insert(tail, 1, chars[index])
   end
-  return head .. '…' .. tail
+  return table.concat(head) .. '…' .. table.concat(tail)
 end
 
 --- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`. Given a `width`, a line that
@@ -60,12 +77,12 @@ function M.hit_line(hit, width)
     hit.superseded and '  (superseded)' or '')
   local path, crumb = hit.path, hit.breadcrumb
   if width then
-    local room = width - vim.fn.strdisplaywidth(span .. tail) - vim.fn.strdisplaywidth(path) - 2
+    local room = width - cells(span .. tail) - cells(path) - 2
     if room >= 8 then
       crumb = M.shorten_middle(crumb, room)
     else -- no room for a breadcrumb worth reading: the path gets what is left
       crumb = ''
-      path = M.shorten_middle(path, math.max(width - vim.fn.strdisplaywidth(span .. tail), 1))
+      path = M.shorten_middle(path, math.max(width - cells(span .. tail), 1))
     end
   end
   return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
@@ -217,11 +234,21 @@ function M.show_section(buf, win, hit, words)
   end
 end
 
+--- What the preview shows: the selected hit, for this query.
+---@param state autodoc.PickerState
+---@param hit autodoc.Hit|nil
+---@return string|nil
+local function preview_key(state, hit)
+  return hit and table.concat({ state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
+    table.concat(state.words or {}, ' ') }, '\0')
+end
+
 --- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
 ---@param state autodoc.PickerState
 function M.preview(state)
   local hit = M.selected(state)
   local buf = state.preview_buf
+  state.previewed = preview_key(state, hit)
   vim.api.nvim_buf_clear_namespace(buf, M.ns, 0, -1)
   if not hit then
     set_lines(buf, {})
@@ -295,7 +322,28 @@ function M.answer(state, answer)
     state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
   end
   M.toggles(state)
-  M.preview(state)
+  M.preview_later(state)
 end
+
+--- Preview the selected hit once the list is drawn (reading and marking the file never holds up the list); of
+--- answers that arrive together only the last is previewed, and the same hit for the same query (the final
+--- answer kept the lexical one's first hit) is not read and marked again. `preview_ms` logs each one's cost.
+---@param state autodoc.PickerState
+function M.preview_later(state)
+  state.preview_tick = (state.preview_tick or 0) + 1
+  local tick = state.preview_tick
+  vim.schedule(function()
+    if state.preview_tick == tick and vim.api.nvim_buf_is_valid(state.preview_buf)
+        and (state.previewed == nil or preview_key(state, M.selected(state)) ~= state.previewed) then
+      local started = vim.uv.hrtime()
+      M.preview(state)
+      table.insert(M.preview_ms, (vim.uv.hrtime() - started) / 1e6)
+      if #M.preview_ms > 1000 then
+        table.remove(M.preview_ms, 1)
+      end
+    end
+  end)
+end
+M.preview_ms = {}
 
 return M

@@ -6,6 +6,9 @@ worker thread. Requests are asynchronous: Lua sends (request id, method, params,
 answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answer requests;
 ``workspace.index`` runs one at a time on a third, so searches never wait behind index runs.
 Within a lane only the newest request runs; older ones still queued are answered as cancelled.
+``search.stream`` (the picker's one request per query) pushes its lexical answer through ``rpc._partial``
+before the final one, and a newer request in its lane stops it at the next stage boundary.
+``plugin.stats`` counts the requests run and the searches cancelled (tests, benchmarks).
 Nothing is printed: stdout is the RPC pipe. Logs go to ``stdpath('log')/autodoc.log``.
 """
 
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +27,7 @@ if TYPE_CHECKING:  # the engine loads in a worker thread, on first use
 
 LOG = logging.getLogger("autodoc.nvim")
 RESOLVE = "require('autodoc.rpc')._resolve(...)"
+PARTIAL = "require('autodoc.rpc')._partial(...)"
 
 
 @pynvim.plugin
@@ -38,6 +43,9 @@ class AutodocPlugin:
         self._index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autodoc-index")
         self._latest: dict[str, int] = {}
         self._latest_lock = threading.Lock()
+        self._runs: Counter[str] = Counter()  # requests run, by method
+        self._cancelled: Counter[str] = Counter()  # superseded searches, by the stage they stopped before
+        self._partials = 0
 
     @pynvim.function("AutodocRequest", sync=False)
     def request(self, args: list) -> None:
@@ -57,21 +65,62 @@ class AutodocPlugin:
 
     def _run(self, request_id: int, method: str, params: Any, lane: str | None) -> None:
         if self._superseded(request_id, lane):
-            self._reply(request_id, None, {"code": 0, "message": "cancelled", "data": {"reason": "superseded"}})
+            self._cancel(request_id, "queued")
             return
+        with self._latest_lock:  # also guards the counters
+            self._runs[method] += 1
         try:
             if method == "plugin.setup":
                 result = self._setup(params[0] if params else {})
+            elif method == "plugin.stats":
+                with self._latest_lock:
+                    result = {"runs": dict(self._runs), "cancelled": dict(self._cancelled), "partials": self._partials}
+            elif method == "search.stream":
+                result = self._stream(request_id, lane, params)
             else:
                 from autodoc_core.surface.rpc import call
 
                 result = call(self._get_engine(), method, params)
             self._reply(request_id, result, None)
-        except Exception as exc:  # noqa: BLE001 - every failure is reported to the user
+        except Exception as exc:
+            from autodoc_core.stream import SearchCancelled
+
+            if isinstance(exc, SearchCancelled):
+                self._cancel(request_id, exc.stage)
+                return  # noqa: BLE001 - every failure is reported to the user
             from autodoc_core.surface.rpc import error_object
 
             LOG.exception("request %s %s failed", request_id, method)
             self._reply(request_id, None, error_object(exc))
+
+    def _cancel(self, request_id: int, stage: str) -> None:
+        with self._latest_lock:
+            self._cancelled[stage] += 1
+        self._reply(request_id, None, {"code": 0, "message": "cancelled",
+                                       "data": {"reason": "superseded", "stage": stage}})
+
+    def _stream(self, request_id: int, lane: str | None, params: Any) -> dict:
+        """search.query's answer, its lexical answer pushed first; stopped once a newer request takes the lane."""
+        from autodoc_core.errors import invalid_params
+        from autodoc_core.stream import SearchStream
+
+        if not isinstance(params, list) or not 2 <= len(params) <= 3:
+            raise invalid_params("search.stream: expected [workspace, query, options]")
+        stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
+                              cancelled=lambda: self._superseded(request_id, lane))
+        return self._get_engine().search(*params, stream=stream)
+
+    def _push(self, request_id: int, answer: dict) -> None:
+        with self._latest_lock:
+            self._partials += 1
+
+        def deliver() -> None:
+            try:
+                self.nvim.exec_lua(PARTIAL, request_id, answer)
+            except Exception:  # noqa: BLE001 - Neovim may be closing
+                LOG.exception("could not deliver the partial answer to request %s", request_id)
+
+        self.nvim.async_call(deliver)
 
     def _setup(self, options: dict) -> dict:
         """Open the engine now, in this worker thread: imports, numpy and the database."""

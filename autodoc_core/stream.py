@@ -1,0 +1,61 @@
+"""Following one search while it runs: the lexical answer handed over before the slower stages end, and the
+boundaries between stages where a newer query stops it.
+
+A caller that shows results as they come (the Neovim picker) passes a ``SearchStream`` to the pipeline; a
+plain request passes none and gets one answer, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+POLL_SECONDS = 0.005  # how often a wait on the query embedding looks whether the search was cancelled
+
+
+class SearchCancelled(Exception):  # noqa: N818 - a cancellation, not an error the user sees
+    """A newer query replaced this one; ``stage`` is the stage it stopped before."""
+
+    def __init__(self, stage: str) -> None:
+        super().__init__(f"cancelled before the {stage} stage")
+        self.stage = stage
+
+
+def _never() -> bool:
+    return False
+
+
+@dataclass
+class SearchStream:
+    """``on_partial(answer)`` gets the answer so far (same shape as the final one, ``partial`` true, the stages
+    still to run in ``stages.pending``); ``cancelled()`` is asked at every stage boundary."""
+
+    on_partial: Callable[[dict[str, Any]], None] | None = None
+    cancelled: Callable[[], bool] = field(default=_never)
+
+    def check(self, next_stage: str) -> None:
+        """Stop here (raise SearchCancelled) when a newer query replaced this one."""
+        if self.cancelled():
+            raise SearchCancelled(next_stage)
+
+    def wait(self, finished: threading.Event, limit: float | None, next_stage: str) -> None:
+        """Wait for ``finished`` (the query embedding) at most ``limit`` seconds (None: no limit), stopping as
+        soon as the search is cancelled: a slow embedder no longer holds a search nobody will read."""
+        end = None if limit is None else time.monotonic() + limit
+        while not finished.wait(POLL_SECONDS):
+            self.check(next_stage)
+            if end is not None and time.monotonic() >= end:
+                return
+
+    def hand_over(self, answer: dict[str, Any], pending: list[str]) -> None:
+        """Give the caller ``answer``, the hits so far, marked partial with the stages still to run."""
+        if self.on_partial is None:
+            return
+        answer["partial"] = True
+        answer["stages"]["pending"] = pending
+        if "rerank" in pending:
+            answer["rank"]["state"] = "pending"
+        self.on_partial(answer)
