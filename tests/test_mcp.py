@@ -374,6 +374,20 @@ def test_an_empty_database_names_itself(tmp_path: Path) -> None:
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_a_database_in_a_folder_that_does_not_exist_is_a_tool_error_naming_the_folder(tmp_path: Path) -> None:
+    """A client config with a mistyped --db created the folders and served an empty database."""
+    db = tmp_path / "nonexistent" / "dir" / "x.db"
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert result.is_error and result.meta[ERROR_META]["code"] == -32064
+        assert f"the folder {db.parent} of the database {db} does not exist" in result.content[0].text
+
+    talk(db, tmp_path / "server.log", scenario)
+    assert not (tmp_path / "nonexistent").exists()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
 def test_a_root_not_there_is_said_by_the_workspaces_tool(tmp_path: Path, notes: Path) -> None:
     """A drive not mounted: every hit's text failed ("does not exist") and the workspaces tool still said
     two documents, with nothing about the missing root."""

@@ -240,3 +240,37 @@ def test_autodoc_install_builds_the_venv_and_the_next_search_uses_it(tmp_path: P
         nvim.command("AutodocSearch")
         nvim.input("relational store")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md"), timeout=120)
+
+
+def test_checkhealth_names_the_database_file_and_tells_lower_ranked_pythons_as_information(
+        tmp_path: Path, notes: Path) -> None:
+    """It printed the literal `$XDG_DATA_HOME/autodoc/autodoc.db`, and a python3 on PATH ranked below the chosen
+    interpreter as "passed over ... ModuleNotFoundError", which read like a problem."""
+    lower = tmp_path / "bin"  # a real interpreter that cannot import pynvim or autodoc_core (no site-packages)
+    lower.mkdir()
+    (lower / "python3").write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    (lower / "python3").chmod(0o755)
+    init = rtp(PROJECT) + python_line() + "require('autodoc').setup({ workspaces = { { name = 'kb', path = " \
+        + lua_string(notes) + " } } })\n"
+    with neovim(tmp_path, init, {"PATH": f"{lower}:{os.environ['PATH']}"}) as nvim:
+        assert host_source(nvim) == "g:autodoc_python"
+        nvim.command("checkhealth autodoc")
+        health = nvim.current.buffer[:]
+    text = "\n".join(health)
+    assert f"database: {tmp_path / 'xdg' / 'data' / 'autodoc' / 'autodoc.db'}" in text, text
+    assert "$XDG_DATA_HOME" not in text and "passed over" not in text, text
+    chosen = next(i for i, line in enumerate(health) if "Python host: " + sys.executable in line)
+    below = next(i for i, line in enumerate(health) if str(lower / "python3") in line)
+    assert below > chosen and "ranked below it and not needed" in health[below], health[below]
+    assert "WARNING" not in health[below] and "ERROR" not in health[below]
+
+
+def test_setup_db_in_a_folder_that_does_not_exist_says_so_and_creates_nothing(tmp_path: Path, notes: Path) -> None:
+    missing = tmp_path / "nonexistent" / "dir"
+    init = rtp(PROJECT) + python_line() + setup_call(missing / "x.db", notes) + "\n"
+    with neovim(tmp_path, init) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") not in ("idle", "starting"))
+        messages = nvim.exec_lua("return vim.fn.execute('messages')")
+    assert f"the folder {missing} of the database {missing / 'x.db'} does not exist" in messages, messages
+    assert "Traceback" not in messages
+    assert not (tmp_path / "nonexistent").exists()

@@ -292,3 +292,29 @@ def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path, conten
     assert served.returncode == 1 and b"Traceback" not in served.stderr
     assert json.loads(served.stderr)["data"]["path"] == str(db)
     assert db.read_bytes() == content
+
+
+def test_a_database_path_whose_folder_does_not_exist_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    """A mistyped --db (or $AUTODOC_DB) answered `[]` with rc 0 and created the folders, an empty database and
+    a lease; only the default location ($XDG_DATA_HOME/autodoc) is created."""
+    missing = tmp_path / "nonexistent" / "dir"
+    environments = {"--db": {}, "$AUTODOC_DB": {"AUTODOC_DB": str(missing / "x.db")}}
+    for how, extra in environments.items():
+        args = ["--db", str(missing / "x.db")] if how == "--db" else []
+        env = {**os.environ, **extra}
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", *args, "--call", "workspace.list", "[]"],
+                              capture_output=True, text=True, cwd=PROJECT, env=env, timeout=60)
+        assert done.returncode != 0, (how, done.stdout)
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == -32064 and str(missing) in error["data"]["reason"], (how, error)
+        assert "does not exist" in error["data"]["reason"] and "Traceback" not in done.stderr, how
+        served = subprocess.run([sys.executable, "-m", "autodoc_core", *args, "serve", "--stdio"], input="",
+                                capture_output=True, text=True, cwd=PROJECT, env=env, timeout=60)
+        assert served.returncode != 0 and str(missing) in served.stderr, (how, served.stderr)
+        assert "Traceback" not in served.stderr, how
+        assert not (tmp_path / "nonexistent").exists(), how
+    default = {key: value for key, value in os.environ.items() if key != "AUTODOC_DB"}
+    default["XDG_DATA_HOME"] = str(tmp_path / "fresh" / "data")
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--call", "workspace.list", "[]"],
+                          capture_output=True, text=True, cwd=PROJECT, env=default, timeout=60)
+    assert done.returncode == 0 and (tmp_path / "fresh" / "data" / "autodoc" / "autodoc.db").exists()

@@ -33,7 +33,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="autodoc", description="Hybrid search over Markdown knowledge bases.")
-    parser.add_argument("--db", help="SQLite file (default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db)")
+    parser.add_argument("--db", help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
+                        "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
     parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
     parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
     parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
