@@ -610,6 +610,25 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
     assert answers[5]["error"]["code"] == -32602
 
 
+def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path, notes: Path) -> None:
+    """A client gone while an answer was written left a 40-line ExceptionGroup traceback (BrokenPipeError) on
+    stderr and exit status 1; the server now ends as `autodoc --call ... | true` does: nothing said, 141."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "1"}}}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the client reads nothing more
+    try:
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp"],
+                              input=json.dumps(initialize).encode() + b"\n", stdout=write_end,
+                              stderr=subprocess.PIPE, cwd=PROJECT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
+
+
 def test_a_search_budget_is_not_spent_on_one_long_line() -> None:
     """Only read cuts a line too long for what is left: in a search, a hit that opens with a line of
     base64 used to take the whole budget, leaving every later hit without text."""

@@ -318,3 +318,28 @@ def test_a_database_path_whose_folder_does_not_exist_is_refused_and_nothing_is_c
     done = subprocess.run([sys.executable, "-m", "autodoc_core", "--call", "workspace.list", "[]"],
                           capture_output=True, text=True, cwd=PROJECT, env=default, timeout=60)
     assert done.returncode == 0 and (tmp_path / "fresh" / "data" / "autodoc" / "autodoc.db").exists()
+
+
+def closed_pipe_run(db: Path, args: list[str], stdin: bytes) -> subprocess.CompletedProcess:
+    """Run autodoc with its stdout a pipe whose reader is gone (as in `autodoc ... | true`, deterministically)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), *args], input=stdin,
+                              stdout=write_end, stderr=subprocess.PIPE, cwd=PROJECT, timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_a_closed_pipe_ends_quietly_with_the_status_of_sigpipe(tmp_path: Path, kb: Path) -> None:
+    """`autodoc --call search.query ... | true` printed a 27-line BrokenPipeError traceback and exited 1; like
+    other Unix tools it now says nothing and exits 141 (128 + SIGPIPE). So does serve --stdio when its reader
+    goes away."""
+    db = tmp_path / "a.db"
+    write(kb, "a.md", "# Alpha\n\nthe database note\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    query = closed_pipe_run(db, ["--call", "search.query", json.dumps(["kb", "database"])], b"")
+    assert (query.returncode, query.stderr) == (141, b"")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "workspace.list", "params": []}).encode() + b"\n"
+    served = closed_pipe_run(db, ["serve", "--stdio"], request)
+    assert (served.returncode, served.stderr) == (141, b"")

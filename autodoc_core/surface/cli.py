@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -48,7 +50,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13): `autodoc ... | head` behaves like other tools.
+CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a reader that went away (`| head`, a client gone) ends it quietly with status 141."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return CLOSED_PIPE_STATUS
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail on the closed pipe again
+    (the recipe in the Python docs, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.words == ["mcp"] and not args.call:
@@ -104,13 +127,13 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
         _print({"error": exc.to_rpc()})
         return 1
     try:
-        _print(call(engine, method, params))
-        return 0
+        result, status = call(engine, method, params), 0
     except Exception as exc:
-        _print({"error": error_object(exc)})
-        return 1
+        result, status = {"error": error_object(exc)}, 1
     finally:
         engine.close()
+    _print(result)
+    return status
 
 
 def _print(value: object) -> None:
