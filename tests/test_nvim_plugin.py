@@ -173,6 +173,8 @@ def test_the_list_title_says_what_a_user_needs_to_know(nvim) -> None:
     assert lua(nvim, title, filling) == " semantic partial "
     switched_off = {**filling, "stages": {"requested": ["lexical"], "performed": ["lexical"]}}
     assert lua(nvim, title, switched_off) == " 1 hit "
+    cut = {**words, "query": {"terms": [f"w{i}" for i in range(64)], "terms_left_out": 36}}
+    assert lua(nvim, title, cut) == " only the first 64 of 100 terms searched "  # a long paste, cut silently
 
 
 def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
