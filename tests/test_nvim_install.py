@@ -274,3 +274,23 @@ def test_setup_db_in_a_folder_that_does_not_exist_says_so_and_creates_nothing(tm
     assert f"the folder {missing} of the database {missing / 'x.db'} does not exist" in messages, messages
     assert "Traceback" not in messages
     assert not (tmp_path / "nonexistent").exists()
+
+
+def test_the_build_gives_setuptools_nothing_to_warn_about(tmp_path: Path) -> None:
+    """`make install` printed 182 lines of build warnings (`project.license` as a TOML table is deprecated,
+    eight times; then setuptools' note that folders named like the package may shadow it). The editable wheel
+    `pip install -e .` builds, built offline by setuptools itself from a copy of the checkout, says nothing."""
+    setuptools = pytest.importorskip("setuptools")
+    if int(setuptools.__version__.split(".")[0]) < 77:
+        pytest.skip(f"setuptools {setuptools.__version__}: the build needs 77 or newer (make dev installs it)")
+    copy = tmp_path / "checkout"
+    shutil.copytree(PROJECT / "autodoc_core", copy / "autodoc_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT / name, copy / name)
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_editable(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", build, str(tmp_path / "wheel")], cwd=copy, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "Warning" not in said and "deprecated" not in said, said
+    assert done.stdout.strip().splitlines()[-1].endswith(".whl")
