@@ -488,6 +488,7 @@ def _answer(run: SearchRun, shown: list[Hit], mode_used: str) -> dict[str, Any]:
             "facets": [{"field": f.field, "value": f.value, "negated": f.negated} for f in run.facets],
             "dropped_stopwords": run.query.dropped_stopwords,
             "problems": run.query.problems,
+            "terms_left_out": run.query.terms_left_out,
             **info,
         },
         "timing": run.timer.done(),

@@ -136,7 +136,8 @@ def test_lists_the_tools_with_input_and_output_schemas(tmp_path: Path, notes: Pa
         assert reasons == ["no such file", "not a path relative to the workspace root", "no such file"]
         assert "Not indexed: nope.md: no such file." in listed.content[0].text
 
-    talk(db, tmp_path / "server.log", with_index, "--allow-index")
+    # No scan: the round at start, run after later.md is written, indexed it first ("added" == 0, once).
+    talk(db, tmp_path / "server.log", with_index, "--allow-index", "--scan-seconds", "0")
 
 
 def test_search_hits_carry_the_section_text_of_their_line_span(tmp_path: Path, notes: Path) -> None:
@@ -375,6 +376,20 @@ def test_an_empty_database_names_itself(tmp_path: Path) -> None:
     talk(db, tmp_path / "server.log", scenario)
 
 
+def test_a_database_in_a_folder_that_does_not_exist_is_a_tool_error_naming_the_folder(tmp_path: Path) -> None:
+    """A client config with a mistyped --db created the folders and served an empty database."""
+    db = tmp_path / "nonexistent" / "dir" / "x.db"
+
+    async def scenario(session: ClientSession) -> None:
+        result = await call(session, "search", {"query": "gecko"})
+        assert result.is_error and result.meta[ERROR_META]["code"] == -32064
+        assert f"the folder {db.parent} of the database {db} does not exist" in result.content[0].text
+
+    talk(db, tmp_path / "server.log", scenario)
+    assert not (tmp_path / "nonexistent").exists()
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
 def test_a_root_not_there_is_said_by_the_workspaces_tool(tmp_path: Path, notes: Path) -> None:
     """A drive not mounted: every hit's text failed ("does not exist") and the workspaces tool still said
     two documents, with nothing about the missing root."""
@@ -468,7 +483,7 @@ def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Pa
         assert whole["text_complete"] and "changed since it was indexed" in whole["text_problem"]
         assert "(text incomplete: " in result.content[0].text
 
-    talk(db, tmp_path / "server.log", scenario)
+    talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "0")  # a scan would index the changes
 
 
 def generate_notes(root: Path, files: int) -> None:
@@ -520,8 +535,8 @@ def test_search_answers_while_another_process_indexes(tmp_path: Path, notes: Pat
         after = await call(session, "search", {"query": "topic5 part3", "workspace": "big", "limit": 50})
         assert {h["path"] for h in after.structured_content["hits"]} >= {"note00005.md", "note00102.md"}
 
-    try:
-        talk(db, tmp_path / "server.log", scenario)
+    try:  # no scan: its round at start could take the lease first and index "big" itself (then "added" == 0)
+        talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "0")
     finally:
         if indexer.poll() is None:
             os.kill(indexer.pid, signal.SIGCONT)
@@ -595,6 +610,25 @@ def test_stdout_carries_only_protocol_messages(tmp_path: Path, notes: Path) -> N
     assert "structuredContent" not in answers[3]["result"]
     assert answers[4]["result"]["structuredContent"]["hits"]
     assert answers[5]["error"]["code"] == -32602
+
+
+def test_a_client_that_stops_reading_ends_the_server_quietly(tmp_path: Path, notes: Path) -> None:
+    """A client gone while an answer was written left a 40-line ExceptionGroup traceback (BrokenPipeError) on
+    stderr and exit status 1; the server now ends as `autodoc --call ... | true` does: nothing said, 141."""
+    db = tmp_path / "a.db"
+    setup_workspace(db, "kb", notes)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                             "clientInfo": {"name": "test", "version": "1"}}}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the client reads nothing more
+    try:
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp"],
+                              input=json.dumps(initialize).encode() + b"\n", stdout=write_end,
+                              stderr=subprocess.PIPE, cwd=PROJECT, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, b"")
 
 
 def test_a_search_budget_is_not_spent_on_one_long_line() -> None:

@@ -9,15 +9,17 @@ jumps to a hit.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pynvim
+import pytest
 
 from tests.conftest import PROJECT
-from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
+from tests.nvim import lua_string, neovim, python_line, rtp, setup_call, wait_for
 
 MISSING = "autodoc: no Python with autodoc installed; run :AutodocInstall or make install in "
 
@@ -186,3 +188,57 @@ def test_autodoc_install_builds_the_venv_and_the_next_search_uses_it(tmp_path: P
         nvim.command("AutodocSearch")
         nvim.input("relational store")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md"), timeout=120)
+
+
+def test_checkhealth_names_the_database_file_and_tells_lower_ranked_pythons_as_information(
+        tmp_path: Path, notes: Path) -> None:
+    """It printed the literal `$XDG_DATA_HOME/autodoc/autodoc.db`, and a python3 on PATH ranked below the chosen
+    interpreter as "passed over ... ModuleNotFoundError", which read like a problem."""
+    lower = tmp_path / "bin"  # a real interpreter that cannot import pynvim or autodoc_core (no site-packages)
+    lower.mkdir()
+    (lower / "python3").write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    (lower / "python3").chmod(0o755)
+    init = rtp(PROJECT) + python_line() + "require('autodoc').setup({ workspaces = { { name = 'kb', path = " \
+        + lua_string(notes) + " } } })\n"
+    with neovim(tmp_path, init, {"PATH": f"{lower}:{os.environ['PATH']}"}) as nvim:
+        assert host_source(nvim) == "g:autodoc_python"
+        nvim.command("checkhealth autodoc")
+        health = nvim.current.buffer[:]
+    text = "\n".join(health)
+    assert f"database: {tmp_path / 'xdg' / 'data' / 'autodoc' / 'autodoc.db'}" in text, text
+    assert "$XDG_DATA_HOME" not in text and "passed over" not in text, text
+    chosen = next(i for i, line in enumerate(health) if "Python host: " + sys.executable in line)
+    below = next(i for i, line in enumerate(health) if str(lower / "python3") in line)
+    assert below > chosen and "ranked below it and not needed" in health[below], health[below]
+    assert "WARNING" not in health[below] and "ERROR" not in health[below]
+
+
+def test_setup_db_in_a_folder_that_does_not_exist_says_so_and_creates_nothing(tmp_path: Path, notes: Path) -> None:
+    missing = tmp_path / "nonexistent" / "dir"
+    init = rtp(PROJECT) + python_line() + setup_call(missing / "x.db", notes) + "\n"
+    with neovim(tmp_path, init) as nvim:
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") not in ("idle", "starting"))
+        messages = nvim.exec_lua("return vim.fn.execute('messages')")
+    assert f"the folder {missing} of the database {missing / 'x.db'} does not exist" in messages, messages
+    assert "Traceback" not in messages
+    assert not (tmp_path / "nonexistent").exists()
+
+
+def test_the_build_gives_setuptools_nothing_to_warn_about(tmp_path: Path) -> None:
+    """`make install` printed 182 lines of build warnings (`project.license` as a TOML table is deprecated,
+    eight times; then setuptools' note that folders named like the package may shadow it). The editable wheel
+    `pip install -e .` builds, built offline by setuptools itself from a copy of the checkout, says nothing."""
+    setuptools = pytest.importorskip("setuptools")
+    if int(setuptools.__version__.split(".")[0]) < 77:
+        pytest.skip(f"setuptools {setuptools.__version__}: the build needs 77 or newer (make dev installs it)")
+    copy = tmp_path / "checkout"
+    shutil.copytree(PROJECT / "autodoc_core", copy / "autodoc_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT / name, copy / name)
+    build = "import sys; from setuptools import build_meta; print(build_meta.build_editable(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", build, str(tmp_path / "wheel")], cwd=copy, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "Warning" not in said and "deprecated" not in said, said
+    assert done.stdout.strip().splitlines()[-1].endswith(".whl")

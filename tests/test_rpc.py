@@ -292,3 +292,54 @@ def test_a_file_that_is_not_a_database_is_one_clear_error(tmp_path: Path, conten
     assert served.returncode == 1 and b"Traceback" not in served.stderr
     assert json.loads(served.stderr)["data"]["path"] == str(db)
     assert db.read_bytes() == content
+
+
+def test_a_database_path_whose_folder_does_not_exist_is_refused_and_nothing_is_created(tmp_path: Path) -> None:
+    """A mistyped --db (or $AUTODOC_DB) answered `[]` with rc 0 and created the folders, an empty database and
+    a lease; only the default location ($XDG_DATA_HOME/autodoc) is created."""
+    missing = tmp_path / "nonexistent" / "dir"
+    environments = {"--db": {}, "$AUTODOC_DB": {"AUTODOC_DB": str(missing / "x.db")}}
+    for how, extra in environments.items():
+        args = ["--db", str(missing / "x.db")] if how == "--db" else []
+        env = {**os.environ, **extra}
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", *args, "--call", "workspace.list", "[]"],
+                              capture_output=True, text=True, cwd=PROJECT, env=env, timeout=60)
+        assert done.returncode != 0, (how, done.stdout)
+        error = json.loads(done.stdout)["error"]
+        assert error["code"] == -32064 and str(missing) in error["data"]["reason"], (how, error)
+        assert "does not exist" in error["data"]["reason"] and "Traceback" not in done.stderr, how
+        served = subprocess.run([sys.executable, "-m", "autodoc_core", *args, "serve", "--stdio"], input="",
+                                capture_output=True, text=True, cwd=PROJECT, env=env, timeout=60)
+        assert served.returncode != 0 and str(missing) in served.stderr, (how, served.stderr)
+        assert "Traceback" not in served.stderr, how
+        assert not (tmp_path / "nonexistent").exists(), how
+    default = {key: value for key, value in os.environ.items() if key != "AUTODOC_DB"}
+    default["XDG_DATA_HOME"] = str(tmp_path / "fresh" / "data")
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--call", "workspace.list", "[]"],
+                          capture_output=True, text=True, cwd=PROJECT, env=default, timeout=60)
+    assert done.returncode == 0 and (tmp_path / "fresh" / "data" / "autodoc" / "autodoc.db").exists()
+
+
+def closed_pipe_run(db: Path, args: list[str], stdin: bytes) -> subprocess.CompletedProcess:
+    """Run autodoc with its stdout a pipe whose reader is gone (as in `autodoc ... | true`, deterministically)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), *args], input=stdin,
+                              stdout=write_end, stderr=subprocess.PIPE, cwd=PROJECT, timeout=60)
+    finally:
+        os.close(write_end)
+
+
+def test_a_closed_pipe_ends_quietly_with_the_status_of_sigpipe(tmp_path: Path, kb: Path) -> None:
+    """`autodoc --call search.query ... | true` printed a 27-line BrokenPipeError traceback and exited 1; like
+    other Unix tools it now says nothing and exits 141 (128 + SIGPIPE). So does serve --stdio when its reader
+    goes away."""
+    db = tmp_path / "a.db"
+    write(kb, "a.md", "# Alpha\n\nthe database note\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    query = closed_pipe_run(db, ["--call", "search.query", json.dumps(["kb", "database"])], b"")
+    assert (query.returncode, query.stderr) == (141, b"")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "workspace.list", "params": []}).encode() + b"\n"
+    served = closed_pipe_run(db, ["serve", "--stdio"], request)
+    assert (served.returncode, served.stderr) == (141, b"")

@@ -328,3 +328,18 @@ def test_long_documents_do_not_leave_an_answer_short_of_its_limit(engine, kb: Pa
     filled = answer["query"]["filled"]  # the 15 short notes at least: the first 50 candidates are long sections
     assert filled["candidates"] == 200 and 15 <= filled["added"] <= 30
     assert paths(search(engine, "narwhal", limit=10, stages=["lexical"])) == found[:10]
+
+
+def test_a_query_cut_at_its_term_limit_says_so(engine, kb: Path, indexed) -> None:
+    """A 100,000-character query answered with 64 terms and `problems: []`: the cut is said, with how many
+    terms were kept of how many."""
+    write(kb, "a.md", "# Alpha\n\nword0 and word1 in a note\n")
+    indexed()
+    answer = search(engine, " ".join(f"word{i}" for i in range(100)))
+    assert len(answer["query"]["terms"]) == 64 and answer["query"]["terms_left_out"] == 36
+    assert "the query has 100 terms (words and phrases): only the first 64 were searched (at most 64)" in \
+        answer["query"]["problems"]
+    pasted = search(engine, "word0 " * 20_000)  # 120,000 characters
+    assert "the query has 120,000 characters: only the first 4,000 were read" in pasted["query"]["problems"]
+    plain = search(engine, "word0 word1")
+    assert plain["query"]["terms_left_out"] == 0 and plain["query"]["problems"] == []

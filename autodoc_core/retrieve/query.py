@@ -90,6 +90,7 @@ class ParsedQuery:
     semantic_text: str = ""  # the query as typed, less its facet tokens: what gets embedded
     typed_text: str = ""  # the same with the typed characters between tokens kept (a pasted line as pasted)
     any_word: bool = False  # the lexical stage ORs the words at once, none pruned (a related section's words)
+    terms_left_out: int = 0  # terms past MAX_TERMS, not searched (said in problems and in the picker's title)
 
     @property
     def words(self) -> list[str]:
@@ -121,8 +122,12 @@ def fts_tokens(text: str) -> list[str]:
 
 
 def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
+    typed_chars = len(raw)
     raw = raw[:MAX_QUERY_CHARS].replace("\x00", " ")
     query = ParsedQuery(raw)
+    if typed_chars > MAX_QUERY_CHARS:
+        query.problems.append(f"the query has {typed_chars:,} characters: only the first {MAX_QUERY_CHARS:,} "
+                              "were read")
     matches = list(_TOKEN.finditer(raw))
     tokens = [match.group(0) for match in matches]
     kept_tokens = []
@@ -156,10 +161,20 @@ def parse_query(raw: str, schema: FacetSchema) -> ParsedQuery:
             last = query.terms.pop()
             query.terms.append(Term(last.text, prefix=True))
     _drop_stopwords(query)
-    query.terms = query.terms[:MAX_TERMS]
+    _keep_first_terms(query)
     query.semantic_text = " ".join(kept_tokens)
     query.typed_text = "".join([*typed, raw[typed_from:]]).strip()
     return query
+
+
+def _keep_first_terms(query: ParsedQuery) -> None:
+    """At most MAX_TERMS terms are searched (FTS5's cost grows with each); the rest is said, not dropped silently."""
+    typed = len(query.terms)
+    if typed > MAX_TERMS:
+        query.terms = query.terms[:MAX_TERMS]
+        query.terms_left_out = typed - MAX_TERMS
+        query.problems.append(f"the query has {typed} terms (words and phrases): only the first {MAX_TERMS} "
+                              f"were searched (at most {MAX_TERMS})")
 
 
 def _is_compound_identifier(token: str, pieces: list[str]) -> bool:

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
@@ -25,12 +26,41 @@ BUSY_TIMEOUT_MS = 10_000
 WAL_SIZE_LIMIT = 4 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class DbLocation:
+    path: Path
+    explicit: bool  # named by the user (--db, $AUTODOC_DB, setup({ db })): its folder is never created
+
+
+def resolve_db_path(path: str | os.PathLike[str] | None = None) -> DbLocation:
+    """``path``, else ``$AUTODOC_DB``, else ``$XDG_DATA_HOME/autodoc/autodoc.db`` (XDG default ``~/.local/share``)."""
+    if path:
+        return DbLocation(Path(path).expanduser(), explicit=True)
+    if os.environ.get("AUTODOC_DB"):
+        return DbLocation(Path(os.environ["AUTODOC_DB"]).expanduser(), explicit=True)
+    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return DbLocation(Path(data_home) / "autodoc" / "autodoc.db", explicit=False)
+
+
 def default_db_path() -> Path:
     """``$AUTODOC_DB``, else ``$XDG_DATA_HOME/autodoc/autodoc.db`` (XDG default ``~/.local/share``)."""
-    if os.environ.get("AUTODOC_DB"):
-        return Path(os.environ["AUTODOC_DB"]).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data_home) / "autodoc" / "autodoc.db"
+    return resolve_db_path().path
+
+
+def _make_folder(location: DbLocation) -> None:
+    """Create the default location's folder; a folder the user named must exist (a mistyped --db created
+    folders and an empty database, and answered as if all was well)."""
+    folder = location.path.parent
+    if location.explicit:
+        if not folder.is_dir():
+            raise AutodocError(IO_ERROR, f"the folder {folder} of the database {location.path} does not exist; "
+                               "create it first, or fix the path (only the default location, "
+                               "$XDG_DATA_HOME/autodoc, is created)", path=str(location.path), folder=str(folder))
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AutodocError(IO_ERROR, f"cannot create the folder for {location.path}: {exc}") from exc
 
 
 def _configure(conn: apsw.Connection) -> None:
@@ -113,11 +143,9 @@ class Store:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None, lease: WriterLease | None = None) -> None:
-        self.path = Path(path).expanduser() if path else default_db_path()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise AutodocError(IO_ERROR, f"cannot create the folder for {self.path}: {exc}") from exc
+        location = resolve_db_path(path)
+        self.path = location.path
+        _make_folder(location)
         self.lease = lease or WriterLease(self.path)
         self._writer: apsw.Connection | None = None
         self._writer_file: tuple[int, int] | None = None  # (device, inode) of the file the writer opened

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from typing import TYPE_CHECKING
 
@@ -33,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="autodoc", description="Hybrid search over Markdown knowledge bases.")
-    parser.add_argument("--db", help="SQLite file (default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db)")
+    parser.add_argument("--db", help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
+                        "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
     parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
     parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
     parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
@@ -47,7 +50,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What a shell reports for a process that SIGPIPE ended (128 + 13): `autodoc ... | head` behaves like other tools.
+CLOSED_PIPE_STATUS = 128 + signal.SIGPIPE
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a reader that went away (`| head`, a client gone) ends it quietly with status 141."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return CLOSED_PIPE_STATUS
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's flush at exit does not fail on the closed pipe again
+    (the recipe in the Python docs, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _run(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.words == ["mcp"] and not args.call:
@@ -103,13 +127,13 @@ def _call_once(db: str | None, method: str, raw_params: str | None) -> int:
         _print({"error": exc.to_rpc()})
         return 1
     try:
-        _print(call(engine, method, params))
-        return 0
+        result, status = call(engine, method, params), 0
     except Exception as exc:
-        _print({"error": error_object(exc)})
-        return 1
+        result, status = {"error": error_object(exc)}, 1
     finally:
         engine.close()
+    _print(result)
+    return status
 
 
 def _print(value: object) -> None:

@@ -334,6 +334,10 @@ def serve(db: str | None, allow_index: bool = False, scan_seconds: float = 0.0) 
         anyio.run(_serve, build_server(Tools(engines, allow_index)))
     except KeyboardInterrupt:
         pass
+    except BaseExceptionGroup as group:  # the SDK's task group: a client gone while an answer was written
+        if group.split(BrokenPipeError)[1] is not None:
+            raise
+        raise BrokenPipeError from None  # the CLI ends quietly, as for any closed pipe
     finally:
         engines.close()
     return 0

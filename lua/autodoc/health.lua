@@ -4,14 +4,21 @@ local M = {}
 local health = vim.health
 local host = require('autodoc.host')
 
---- Which Python runs the host and why; the others tried and why each was passed over.
+--- Which Python runs the host and why: the interpreters ranked above it and why each was passed over, then
+--- the chosen one, then (as information only) those ranked below it, which it made unnecessary.
 ---@return string|nil the chosen interpreter
 function M.report_python()
   local running = host.state.phase == 'ready' and host.state.python or nil
   local tried, chosen = host.survey()
   chosen = running or chosen
+  local below = {}
+  local passed_chosen = false
   for _, candidate in ipairs(tried) do
-    if candidate.error then
+    if chosen and candidate.prog == chosen.prog and candidate.source == chosen.source then
+      passed_chosen = true
+    elseif passed_chosen then
+      table.insert(below, candidate)
+    elseif candidate.error then
       health.info(string.format('passed over %s (%s): %s', candidate.prog, candidate.source, candidate.error))
     end
   end
@@ -23,6 +30,10 @@ function M.report_python()
   health.ok(string.format('Python host: %s, chosen as %s (the first of setup({ python }), g:autodoc_python, '
     .. "the plugin's .venv, g:python3_host_prog, python3 on PATH that imports autodoc_core and pynvim)%s",
     chosen.prog, chosen.source, running and ', running' or ''))
+  for _, candidate in ipairs(below) do
+    health.info(string.format('also found, ranked below it and not needed: %s (%s)%s', candidate.prog,
+      candidate.source, candidate.error and ', which could not run the host anyway' or ''))
+  end
   return chosen.prog
 end
 
@@ -66,6 +77,21 @@ function M.report_encoder(encoder)
   else
     health.info(string.format('  encoder: %s, %s', encoder.name, where))
   end
+end
+
+--- The database file the host opens: `db` (setup's, else $AUTODOC_DB) or the default, resolved the way the
+--- engine resolves it ($XDG_DATA_HOME, ~), so the report names a file a user can look at.
+---@param prog string
+---@param db string|nil
+---@return string
+function M.database_path(prog, db)
+  local script = 'import sys; from autodoc_core.store.database import resolve_db_path; '
+    .. 'print(resolve_db_path(sys.argv[1] or None).path.absolute())'
+  local result = run({ prog, '-c', script, db or '' })
+  if result and result.code == 0 then
+    return vim.trim(result.stdout)
+  end
+  return db or '$XDG_DATA_HOME/autodoc/autodoc.db'
 end
 
 function M.check()
@@ -117,7 +143,7 @@ function M.check()
     health.error('cannot open the database: ' .. (listing and listing.stdout or ''))
     return
   end
-  health.ok('database: ' .. (db or '$XDG_DATA_HOME/autodoc/autodoc.db'))
+  health.ok('database: ' .. M.database_path(prog, db))
   local workspaces = vim.json.decode(listing.stdout)
   if #workspaces == 0 then
     health.warn('no workspace yet', { "require('autodoc').setup({ workspaces = { { name = 'kb', path = '~/kb' } } })" })

@@ -13,6 +13,14 @@ vim.api.nvim_create_autocmd('User', {
     _G.autodoc_indexed = _G.autodoc_indexed + 1
   end,
 })
+-- ... and for the vectors to be complete (an open picker searches again when they are).
+_G.autodoc_semantic_ready = 0
+vim.api.nvim_create_autocmd('User', {
+  pattern = 'AutodocSemanticReady',
+  callback = function()
+    _G.autodoc_semantic_ready = _G.autodoc_semantic_ready + 1
+  end,
+})
 if vim.env.AUTODOC_TEST_KB and vim.env.AUTODOC_TEST_KB ~= '' then
   require('autodoc').setup({
     db = vim.env.AUTODOC_DB,

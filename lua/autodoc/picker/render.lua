@@ -114,6 +114,11 @@ function M.list_title(answer)
   if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
     table.insert(parts, 'semantic ' .. answer.semantic) -- not news once Semantic is switched off
   end
+  local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
+  if left_out > 0 then -- a pasted paragraph: most of it was not searched
+    table.insert(parts, string.format('only the first %d of %d terms searched', #answer.query.terms,
+      #answer.query.terms + left_out))
+  end
   local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
   return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or count) .. ' '
 end
