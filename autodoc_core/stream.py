@@ -50,12 +50,7 @@ class SearchStream:
             if end is not None and time.monotonic() >= end:
                 return
 
-    def hand_over(self, answer: dict[str, Any], pending: list[str]) -> None:
-        """Give the caller ``answer``, the hits so far, marked partial with the stages still to run."""
-        if self.on_partial is None:
-            return
-        answer["partial"] = True
-        answer["stages"]["pending"] = pending
-        if "rerank" in pending:
-            answer["rank"]["state"] = "pending"
-        self.on_partial(answer)
+    def hand_over(self, answer: dict[str, Any]) -> None:
+        """Give the caller ``answer``, the hits so far (``SearchAnswer.as_partial(...).to_wire()``)."""
+        if self.on_partial is not None:
+            self.on_partial(answer)
