@@ -228,7 +228,7 @@ def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
             for label, stages in (("lexical", ["lexical"]), ("semantic", ["semantic"]),
                                   ("hybrid", ["lexical", "semantic"])):
                 recorder.start()
-                answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages}))
+                answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages})).to_wire()
                 recording = (recorder.last or {}).get("capture_ms", 0.0)
                 runs[label] = {"docs": documents_in_order(answer["hits"]), "ms": answer["timing"]["total"] - recording,
                                "fuse_ms": answer["timing"].get("fuse", 0.0) - recording,
