@@ -24,7 +24,8 @@ The folders follow a document's way in and a query's way out, one floor above an
                 vectors in memory), documents, changes, filler, scanner
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
 
-``errors`` (the JSON-RPC codes and the one exception callers see) and ``stages`` (the ``Stage`` names) are
+``errors`` (the JSON-RPC codes and the one exception callers see) and ``stages`` (the ``Stage`` names, and
+``Candidates``: one retriever's chunk ids in rank order with their scores, what ``rank/fuse`` takes) are
 shared by all of them. ``FLOORS`` is
 the map as data: a module imports only from its own folder and from floors below its own, never from a
 folder beside it on the same floor (``index`` and ``retrieve`` do not import each other); tests/test_docs.py

@@ -41,7 +41,7 @@ from autodoc_core.search_run import (
     rows_of,
     with_snippets,
 )
-from autodoc_core.stages import Stage
+from autodoc_core.stages import Candidates, Stage
 from autodoc_core.store import documents
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
 from autodoc_core.stream import SearchStream
@@ -83,29 +83,26 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
     embedded = threading.Event()
     embedding = semantic_stage.start_query_embedding(query, semantic, embedded) if semantic_runs else None
-    rankings: dict[str, list[int]] = {}
-    bm25: dict[int, float] = {}
+    found: dict[Stage, Candidates] = {}  # by retriever, in the order they ran
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
     if Stage.LEXICAL in options.stages:
-        rankings[Stage.LEXICAL], bm25 = _lexical(run, frequencies, pool)
+        found[Stage.LEXICAL] = _lexical(run, frequencies, pool)
     run.shape = query_shape = symbols.classify(query.semantic_text, query.typed_text)
     if query_shape.shape == "identifier" and options.symbol:
-        rankings[Stage.SYMBOL] = _symbols(run, rankings.get(Stage.LEXICAL, []), pool)
+        found[Stage.SYMBOL] = _symbols(run, _ids(found, Stage.LEXICAL), pool)
     run.report.query_info.shape = query_shape
     if stream is not None:
         later = [Stage.SEMANTIC] * semantic_runs + [Stage.RERANK] * bool(ranker and Stage.RERANK in options.stages)
-        _hand_over_lexical(run, stream, rankings, bm25, pool, frequencies, later)
+        _hand_over_lexical(run, stream, found, pool, frequencies, later)
         if embedding is not None:
             remote = semantic.embedder is not None and semantic.embedder.remote
             stream.wait(embedded, ws.option("semantic_deadline") if remote else None, Stage.SEMANTIC)
-    cosines: dict[int, float] = {}
-    found = _semantic(run, embedding, pool) if semantic_runs else None
-    if found is not None:
-        rankings[Stage.SEMANTIC] = found.chunk_ids
-        cosines = _blend_cosines(run, found, rankings.get(Stage.LEXICAL, []))
-    ranked = _fused_hits(run, rankings, bm25, cosines)
+    nearest = _semantic(run, embedding, pool) if semantic_runs else None
+    if nearest is not None:
+        found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
+    ranked = _fused_hits(run, found)
     if len(ranked) < options.limit:
-        ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, found)
+        ranked = _filled(run, ranked, found, pool, frequencies, nearest)
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:
         if stream is not None:
@@ -120,15 +117,15 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     return answer_of(run, shown, run.report.mode_used)
 
 
-def _hand_over_lexical(run: SearchRun, stream: SearchStream, rankings: dict[str, list[int]], bm25: dict[int, float],
-                       pool: int, frequencies: lexical.DocumentFrequencies, later: list[Stage]) -> None:
+def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, Candidates], pool: int,
+                       frequencies: lexical.DocumentFrequencies, later: list[Stage]) -> None:
     """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
-    if later and Stage.LEXICAL in rankings and stream.on_partial is not None:
+    if later and Stage.LEXICAL in found and stream.on_partial is not None:
         info = dataclasses.replace(run.report.query_info)
-        ranked = _fused_hits(run, rankings, bm25, {})
+        ranked = _fused_hits(run, found)
         if len(ranked) < run.options.limit:
-            ranked = _filled(run, ranked, rankings, bm25, pool, frequencies, None)
+            ranked = _filled(run, ranked, found, pool, frequencies, None)
         if run.options.demote_superseded:
             ranked = hits.demote_superseded(ranked)
         answer = answer_of(run, with_snippets(run, ranked[: run.options.limit]), run.report.mode_used)
@@ -138,37 +135,42 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, rankings: dict[str,
     stream.check(later[0] if later else Stage.FUSE)
 
 
-def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies,
-             pool: int) -> tuple[list[int], dict[int, float]]:
+def _ids(found: dict[Stage, Candidates], stage: Stage) -> list[int]:
+    return found[stage].chunk_ids if stage in found else []
+
+
+def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> Candidates:
     result = _lexical_ranking(run, frequencies, pool)
     run.report.performed.append(Stage.LEXICAL)
     info = run.report.query_info
     info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
     info.common_terms_left_out = result.common_terms_left_out
     run.timer.lap("lexical")
-    return result.chunk_ids, result.scores
+    return Candidates(result.chunk_ids, result.scores)
 
 
 def _lexical_ranking(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> lexical.LexicalResult:
     return lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
 
 
-def _symbols(run: SearchRun, lexical_ids: list[int], pool: int) -> list[int]:
+def _symbols(run: SearchRun, lexical_ids: list[int], pool: int) -> Candidates:
     found = _symbol_ranking(run, lexical_ids, pool)
     run.report.performed.append(Stage.SYMBOL)
     run.timer.lap("symbol")
     return found
 
 
-def _symbol_ranking(run: SearchRun, lexical_ids: list[int], pool: int) -> list[int]:
+def _symbol_ranking(run: SearchRun, lexical_ids: list[int], pool: int) -> Candidates:
     # Only a pasted identifier has its lexical candidates read for it: in a sentence ("p16INK4A degradation
     # is encoded by CDKN2A") the words around it rank them better.
     read = lexical_ids if run.shape.pasted else []
-    return symbols.search(run.conn, run.ws.id, run.shape.tokens, run.filters, pool, read, run.folded)
+    return Candidates(symbols.search(run.conn, run.ws.id, run.shape.tokens, run.filters, pool, read, run.folded))
 
 
 @dataclass
 class SemanticFound:
+    """The semantic retriever's own candidates and cosines, and the query vector (asked again to fill)."""
+
     chunk_ids: list[int]
     cosines: dict[int, float]
     vector: np.ndarray
@@ -201,46 +203,45 @@ def _semantic_ranking(run: SearchRun, vector: np.ndarray, pool: int) -> semantic
     return semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool)
 
 
-def _blend_cosines(run: SearchRun, found: SemanticFound, lexical_ids: list[int]) -> dict[int, float]:
-    """The linear blend scores every candidate on both scales: lexical candidates the semantic
-    stage did not return get their exact cosine."""
+def _blended(run: SearchRun, found: SemanticFound, lexical_ids: list[int]) -> Candidates:
+    """The semantic candidates as the blend takes them: it scores every candidate on both scales, so lexical
+    candidates the semantic stage did not return get their exact cosine."""
     missing = [c for c in lexical_ids if c not in found.cosines]
     if not missing or run.ws.option("fusion") != "linear" or run.semantic.index is None:
-        return found.cosines
-    return {**found.cosines, **run.semantic.index.exact_cosines(found.vector, missing)}
+        return Candidates(found.chunk_ids, found.cosines)
+    return Candidates(found.chunk_ids, {**found.cosines, **run.semantic.index.exact_cosines(found.vector, missing)})
 
 
-def _fused_hits(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, float],
-                cosines: dict[int, float]) -> list[Hit]:
+def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> list[Hit]:
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
-    rows = rows_of(run, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = rows_of(run, list(dict.fromkeys(c for candidates in found.values() for c in candidates.chunk_ids)))
     # Vectors come from memory: drop chunks this snapshot does not have, or that filters exclude (the
     # vector index knows no chunk kinds), before they take part in the blend's scaling.
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
-    rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
-    linear = ws.option("fusion") == "linear" and Stage.SEMANTIC in rankings
+    found = {stage: candidates.kept(rows) for stage, candidates in found.items()}
+    linear = ws.option("fusion") == "linear" and Stage.SEMANTIC in found
     if linear:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, _fusion_weight(run, rankings))
+        fused = fuse.linear(found, doc_of, _fusion_weight(run, found))
     else:
-        fused = fuse.rrf(rankings)
+        fused = fuse.rrf(found)
     most_inbound = documents.most_inbound(run.conn, ws.id)
     query = run.query
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
-    fused = fuse.keep_leaders(fused, rankings, cosines if linear else None, one_word=one_word(query),
-                              pasted=run.shape.pasted)
-    holding = pasted_holders(run, rankings, [f.chunk_id for f in fused])
+    fused = fuse.keep_leaders(fused, found, found[Stage.SEMANTIC].scores if linear else None,
+                              one_word=one_word(query), pasted=run.shape.pasted)
+    holding = pasted_holders(run, found, [f.chunk_id for f in fused])
     if holding is not None:
         run.report.query_info.holding_pasted = len(holding)
         fused = fuse.holders_first(fused, holding)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 
-def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], bm25: dict[int, float], pool: int,
-            frequencies: lexical.DocumentFrequencies, found: SemanticFound | None) -> list[Hit]:
+def _filled(run: SearchRun, ranked: list[Hit], found: dict[Stage, Candidates], pool: int,
+            frequencies: lexical.DocumentFrequencies, nearest: SemanticFound | None) -> list[Hit]:
     """Hits up to the limit where the per-document cap left fewer: a few long documents can fill a
     retriever's candidates. When one came back full, the retrievers are asked again for ``FILL_FACTOR`` times
     as many (twice at most), and the sections that adds go below the ranked ones, so the fused order of the
@@ -249,12 +250,12 @@ def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], b
     info = dataclasses.replace(run.report.query_info)
     before = len(ranked)
     for _ in range(FILL_ROUNDS):
-        if len(ranked) >= run.options.limit or not any(len(ids) >= pool for ids in rankings.values()):
+        if len(ranked) >= run.options.limit or not any(len(c.chunk_ids) >= pool for c in found.values()):
             break
-        rankings, bm25, found, cosines = _wider_rankings(run, rankings, bm25, found, pool, frequencies)
+        found, nearest = _wider(run, found, nearest, pool, frequencies)
         pool *= FILL_FACTOR
         shown = {hit.chunk_id for hit in ranked}
-        more = [hit for hit in _fused_hits(run, rankings, bm25, cosines) if hit.chunk_id not in shown]
+        more = [hit for hit in _fused_hits(run, found) if hit.chunk_id not in shown]
         ranked = hits.cap_per_document(ranked + more)
     run.report.query_info = info
     added = min(len(ranked), run.options.limit) - before
@@ -263,41 +264,38 @@ def _filled(run: SearchRun, ranked: list[Hit], rankings: dict[str, list[int]], b
     return ranked
 
 
-def _wider_rankings(run: SearchRun, rankings: dict[str, list[int]], bm25: dict[int, float],
-                    found: SemanticFound | None, pool: int, frequencies: lexical.DocumentFrequencies,
-                    ) -> tuple[dict[str, list[int]], dict[int, float], SemanticFound | None, dict[int, float]]:
-    """The same retrievers as ``rankings`` came from (asked for ``pool`` candidates each), each asked for
+def _wider(run: SearchRun, found: dict[Stage, Candidates], nearest: SemanticFound | None, pool: int,
+           frequencies: lexical.DocumentFrequencies) -> tuple[dict[Stage, Candidates], SemanticFound | None]:
+    """The same retrievers as ``found`` came from (asked for ``pool`` candidates each), each asked for
     ``FILL_FACTOR`` times as many; lexical or semantic, having returned fewer than ``pool``, returned all it
-    has and is not asked again (the symbol retriever, reading the lexical list, always is). Returns the
-    rankings, the BM25 scores, the semantic candidates and the blend's cosines."""
-    wider = dict(rankings)
-    if Stage.LEXICAL in rankings and len(rankings[Stage.LEXICAL]) >= pool:
+    has and is not asked again (the symbol retriever, reading the lexical list, always is). Returns their
+    candidates and the semantic retriever's own."""
+    wider = dict(found)
+    if Stage.LEXICAL in found and len(found[Stage.LEXICAL].chunk_ids) >= pool:
         result = _lexical_ranking(run, frequencies, pool * FILL_FACTOR)
-        wider[Stage.LEXICAL], bm25 = result.chunk_ids, result.scores
-    if Stage.SYMBOL in rankings:
-        wider[Stage.SYMBOL] = _symbol_ranking(run, wider.get(Stage.LEXICAL, []), pool * FILL_FACTOR)
-    cosines: dict[int, float] = {}
-    if Stage.SEMANTIC in rankings and found is not None:
-        if len(found.chunk_ids) >= pool:
-            recalled = _semantic_ranking(run, found.vector, pool * FILL_FACTOR)
-            found = SemanticFound(recalled.chunk_ids, recalled.cosines, found.vector)
-            wider[Stage.SEMANTIC] = found.chunk_ids
-        cosines = _blend_cosines(run, found, wider.get(Stage.LEXICAL, []))
-    return wider, bm25, found, cosines
+        wider[Stage.LEXICAL] = Candidates(result.chunk_ids, result.scores)
+    if Stage.SYMBOL in found:
+        wider[Stage.SYMBOL] = _symbol_ranking(run, _ids(wider, Stage.LEXICAL), pool * FILL_FACTOR)
+    if Stage.SEMANTIC in found and nearest is not None:
+        if len(nearest.chunk_ids) >= pool:
+            recalled = _semantic_ranking(run, nearest.vector, pool * FILL_FACTOR)
+            nearest = SemanticFound(recalled.chunk_ids, recalled.cosines, nearest.vector)
+        wider[Stage.SEMANTIC] = _blended(run, nearest, _ids(wider, Stage.LEXICAL))
+    return wider, nearest
 
 
-def pasted_holders(run: SearchRun, rankings: dict[str, list[int]], chunk_ids: list[int]) -> set[int] | None:
+def pasted_holders(run: SearchRun, found: dict[Stage, Candidates], chunk_ids: list[int]) -> set[int] | None:
     """The candidates whose text holds what was pasted (``fuse.holders_first``): an identifier alone, or a
     query of ``symbols.PHRASE_MIN_WORDS`` or more words word for word (an error or log line), when both
     retrievers took part; None where the rule does not apply (a retriever alone keeps its own order). For a
     phrase only the first lexical candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk holding the
     line holds all of its words."""
-    if not (Stage.LEXICAL in rankings and Stage.SEMANTIC in rankings):
+    if not (Stage.LEXICAL in found and Stage.SEMANTIC in found):
         return None
     if run.shape.literal:
         return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
     if run.shape.phrase:
-        first = rankings[Stage.LEXICAL][: symbols.PHRASE_CANDIDATES]
+        first = found[Stage.LEXICAL].chunk_ids[: symbols.PHRASE_CANDIDATES]
         return symbols.holding_phrase(run.conn, run.shape.phrase, [c for c in first if c in chunk_ids], run.folded)
     return None
 
@@ -312,12 +310,12 @@ def one_word(query: ParsedQuery) -> bool:
 _SECTIONS_PER_DOCUMENT: dict[tuple[str, int, str], tuple[int, int]] = {}
 
 
-def _fusion_weight(run: SearchRun, rankings: dict[str, list[int]]) -> float:
+def _fusion_weight(run: SearchRun, found: dict[Stage, Candidates]) -> float:
     """The workspace's lexical weight, for ``fuse.linear``; the answer's query info says what the blend used
     (an identifier-shaped query's own weight, see ``fuse.blend_weight``) and where it came from."""
     weight, said = workspace_weight(run)
     run.report.query_info.fusion_weight = dataclasses.replace(
-        said, value=fuse.blend_weight(rankings, weight), identifier_query=Stage.SYMBOL in rankings)
+        said, value=fuse.blend_weight(found, weight), identifier_query=Stage.SYMBOL in found)
     return weight
 
 

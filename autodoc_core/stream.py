@@ -21,7 +21,7 @@ class SearchCancelled(Exception):  # noqa: N818 - a cancellation, not an error t
 
     def __init__(self, stage: str) -> None:
         super().__init__(f"cancelled before the {stage} stage")
-        self.stage = stage
+        self.stage = str(stage)  # a plain string on the wire (msgpack, JSON), not the Stage it may be
 
 
 def _never() -> bool:

@@ -44,7 +44,7 @@ from autodoc_core.search_run import (
     report_unmatched_paths,
     rerank_hits,
 )
-from autodoc_core.stages import Stage
+from autodoc_core.stages import Candidates, Stage
 from autodoc_core.store import chunks, documents
 from autodoc_core.store.chunks import Section
 from autodoc_core.store.workspace import Workspace
@@ -126,11 +126,16 @@ def _snippet_words(query: ParsedQuery) -> list[str]:
 
 @dataclass
 class Found:
-    """Each retriever's candidates in order, the lexical ones' BM25 and every candidate's cosine it has."""
+    """Each retriever's candidates in order, the lexical ones' BM25, and every candidate's cosine it has
+    (the semantic candidates' scores, once ``_retrieve`` is done)."""
 
-    rankings: dict[str, list[int]]
+    rankings: dict[Stage, list[int]]
     bm25: dict[int, float]
     cosines: dict[int, float]
+
+    def candidates(self) -> dict[Stage, Candidates]:
+        scores = {Stage.LEXICAL: self.bm25, Stage.SEMANTIC: self.cosines}
+        return {stage: Candidates(ids, scores.get(stage, {})) for stage, ids in self.rankings.items()}
 
 
 def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
@@ -279,28 +284,27 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
 def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
     ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
-    rankings, bm25, cosines = found.rankings, found.bm25, found.cosines
-    rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in found.rankings.values() for c in ids)))
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
-    rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
-    rankings = {name: ids for name, ids in rankings.items() if ids}
-    linear = run.ws.option("fusion") == "linear" and Stage.SEMANTIC in rankings
+    kept = {stage: candidates.kept(rows) for stage, candidates in found.candidates().items()}
+    kept = {stage: candidates for stage, candidates in kept.items() if candidates.chunk_ids}
+    linear = run.ws.option("fusion") == "linear" and Stage.SEMANTIC in kept
     if linear:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, RELATED_LEXICAL_WEIGHT)
+        fused = fuse.linear(kept, doc_of, RELATED_LEXICAL_WEIGHT)
         for entry in fused:
             if Stage.LINK in entry.via:
                 entry.score += LINK_WEIGHT
         fused.sort(key=lambda e: -e.score)
         run.report.query_info.fusion_weight = FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT)
     else:
-        fused = fuse.rrf(rankings)
+        fused = fuse.rrf(kept)
     most_inbound = documents.most_inbound(run.conn, run.ws.id)
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound,
                               set(source.tags))
-    retrievers = {name: ids for name, ids in rankings.items() if name != Stage.LINK}
-    fused = fuse.keep_leaders(fused, retrievers, cosines if linear else None)
+    retrievers = {stage: candidates for stage, candidates in kept.items() if stage != Stage.LINK}
+    fused = fuse.keep_leaders(fused, retrievers, found.cosines if linear else None)
     shown: Counter[int] = Counter()  # sections per document
     capped = []
     for entry in fused:
