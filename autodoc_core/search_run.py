@@ -3,7 +3,6 @@ ranker's report, the facet-only listing, re-ranking), and its answer as the run 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 import apsw
@@ -104,7 +103,7 @@ def report_ranker(report: StageReport, ranker: Ranker | None) -> None:
         if Stage.RERANK in report.requested:
             report.skipped[Stage.RERANK] = "no ranker is configured for this workspace"
     elif Stage.RERANK not in report.requested:
-        report.rank = dataclasses.replace(report.rank, state="not_requested", model=ranker.model or None)
+        report.rank.state, report.rank.model = "not_requested", ranker.model or None
 
 
 def facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
