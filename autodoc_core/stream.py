@@ -21,7 +21,7 @@ class SearchCancelled(Exception):  # noqa: N818 - a cancellation, not an error t
 
     def __init__(self, stage: str) -> None:
         super().__init__(f"cancelled before the {stage} stage")
-        self.stage = stage
+        self.stage = str(stage)  # a plain string on the wire (msgpack, JSON), not the Stage it may be
 
 
 def _never() -> bool:
@@ -50,12 +50,7 @@ class SearchStream:
             if end is not None and time.monotonic() >= end:
                 return
 
-    def hand_over(self, answer: dict[str, Any], pending: list[str]) -> None:
-        """Give the caller ``answer``, the hits so far, marked partial with the stages still to run."""
-        if self.on_partial is None:
-            return
-        answer["partial"] = True
-        answer["stages"]["pending"] = pending
-        if "rerank" in pending:
-            answer["rank"]["state"] = "pending"
-        self.on_partial(answer)
+    def hand_over(self, answer: dict[str, Any]) -> None:
+        """Give the caller ``answer``, the hits so far (``SearchAnswer.as_partial(...).to_wire()``)."""
+        if self.on_partial is not None:
+            self.on_partial(answer)

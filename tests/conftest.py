@@ -84,7 +84,7 @@ def database_bytes(folder: Path) -> bytes:
 
 
 def search(engine: Engine, query: str, **opts) -> dict:
-    return engine.search_query("kb", query, opts)
+    return engine.search_query("kb", query, opts).to_wire()
 
 
 def paths(answer: dict) -> list[str]:

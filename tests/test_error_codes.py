@@ -100,7 +100,7 @@ def test_an_unreachable_model_is_asked_once_and_searches_answer_by_words_meanwhi
                                                            "retries": 0}, "semantic_deadline": 0.2})
             engine.workspace_index("kb")
             probes_before = sum(t.name == "autodoc-model-probe" for t in threading.enumerate())
-            answers = [engine.search_query("kb", "sockets", None) for _ in range(5)]
+            answers = [engine.search_query("kb", "sockets", None).to_wire() for _ in range(5)]
             probes_after = sum(t.name == "autodoc-model-probe" for t in threading.enumerate())
     finally:
         listener.close()

@@ -14,6 +14,14 @@ from autodoc_core.rank.fuse import (
     linear,
 )
 from autodoc_core.rank.hits import Hit, demote_superseded
+from autodoc_core.stages import Candidates
+
+
+def found(rankings: dict[str, list[int]], bm25: dict[int, float] | None = None,
+          cosines: dict[int, float] | None = None) -> dict[str, Candidates]:
+    """Each retriever's candidates: the lexical ones scored by ``bm25``, the semantic ones by ``cosines``."""
+    scores = {"lexical": bm25 or {}, "semantic": cosines or {}}
+    return {name: Candidates(ids, scores.get(name, {})) for name, ids in rankings.items()}
 
 
 def ids(fused: list[Fused]) -> list[int]:
@@ -28,19 +36,19 @@ def test_a_semantic_only_leader_is_not_buried() -> None:
     # Chunk 9 is the semantic leader but (no query word) last in the fused order.
     fused = [Fused(1, 0.9, 0.9), Fused(2, 0.8, 0.8), Fused(3, 0.7, 0.7), Fused(4, 0.6, 0.6), Fused(9, 0.1, 0.1)]
     rankings = {"lexical": [1, 2, 3, 4], "semantic": [9, 1, 2]}
-    assert ids(keep_leaders(fused, rankings, None)) == [1, 9, 2, 3, 4]
+    assert ids(keep_leaders(fused, found(rankings), None)) == [1, 9, 2, 3, 4]
 
 
 def test_leaders_already_on_top_change_nothing_and_one_retriever_is_left_alone() -> None:
     fused = [Fused(i, 1.0 / i, 0.5) for i in (1, 2, 3, 4)]
-    assert ids(keep_leaders(fused, {"lexical": [1, 3], "semantic": [2, 4]}, None)) == [1, 2, 3, 4]
-    assert ids(keep_leaders(fused, {"lexical": [4, 1]}, None)) == [1, 2, 3, 4]  # tag boosts may outrank it
+    assert ids(keep_leaders(fused, found({"lexical": [1, 3], "semantic": [2, 4]}), None)) == [1, 2, 3, 4]
+    assert ids(keep_leaders(fused, found({"lexical": [4, 1]}), None)) == [1, 2, 3, 4]  # tag boosts may outrank it
 
 
 def test_three_retrievers_fill_the_first_three_places() -> None:
     fused = [Fused(i, 1.0 / i, 0.5) for i in range(1, 8)]
     rankings = {"lexical": [2, 1], "symbol": [6], "semantic": [7, 1]}
-    assert ids(keep_leaders(fused, rankings, None)) == [2, 6, 7, 1, 3, 4, 5]
+    assert ids(keep_leaders(fused, found(rankings), None)) == [2, 6, 7, 1, 3, 4, 5]
 
 
 # Lexical leader 5, semantic leader 7; fused order 1, 2, 3, 7, 5; cosines from 0.45 (chunk 2) to 0.6 (chunk 7).
@@ -54,7 +62,7 @@ def leaders_order(lexical_leader_cosine: float | None, rankings: dict[str, list[
     known = dict(cosines or {})
     if lexical_leader_cosine is not None:
         known[5] = lexical_leader_cosine
-    return ids(keep_leaders(LEADER_FUSED, rankings, known if cosines is not None else None, agreement))
+    return ids(keep_leaders(LEADER_FUSED, found(rankings), known if cosines is not None else None, agreement))
 
 
 def test_a_lexical_leader_the_embedding_disagrees_with_is_not_kept_on_top() -> None:
@@ -76,7 +84,7 @@ def test_the_check_is_off_for_identifier_queries_rrf_missing_cosines_and_no_thre
 
 def test_the_check_is_off_for_a_one_word_query() -> None:
     # One word (a build tag, say) has no common words to share with a template section by accident.
-    assert ids(keep_leaders(LEADER_FUSED, LEADER_RANKINGS, {**LEADER_COSINES, 5: 0.46}, 0.4, one_word=True)) \
+    assert ids(keep_leaders(LEADER_FUSED, found(LEADER_RANKINGS), {**LEADER_COSINES, 5: 0.46}, 0.4, one_word=True)) \
         == [7, 5, 1, 2, 3]
 
 
@@ -84,10 +92,10 @@ def test_a_pasted_identifier_the_symbol_retriever_matched_pins_no_semantic_leade
     # Lexical and symbol agree on chunk 1; the embedding's best guess, chunk 9, lacks the name.
     fused = [Fused(1, 3.0, 0.9), Fused(2, 2.5, 0.8), Fused(3, 2.0, 0.7), Fused(9, 0.5, 0.5)]
     rankings = {"lexical": [1, 2, 3], "symbol": [1, 2], "semantic": [9, 1]}
-    assert ids(keep_leaders(fused, rankings, None, pasted=True)) == [1, 2, 3, 9]
-    assert ids(keep_leaders(fused, rankings, None)) == [1, 9, 2, 3]  # in a sentence it is kept
+    assert ids(keep_leaders(fused, found(rankings), None, pasted=True)) == [1, 2, 3, 9]
+    assert ids(keep_leaders(fused, found(rankings), None)) == [1, 9, 2, 3]  # in a sentence it is kept
     nothing = {**rankings, "symbol": []}  # no page holds the name: the embedding's guess is all there is
-    assert ids(keep_leaders(fused, nothing, None, pasted=True)) == [1, 9, 2, 3]
+    assert ids(keep_leaders(fused, found(nothing), None, pasted=True)) == [1, 9, 2, 3]
 
 
 def test_the_chunks_holding_a_pasted_identifier_come_first_in_fused_order() -> None:
@@ -117,12 +125,12 @@ def test_a_document_both_retrievers_found_by_different_sections_comes_first() ->
     # Shares: lexical 3 -> 1.0, 1 -> 0.8; cosines over 0.30..0.55: 1, 3 -> 0, 2 -> 0.8, 4 -> 1.0.
     # Chunk blends (w = 0.4): 1: 0.32, 2: 0.48, 3: 0.40, 4: 0.60.
     # Document blends (best chunk per side): A 0.4*0.8 + 0.6*0.8 = 0.80, B 0.40, C 0.60.
-    fused = linear(rankings, bm25, cosines, doc_of, 0.4, document_weight=1.0)
+    fused = linear(found(rankings, bm25, cosines), doc_of, 0.4, document_weight=1.0)
     assert ids(fused) == [2, 4, 1, 3]
     assert scores(fused) == approx({2: 1.28, 4: 1.20, 1: 1.12, 3: 0.80})
     assert {e.chunk_id: e.relevance for e in fused} == approx({1: 0.32, 2: 0.48, 3: 0.40, 4: 0.60})
     # Without the document's share, A's sections fall behind the single-retriever documents.
-    assert ids(linear(rankings, bm25, cosines, doc_of, 0.4, document_weight=0.0)) == [4, 2, 3, 1]
+    assert ids(linear(found(rankings, bm25, cosines), doc_of, 0.4, document_weight=0.0)) == [4, 2, 3, 1]
 
 
 def test_an_identifier_query_trusts_the_chunk_with_every_word() -> None:
@@ -132,18 +140,18 @@ def test_an_identifier_query_trusts_the_chunk_with_every_word() -> None:
     cosines = {1: 0.2, 2: 0.5, 3: 0.6}
     # Lexical shares: AND part [1] -> 1.0, OR part [2] -> 0.5; cosines over 0.2..0.6: 0, 0.75, 1.0.
     # w = 0.7: chunk 1: 0.7 + document 0.7 = 1.4; chunk 2: 0.35 + 0.225 = 0.575, twice = 1.15; chunk 3: 0.6.
-    fused = linear({"lexical": [1, 2], "symbol": [], "semantic": [3, 2]}, bm25, cosines, doc_of, 0.4,
+    fused = linear(found({"lexical": [1, 2], "symbol": [], "semantic": [3, 2]}, bm25, cosines), doc_of, 0.4,
                    identifier_weight=0.7, document_weight=1.0)
     assert ids(fused) == [1, 2, 3]
     assert scores(fused) == approx({1: 1.4, 2: 1.15, 3: 0.6})
     # The same lists without the symbol retriever blend at w = 0.4: 0.8, 1.3, 1.2.
-    plain = linear({"lexical": [1, 2], "semantic": [3, 2]}, bm25, cosines, doc_of, 0.4, document_weight=1.0)
+    plain = linear(found({"lexical": [1, 2], "semantic": [3, 2]}, bm25, cosines), doc_of, 0.4, document_weight=1.0)
     assert scores(plain) == approx({1: 0.8, 2: 1.3, 3: 1.2})
 
 
 def test_a_symbol_match_adds_its_reciprocal_rank() -> None:
     doc_of = {1: 10, 5: 50, 6: 60}
-    fused = linear({"lexical": [1], "symbol": [5, 6], "semantic": [1]}, {1: 3.0}, {1: 0.4}, doc_of, 0.4,
+    fused = linear(found({"lexical": [1], "symbol": [5, 6], "semantic": [1]}, {1: 3.0}, {1: 0.4}), doc_of, 0.4,
                    identifier_weight=0.7, document_weight=1.0)
     # Chunk 1 is first on both sides (shares 1.0; one cosine scales to 0): 0.7 + 0.7 = 1.4.
     # Symbol matches: 61 / 61 = 1.0 and 61 / 62.
@@ -170,7 +178,7 @@ def test_a_chunk_without_a_vector_yet_is_judged_by_its_words() -> None:
     Chunk 3: cosine share 0, lexical 0: 0."""
     doc_of = {1: 10, 2: 20, 3: 30}
     rankings = {"lexical": [1], "semantic": [2, 3]}
-    fused = linear(rankings, {1: 5.0}, {2: 0.10, 3: -0.05}, doc_of, 0.4)
+    fused = linear(found(rankings, {1: 5.0}, {2: 0.10, 3: -0.05}), doc_of, 0.4)
     assert ids(fused) == [1, 2, 3]
     assert scores(fused) == approx({1: 2.0, 2: 1.2, 3: 0.0})
     assert {e.chunk_id: e.relevance for e in fused} == approx({1: 1.0, 2: 0.6, 3: 0.0})

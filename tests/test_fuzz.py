@@ -52,14 +52,14 @@ def assert_well_formed(answer: dict) -> None:
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(QUERY_ALPHABET, max_size=200))
 def test_any_text_query_answers(fuzz_engine: Engine, text: str) -> None:
-    assert_well_formed(fuzz_engine.search_query("kb", text, None))
+    assert_well_formed(fuzz_engine.search_query("kb", text, None).to_wire())
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(SYNTAX, st.text(QUERY_ALPHABET, max_size=8)), max_size=20).map("".join))
 def test_syntax_heavy_queries_answer(fuzz_engine: Engine, text: str) -> None:
-    assert_well_formed(fuzz_engine.search_query("kb", text, None))
-    assert_well_formed(fuzz_engine.search_query("kb", f"beta {text}", None))
+    assert_well_formed(fuzz_engine.search_query("kb", text, None).to_wire())
+    assert_well_formed(fuzz_engine.search_query("kb", f"beta {text}", None).to_wire())
     parse_query(text, FacetSchema())
 
 
@@ -167,7 +167,7 @@ RELATED_OPTIONS = st.dictionaries(st.sampled_from(["line", "limit", "stages", "f
 @given(st.sampled_from(sorted(LINES)), RELATED_OPTIONS)
 def test_related_with_any_options_answers_or_says_what_is_wrong(fuzz_engine: Engine, path: str, opts: dict) -> None:
     try:
-        answer = fuzz_engine.search_related("kb", path, opts)
+        answer = fuzz_engine.search_related("kb", path, opts).to_wire()
     except AutodocError as exc:
         assert exc.code != INTERNAL_ERROR and exc.reason
         return
@@ -194,13 +194,13 @@ def test_any_unicode_document_indexes_and_is_searchable_or_reported(fuzz_engine:
     assert report["scanned"] == 1
     assert report["added"] + report["changed"] + report["unchanged"] + report["skipped"] == 1
     problems = [p for p in fuzz_engine.workspace_status("kb")["problems"] if p["path"] == "fuzzed.md"]
-    found = [hit["path"] for hit in fuzz_engine.search_query("kb", "fuzzmarker", None)["hits"]]
+    found = [hit["path"] for hit in fuzz_engine.search_query("kb", "fuzzmarker", None).to_wire()["hits"]]
     if report["skipped"]:
         assert problems and all(p["reason"] for p in problems)
         assert found == []  # a skipped file leaves no stale rows behind
     else:
         assert found[:1] == ["fuzzed.md"]
-    for hit in fuzz_engine.search_query("kb", text[:50], None)["hits"]:
+    for hit in fuzz_engine.search_query("kb", text[:50], None).to_wire()["hits"]:
         assert hit["path"] in {*LINES, "fuzzed.md"}
 
 
@@ -221,6 +221,6 @@ def test_hostile_files_are_reported_with_reasons_and_the_rest_indexed(engine: En
     assert "malformed YAML" in reasons["yaml.md"]
     assert "UTF-8" in reasons["latin1.md"]
     assert report["added"] == 5  # good, latin1, yaml, headings and longline; nul and huge skipped
-    assert engine.search_query("kb", "ordinary", None)["hits"][0]["path"] == "good.md"
-    assert engine.search_query("kb", "x9999", None)["hits"][0]["path"] == "headings.md"
+    assert engine.search_query("kb", "ordinary", None).to_wire()["hits"][0]["path"] == "good.md"
+    assert engine.search_query("kb", "x9999", None).to_wire()["hits"][0]["path"] == "headings.md"
     assert engine.doc_list("kb", "long")[0]["path"] == "longline.md"

@@ -183,7 +183,7 @@ class SearchLoop(threading.Thread):
     def run(self) -> None:
         while not self.stop.is_set():
             try:
-                answer = self.engine.search_query("kb", "marker part1 part2", {"limit": 30})
+                answer = self.engine.search_query("kb", "marker part1 part2", {"limit": 30}).to_wire()
             except Exception as exc:  # noqa: BLE001 - any error fails the test below
                 self.errors.append(repr(exc))
                 continue
@@ -225,7 +225,7 @@ def test_reader_keeps_answering_asks_for_the_lease_and_takes_it_over_from_a_kill
         report = reader.workspace_index("kb")
         assert reader.store.lease.held
         assert report["scanned"] == FILES
-        final = reader.search_query("kb", "r99", {"limit": 200})
+        final = reader.search_query("kb", "r99", {"limit": 200}).to_wire()
         assert {hit["path"] for hit in final["hits"]} == {f"note{i:03}.md" for i in range(FILES)}
         answers = loop.answers
         wait_until(lambda: loop.answers > answers, what="answers after the takeover")

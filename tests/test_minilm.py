@@ -76,4 +76,4 @@ def test_a_model_that_vanishes_is_a_clear_embed_error(engine, kb, tmp_path) -> N
     with pytest.raises(AutodocError) as caught:
         engine.workspace_index("kb", {"wait": "semantic"})
     assert caught.value.code == -32067 and "cannot load the model" in caught.value.reason
-    assert engine.search_query("kb", "text", None)["hits"][0]["path"] == "a.md"  # lexical still answers
+    assert engine.search_query("kb", "text", None).to_wire()["hits"][0]["path"] == "a.md"  # lexical still answers

@@ -97,7 +97,7 @@ def test_an_unwritable_cache_folder_keeps_the_graph_in_memory_and_says_so(engine
     blocker.write_text("the cache folder would have to be inside this file")
     monkeypatch.setenv("AUTODOC_ONNX_CACHE", str(blocker / "onnx"))
     indexed_engine(engine, kb)
-    answer = engine.search_query("kb", "storing pieces of big files", {"stages": ["semantic"]})
+    answer = engine.search_query("kb", "storing pieces of big files", {"stages": ["semantic"]}).to_wire()
     assert answer["hits"][0]["path"] == "proxy.md" and answer["query"]["encoder"] == "onnxruntime"
     encoder = engine.workspace_status("kb")["embedder"]["encoder"]
     assert encoder["name"] == "onnxruntime" and encoder["graph"] is None and not encoder["cached"]
@@ -169,8 +169,8 @@ def test_a_model_folder_put_back_is_loaded_again(engine, kb: Path, tmp_path: Pat
     monkeypatch.setattr(embedders, "RETRY_LOAD_SECONDS", 0.0)
     (folder / "model.safetensors").rename(tmp_path / "weights")
     with Engine(engine.store.path) as fresh:  # a new process's engine: its encoder loads at its first query
-        answer = fresh.search_query("kb", "keeping byte ranges of big downloads")
+        answer = fresh.search_query("kb", "keeping byte ranges of big downloads").to_wire()
         assert "cannot load the model" in answer["stages"]["skipped"]["semantic"] and answer["hits"]
         (tmp_path / "weights").rename(folder / "model.safetensors")
-        later = fresh.search_query("kb", "keeping byte ranges of big downloads", {"limit": 4})
+        later = fresh.search_query("kb", "keeping byte ranges of big downloads", {"limit": 4}).to_wire()
     assert "semantic" in later["stages"]["performed"] and later["query"]["encoder"] == "onnxruntime"

@@ -62,7 +62,7 @@ The gecko service keeps its gecko replicas in a quorum; gecko replicas vote on e
 
 
 def related(engine: Engine, path: str, **opts) -> dict:
-    return engine.search_related("kb", path, opts)
+    return engine.search_related("kb", path, opts).to_wire()
 
 
 def notes(kb: Path) -> None:

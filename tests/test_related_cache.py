@@ -48,7 +48,7 @@ def test_a_workspace_made_again_in_the_same_place_does_not_get_the_old_words(eng
         engine.workspace_add(name, str(root))
         engine.workspace_configure(name, {"embedder": "none"})
         engine.workspace_index(name)
-        answer = engine.search_related(name, "a.md", {"line": 5})
+        answer = engine.search_related(name, "a.md", {"line": 5}).to_wire()
         assert answer["query"]["terms"] == [word] and paths(answer) == ["b.md"]
         engine.workspace_remove(name)
 

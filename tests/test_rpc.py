@@ -151,7 +151,7 @@ def test_doc_read_numbers_lines_as_the_index_does(engine, kb: Path) -> None:
                                 "## Geckos\n\nThe gecko climbs glass.\n".encode())
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
-    hit = engine.search_query("kb", "gecko climbs", {"stages": ["lexical"]})["hits"][0]
+    hit = engine.search_query("kb", "gecko climbs", {"stages": ["lexical"]}).to_wire()["hits"][0]
     span = engine.doc_read("kb", "odd.md", {"line_start": hit["line_start"], "line_end": hit["line_end"]})
     assert span["text"].startswith("## Geckos") and "gecko climbs" in span["text"]
     assert engine.doc_read("kb", "odd.md")["total_lines"] == 7
@@ -193,7 +193,7 @@ def test_workspace_lifecycle(engine, kb: Path, tmp_path: Path) -> None:
     assert engine.workspace_list() == []
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
-    assert engine.search_query("kb", "marmot", None)["hits"][0]["path"] == "a.md"
+    assert engine.search_query("kb", "marmot", None).to_wire()["hits"][0]["path"] == "a.md"
 
 
 def test_server_embeds_in_the_background_while_answering(tmp_path: Path, kb: Path) -> None:

@@ -51,7 +51,7 @@ def test_reopening_keeps_data(tmp_path: Path, kb: Path) -> None:
     first.workspace_index("kb")
     first.close()
     second = Engine(tmp_path / "a.db")
-    assert second.search_query("kb", "heron", None)["hits"][0]["path"] == "a.md"
+    assert second.search_query("kb", "heron", None).to_wire()["hits"][0]["path"] == "a.md"
     second.close()
 
 
@@ -69,7 +69,7 @@ def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> Non
     def reader() -> None:
         try:
             while not stop.is_set():
-                hits = engine.search_query("kb", "kiwi", {"limit": 50, "stages": ["lexical"]})["hits"]
+                hits = engine.search_query("kb", "kiwi", {"limit": 50, "stages": ["lexical"]}).to_wire()["hits"]
                 with engine.store.snapshot() as conn:
                     rows = conn.execute("SELECT body, generation FROM chunks").fetchall()
                 versions = {b.split("version")[1].split()[0] for b, _ in rows}
@@ -221,7 +221,7 @@ def test_an_index_run_gives_back_the_wal_space(engine: Engine, kb: Path, tmp_pat
     engine.workspace_add("kb", str(kb))
     engine.workspace_index("kb")
     assert (tmp_path / "autodoc.db-wal").stat().st_size == 0
-    assert engine.search_query("kb", "note 7", None)["hits"]
+    assert engine.search_query("kb", "note 7", None).to_wire()["hits"]
 
 
 def test_the_wal_is_cut_when_sqlite_starts_it_over(tmp_path: Path) -> None:

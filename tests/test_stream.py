@@ -37,8 +37,8 @@ def test_the_lexical_answer_comes_first_in_the_final_answer_s_shape(engine: Engi
     with model_server("tei") as server:
         configure(engine, notes, server.url, ranker=True)
         partials: list[dict] = []
-        final = engine.search("kb", "bread", {"limit": 5}, SearchStream(on_partial=partials.append))
-        lexical_only = engine.search_query("kb", "bread", {"limit": 5, "stages": ["lexical"]})
+        final = engine.search("kb", "bread", {"limit": 5}, SearchStream(on_partial=partials.append)).to_wire()
+        lexical_only = engine.search_query("kb", "bread", {"limit": 5, "stages": ["lexical"]}).to_wire()
     assert len(partials) == 1
     partial = partials[0]
     assert partial["partial"] is True and "partial" not in final
@@ -55,7 +55,7 @@ def test_a_search_with_nothing_after_the_lexical_stage_answers_once(engine: Engi
     engine.workspace_add("kb", str(notes))
     engine.workspace_index("kb")
     partials: list[dict] = []
-    final = engine.search("kb", "bread", {"stages": ["lexical"]}, SearchStream(on_partial=partials.append))
+    final = engine.search("kb", "bread", {"stages": ["lexical"]}, SearchStream(on_partial=partials.append)).to_wire()
     assert partials == [] and final["hits"]
 
 
@@ -71,7 +71,8 @@ def test_a_cancelled_search_stops_waiting_for_its_embedding_and_never_reranks(en
 
         def run() -> None:
             try:
-                outcome.append(engine.search("kb", "bread", None, SearchStream(partials.append, cancel.is_set)))
+                stream = SearchStream(partials.append, cancel.is_set)
+                outcome.append(engine.search("kb", "bread", None, stream).to_wire())
             except SearchCancelled as exc:
                 outcome.append(exc)
 

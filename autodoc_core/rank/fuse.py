@@ -9,8 +9,10 @@ hits that hold it first.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from autodoc_core.stages import Candidates, Stage, scores_of
 
 RRF_K = 60
 TAG_BOOST = 1.2
@@ -39,14 +41,14 @@ class Fused:
     via: list[str] = field(default_factory=list)
 
 
-def rrf(rankings: dict[str, list[int]], k: int = RRF_K) -> list[Fused]:
+def rrf(found: Mapping[str, Candidates], k: int = RRF_K) -> list[Fused]:
     fused: dict[int, Fused] = {}
-    for retriever, chunk_ids in rankings.items():
-        for rank, chunk_id in enumerate(chunk_ids, start=1):
+    for retriever, candidates in found.items():
+        for rank, chunk_id in enumerate(candidates.chunk_ids, start=1):
             entry = fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0))
             entry.score += 1.0 / (k + rank)
             entry.via.append(retriever)
-    best = len(rankings) / (k + 1) if rankings else 1.0
+    best = len(found) / (k + 1) if found else 1.0
     for entry in fused.values():
         entry.relevance = min(1.0, entry.score / best)
     return sorted(fused.values(), key=lambda e: -e.score)
@@ -60,31 +62,33 @@ def auto_weight(sections_per_document: float) -> float:
     return max(AUTO_WEIGHT_MIN, AUTO_WEIGHT_MAX - AUTO_WEIGHT_PER_DECADE * decades)
 
 
-def blend_weight(rankings: dict[str, list[int]], weight: float, identifier_weight: float = IDENTIFIER_WEIGHT) -> float:
+def blend_weight(found: Mapping[str, Candidates], weight: float,
+                 identifier_weight: float = IDENTIFIER_WEIGHT) -> float:
     """The lexical weight a blend uses: ``identifier_weight`` when the symbol retriever ran (the query is
     identifier-shaped), else ``weight``."""
-    return identifier_weight if "symbol" in rankings else weight
+    return identifier_weight if Stage.SYMBOL in found else weight
 
 
-def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict[int, float],
-           doc_of: dict[int, int], weight: float, identifier_weight: float = IDENTIFIER_WEIGHT,
-           document_weight: float = DOCUMENT_WEIGHT) -> list[Fused]:
+def linear(found: Mapping[str, Candidates], doc_of: dict[int, int], weight: float,
+           identifier_weight: float = IDENTIFIER_WEIGHT, document_weight: float = DOCUMENT_WEIGHT) -> list[Fused]:
     """Each chunk's blend ``w * lexical + (1 - w) * semantic`` of the two retrievers' shares (0..1, see
     ``lexical_shares`` and ``cosine_shares``; a side that did not return the chunk gives 0 there, a lexical
     hit's cosine is known), plus ``document_weight`` times its document's blend, where each side of the
     document is its best chunk on that side: lexical finding one section and semantic another still agree
     about the document. ``identifier_weight`` replaces ``w`` when the symbol retriever ran, and a symbol
-    match adds ``(k + 1) / (k + rank)``. The chunk's own blend is its relevance."""
-    weight = blend_weight(rankings, weight, identifier_weight)
+    match adds ``(k + 1) / (k + rank)``. The chunk's own blend is its relevance. BM25 and the cosines are the
+    lexical and semantic candidates' scores."""
+    weight = blend_weight(found, weight, identifier_weight)
     fused: dict[int, Fused] = {}
-    for retriever, chunk_ids in rankings.items():
-        for chunk_id in chunk_ids:
+    for retriever, candidates in found.items():
+        for chunk_id in candidates.chunk_ids:
             fused.setdefault(chunk_id, Fused(chunk_id, 0.0, 0.0)).via.append(retriever)
-    lexical = lexical_shares(rankings.get("lexical", []), bm25)
+    cosines = scores_of(found, Stage.SEMANTIC)
+    lexical = lexical_shares(_ids(found, Stage.LEXICAL), scores_of(found, Stage.LEXICAL))
     semantic = cosine_shares({c: cosines[c] for c in fused if c in cosines})
-    documents = _document_blends(fused, doc_of, lexical, semantic, set(rankings.get("semantic", [])), weight,
+    documents = _document_blends(fused, doc_of, lexical, semantic, set(_ids(found, Stage.SEMANTIC)), weight,
                                  set(cosines))
-    symbol_rank = {chunk_id: rank for rank, chunk_id in enumerate(rankings.get("symbol", []), start=1)}
+    symbol_rank = {chunk_id: rank for rank, chunk_id in enumerate(_ids(found, Stage.SYMBOL), start=1)}
     for chunk_id, entry in fused.items():
         if chunk_id in cosines:
             blend = weight * lexical.get(chunk_id, 0.0) + (1 - weight) * semantic.get(chunk_id, 0.0)
@@ -95,6 +99,10 @@ def linear(rankings: dict[str, list[int]], bm25: dict[int, float], cosines: dict
         if chunk_id in symbol_rank:
             entry.score += (RRF_K + 1) / (RRF_K + symbol_rank[chunk_id])
     return sorted(fused.values(), key=lambda e: -e.score)
+
+
+def _ids(found: Mapping[str, Candidates], stage: Stage) -> list[int]:
+    return found[stage].chunk_ids if stage in found else []
 
 
 def _document_blends(chunk_ids: Iterable[int], doc_of: dict[int, int], lexical: dict[int, float],
@@ -117,7 +125,7 @@ def _document_blends(chunk_ids: Iterable[int], doc_of: dict[int, int], lexical: 
             for d, best in best_lexical.items()}
 
 
-def lexical_shares(ranking: list[int], bm25: dict[int, float]) -> dict[int, float]:
+def lexical_shares(ranking: list[int], bm25: Mapping[int, float]) -> dict[int, float]:
     """BM25 on 0..1 in the lexical list's order. The list holds the chunks matching every query word
     (the AND), then those matching some (the OR), each best first, so BM25 rises where the OR starts: the
     AND's chunks then take 0.5..1 and the OR's 0..0.5, each as BM25 over its part's best. Otherwise
@@ -129,7 +137,7 @@ def lexical_shares(ranking: list[int], bm25: dict[int, float]) -> dict[int, floa
     return {**_over_best(ranking[:start], bm25, 0.5, 0.5), **_over_best(ranking[start:], bm25, 0.0, 0.5)}
 
 
-def _over_best(chunk_ids: list[int], bm25: dict[int, float], base: float, span: float) -> dict[int, float]:
+def _over_best(chunk_ids: list[int], bm25: Mapping[int, float], base: float, span: float) -> dict[int, float]:
     best = max((bm25[c] for c in chunk_ids), default=0.0) or 1.0
     return {c: base + span * max(bm25[c], 0.0) / best for c in chunk_ids}
 
@@ -161,7 +169,7 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, Sequence[str]], inbound
     return sorted(fused, key=lambda e: -e.score)
 
 
-def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: dict[int, float] | None,
+def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: Mapping[int, float] | None,
                  agreement: float | None = LEADER_AGREEMENT, *, one_word: bool = False,
                  pasted: bool = False) -> list[Fused]:
     """When several retrievers found chunks, each one's best chunk is among the first N hits (N = the number
@@ -169,7 +177,7 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: di
     reaches (or an exact identifier the embedding misses) is not buried by the other list.
 
     The lexical leader is kept only where the embedding does not disagree (``embedding_agrees``), unless the
-    query is identifier-shaped (``rankings`` has the symbol retriever, even with nothing found) or is one word
+    query is identifier-shaped (``found`` has the symbol retriever, even with nothing found) or is one word
     as typed (``one_word``: a word the embedding may never have seen, such as a build tag). In long documents
     the best BM25 chunk for a question is often a section sharing its common words; then the semantic leader
     alone takes the first place. One word has no common words to share by accident ("what are the risks?"
@@ -178,13 +186,14 @@ def keep_leaders(fused: list[Fused], rankings: dict[str, list[int]], cosines: di
     For an identifier pasted alone (``pasted``) that the symbol retriever matched, the semantic leader is not
     kept on top: the embedding blurs names, and its best guess (a release note sharing the name's words) would
     push a second page that holds the name out of the first places."""
+    rankings = {name: candidates.chunk_ids for name, candidates in found.items()}
     if sum(1 for ids in rankings.values() if ids) < 2:
         return fused
     present = {entry.chunk_id for entry in fused}
-    checked = "symbol" not in rankings and cosines is not None and not one_word
+    checked = Stage.SYMBOL not in rankings and cosines is not None and not one_word
     leaders = {ids[0] for name, ids in rankings.items() if ids and ids[0] in present
-               and not (name == "lexical" and checked and not embedding_agrees(ids[0], fused, cosines, agreement))
-               and not (name == "semantic" and pasted and rankings.get("symbol"))}
+               and not (name == Stage.LEXICAL and checked and not embedding_agrees(ids[0], fused, cosines, agreement))
+               and not (name == Stage.SEMANTIC and pasted and rankings.get(Stage.SYMBOL))}
     head: list[Fused] = []
     tail: list[Fused] = []
     pending = set(leaders)
@@ -207,7 +216,8 @@ def holders_first(fused: list[Fused], holding: set[int]) -> list[Fused]:
     return sorted(fused, key=lambda entry: entry.chunk_id not in holding)  # stable: each part keeps its order
 
 
-def embedding_agrees(chunk_id: int, fused: list[Fused], cosines: dict[int, float], agreement: float | None) -> bool:
+def embedding_agrees(chunk_id: int, fused: list[Fused], cosines: Mapping[int, float],
+                     agreement: float | None) -> bool:
     """Whether the chunk's cosine, min-max scaled over the candidates' (as ``cosine_shares``), is at least
     ``agreement``. A chunk without a cosine (no vector yet), no threshold (None) or candidates whose cosines
     are all equal cannot disagree."""

@@ -123,7 +123,7 @@ class Hit:
             "path": self.path, "title": self.title, "breadcrumb": self.breadcrumb, "kind": self.kind,
             "snippet": self.snippet, "byte_start": self.byte_start, "byte_end": self.byte_end,
             "line_start": self.line_start, "line_end": self.line_end, "relevance": self.relevance,
-            "score": self.score, "via": list(self.via), "rank_score": self.rank_score,
+            "score": self.score, "via": [str(v) for v in self.via], "rank_score": self.rank_score,
             "generation": self.generation, "superseded": self.superseded, "superseded_by": self.superseded_by,
         }
         if self.chunk_id is not None:

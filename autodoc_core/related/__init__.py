@@ -12,6 +12,7 @@ says why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections import Counter
@@ -21,19 +22,10 @@ from typing import Any, cast
 import apsw
 import numpy as np
 
+from autodoc_core.answer import FusionWeight, SearchAnswer, StageReport, Timer
 from autodoc_core.errors import NOT_FOUND, AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.parse.walk import resolve_inside
-from autodoc_core.pipeline import (
-    SearchRun,
-    StageReport,
-    Timer,
-    _answer,
-    _report_ranker,
-    _report_unmatched_facets,
-    _report_unmatched_paths,
-    _rerank,
-)
 from autodoc_core.providers.rankers import Ranker
 from autodoc_core.rank import fuse, hits
 from autodoc_core.rank.hits import Hit
@@ -44,6 +36,15 @@ from autodoc_core.retrieve.linked import linked_documents
 from autodoc_core.retrieve.options import parse_options
 from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
+from autodoc_core.search_run import (
+    SearchRun,
+    answer_of,
+    report_ranker,
+    report_unmatched_facets,
+    report_unmatched_paths,
+    rerank_hits,
+)
+from autodoc_core.stages import Candidates, Stage
 from autodoc_core.store import chunks, documents
 from autodoc_core.store.chunks import Section
 from autodoc_core.store.workspace import Workspace
@@ -88,7 +89,7 @@ class Source:
 
 def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path: Any, opts: Any,
                 frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-                ranker: Ranker | None = None) -> dict[str, Any]:
+                ranker: Ranker | None = None) -> SearchAnswer:
     timer = Timer()
     line, search_opts = _split_options(opts)
     options = parse_options(search_opts, ws, schema)
@@ -96,21 +97,21 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
     query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
     run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer)
-    _report_unmatched_paths(run)
-    _report_unmatched_facets(run)
-    _report_ranker(run.report, ranker)
+    report_unmatched_paths(run)
+    report_unmatched_facets(run)
+    report_ranker(run.report, ranker)
     timer.lap("locate")
     about = _about(source)
     nothing = _nothing_to_relate(conn, ws, source)
     if nothing:
         about["note"] = nothing
         query.problems.append(nothing)
-        return {**_answer(run, [], "none"), "related": about}
+        return dataclasses.replace(answer_of(run, [], "none"), related=about)
     found = _retrieve(run, source, frequencies, about)
     ranked = _shown(run, _fused(run, source, found), ranker)
     shown = hits.with_snippets(conn, ranked[: options.limit], _snippet_words(query))
     timer.lap("shape")
-    return {**_answer(run, shown, run.report.mode_used), "related": about}
+    return dataclasses.replace(answer_of(run, shown, run.report.mode_used), related=about)
 
 
 def _snippet_words(query: ParsedQuery) -> list[str]:
@@ -125,11 +126,16 @@ def _snippet_words(query: ParsedQuery) -> list[str]:
 
 @dataclass
 class Found:
-    """Each retriever's candidates in order, the lexical ones' BM25 and every candidate's cosine it has."""
+    """Each retriever's candidates in order, the lexical ones' BM25, and every candidate's cosine it has
+    (the semantic candidates' scores, once ``_retrieve`` is done)."""
 
-    rankings: dict[str, list[int]]
+    rankings: dict[Stage, list[int]]
     bm25: dict[int, float]
     cosines: dict[int, float]
+
+    def candidates(self) -> dict[Stage, Candidates]:
+        scores = {Stage.LEXICAL: self.bm25, Stage.SEMANTIC: self.cosines}
+        return {stage: Candidates(ids, scores.get(stage, {})) for stage, ids in self.rankings.items()}
 
 
 def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
@@ -137,22 +143,22 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
     """Semantic (the source's stored vector), lexical (its distinctive words) and link candidates."""
     pool = max(RELATED_CANDIDATES, run.options.limit)
     found = Found({}, {}, {})
-    vector = _source_vector(run, source) if "semantic" in run.options.stages else None
+    vector = _source_vector(run, source) if Stage.SEMANTIC in run.options.stages else None
     if vector is not None:
-        found.rankings["semantic"], found.cosines = _semantic(run, source, vector, pool)
+        found.rankings[Stage.SEMANTIC], found.cosines = _semantic(run, source, vector, pool)
         about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least)]
     run.query.raw = " ".join(t.text for t in run.query.terms)
-    if "lexical" in run.options.stages:
-        found.rankings["lexical"], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)
-    lexical_ids = found.rankings.get("lexical", [])
-    found.rankings["link"], link_cosines = _links(run, source, vector, lexical_ids)
+    if Stage.LEXICAL in run.options.stages:
+        found.rankings[Stage.LEXICAL], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)
+    lexical_ids = found.rankings.get(Stage.LEXICAL, [])
+    found.rankings[Stage.LINK], link_cosines = _links(run, source, vector, lexical_ids)
     found.cosines.update(link_cosines)
     if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
         missing = [c for c in lexical_ids if c not in found.cosines]
         found.cosines.update(run.semantic.index.exact_cosines(vector, missing))
-    about["linked_documents"] = len(found.rankings["link"])
+    about["linked_documents"] = len(found.rankings[Stage.LINK])
     return found
 
 
@@ -219,13 +225,13 @@ def _source_vector(run: SearchRun, source: Source) -> np.ndarray | None:
     """The stored vector of the section, or the document's; None when there is none (the report says why)."""
     why = run.semantic.why_not()
     if why is not None or run.semantic.index is None:
-        run.report.skipped["semantic"] = (why or ("no vectors are loaded", 0))[0]
+        run.report.skipped[Stage.SEMANTIC] = (why or ("no vectors are loaded", 0))[0]
         return None
     held = run.semantic.index.vectors_of([s.chunk_id for s in source.chosen])
     if not len(held):
         embedded, total = run.semantic.progress
         what = "this section has no vector" if source.section is not None else "this document has no vectors"
-        run.report.skipped["semantic"] = (f"{what} yet ({embedded} of {total} chunk texts are embedded); "
+        run.report.skipped[Stage.SEMANTIC] = (f"{what} yet ({embedded} of {total} chunk texts are embedded); "
                                           "related sections come from links and words meanwhile")
         return None
     return document_vector(held)
@@ -246,8 +252,8 @@ def _semantic(run: SearchRun, source: Source, vector: np.ndarray, pool: int) -> 
     assert run.semantic.index is not None
     found = semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool + len(own))
     chunk_ids = [c for c in found.chunk_ids if c not in own][:pool]
-    run.report.performed.append("semantic")
-    run.report.query_info.update(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist)
+    run.report.performed.append(Stage.SEMANTIC)
+    run.report.query_info.semantic_scanned, run.report.query_info.semantic_shortlist = found.scanned, found.shortlist
     run.timer.lap("semantic")
     return chunk_ids, {c: found.cosines[c] for c in chunk_ids}
 
@@ -257,7 +263,7 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
     """One section of each linked document the filters allow: the one nearest the source's vector, else its
     best lexical candidate, else its first section; nearest first. Returns them and their cosines."""
     linked = linked_documents(run.conn, source.doc_id)
-    run.report.performed.append("link")
+    run.report.performed.append(Stage.LINK)
     if not linked:
         run.timer.lap("link")
         return [], {}
@@ -278,28 +284,27 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
 def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
     ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
-    rankings, bm25, cosines = found.rankings, found.bm25, found.cosines
-    rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in rankings.values() for c in ids)))
+    rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in found.rankings.values() for c in ids)))
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
-    rankings = {name: [c for c in ids if c in rows] for name, ids in rankings.items()}
-    rankings = {name: ids for name, ids in rankings.items() if ids}
-    linear = run.ws.option("fusion") == "linear" and "semantic" in rankings
+    kept = {stage: candidates.kept(rows) for stage, candidates in found.candidates().items()}
+    kept = {stage: candidates for stage, candidates in kept.items() if candidates.chunk_ids}
+    linear = run.ws.option("fusion") == "linear" and Stage.SEMANTIC in kept
     if linear:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(rankings, bm25, cosines, doc_of, RELATED_LEXICAL_WEIGHT)
+        fused = fuse.linear(kept, doc_of, RELATED_LEXICAL_WEIGHT)
         for entry in fused:
-            if "link" in entry.via:
+            if Stage.LINK in entry.via:
                 entry.score += LINK_WEIGHT
         fused.sort(key=lambda e: -e.score)
-        run.report.query_info["fusion_weight"] = {"value": RELATED_LEXICAL_WEIGHT, "link": LINK_WEIGHT}
+        run.report.query_info.fusion_weight = FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT)
     else:
-        fused = fuse.rrf(rankings)
+        fused = fuse.rrf(kept)
     most_inbound = documents.most_inbound(run.conn, run.ws.id)
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound,
                               set(source.tags))
-    retrievers = {name: ids for name, ids in rankings.items() if name != "link"}
-    fused = fuse.keep_leaders(fused, retrievers, cosines if linear else None)
+    retrievers = {stage: candidates for stage, candidates in kept.items() if stage != Stage.LINK}
+    fused = fuse.keep_leaders(fused, retrievers, found.cosines if linear else None)
     shown: Counter[int] = Counter()  # sections per document
     capped = []
     for entry in fused:
@@ -345,8 +350,8 @@ def _shown(run: SearchRun, candidates: list[Candidate], ranker: Ranker | None) -
     hits): building all of them, up to three per document of every retriever's candidates, took a fifth of a
     related search, and reading every candidate's hit row cost 0.15 ms more than its fusion row."""
     run.timer.lap("fuse")
-    if ranker is not None and "rerank" in run.options.stages:
-        ranked = _rerank(run, _hits(run, candidates), ranker)
+    if ranker is not None and Stage.RERANK in run.options.stages:
+        ranked = rerank_hits(run, _hits(run, candidates), ranker)
         return hits.demote_superseded(ranked) if run.options.demote_superseded else ranked
     if run.options.demote_superseded:
         candidates = cast(list[Candidate], hits.demote_superseded(cast(list[Hit], candidates)))

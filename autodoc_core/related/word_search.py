@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from autodoc_core.pipeline import SearchRun
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
+from autodoc_core.search_run import SearchRun
+from autodoc_core.stages import Stage
 from autodoc_core.store import chunks
 from autodoc_core.store.filters import NOT_ABSTRACT
 
@@ -28,9 +29,10 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
         result = _fast_lexical(run, frequencies, wanted)
     else:
         result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, wanted)
-    run.report.performed.append("lexical")
-    run.report.query_info.update(strategy=result.strategy, candidates=len(result.chunk_ids),
-                                 common_terms_left_out=result.common_terms_left_out)
+    run.report.performed.append(Stage.LEXICAL)
+    info = run.report.query_info
+    info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
+    info.common_terms_left_out = result.common_terms_left_out
     run.timer.lap("lexical")
     ranked = [c for c in result.chunk_ids if c not in own][:pool]
     return ranked, {c: result.scores[c] for c in ranked if c in result.scores}

@@ -13,13 +13,14 @@ from autodoc_core.errors import AutodocError, invalid_params, whole_number
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
+from autodoc_core.stages import Stage
 from autodoc_core.store.workspace import Workspace
 
 # The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside
 # the lexical stage when a query is identifier-shaped (``retrieval.symbol`` turns it off), and the
 # answer's ``stages.performed`` lists it as "symbol" when it did.
-STAGES = ("lexical", "semantic", "rerank")
-MODES = {"lexical": ["lexical"], "semantic": ["semantic"], "hybrid": list(STAGES), "auto": list(STAGES)}
+STAGES = (Stage.LEXICAL, Stage.SEMANTIC, Stage.RERANK)
+MODES = {"lexical": [Stage.LEXICAL], "semantic": [Stage.SEMANTIC], "hybrid": list(STAGES), "auto": list(STAGES)}
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
 OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode"}
@@ -33,7 +34,7 @@ class SearchOptions:
     facets: list[FacetFilter]
     abstract_chunk: bool
     demote_superseded: bool
-    stages: list[str]
+    stages: list[Stage]
     symbol: bool = True
 
 
@@ -111,7 +112,7 @@ def _option_facets(facets: Any, tags: Any, schema: FacetSchema) -> list[FacetFil
     return result
 
 
-def parse_stages(stages: Any, mode: Any) -> list[str]:
+def parse_stages(stages: Any, mode: Any) -> list[Stage]:
     if stages is None:
         if mode is None:
             return list(STAGES)
@@ -122,7 +123,7 @@ def parse_stages(stages: Any, mode: Any) -> list[str]:
         raise invalid_params(f"'stages' must be a list drawn from {', '.join(STAGES)}, got {stages!r}")
     if not stages:
         return list(STAGES)
-    if "lexical" not in stages and "semantic" not in stages:
+    if Stage.LEXICAL not in stages and Stage.SEMANTIC not in stages:
         raise invalid_params("'stages' must include lexical or semantic (rerank only reorders their hits)")
     return [s for s in STAGES if s in stages]
 
@@ -133,6 +134,6 @@ def wants_semantic(opts: Any) -> bool:
     if not isinstance(opts, dict):
         return True
     try:
-        return "semantic" in parse_stages(opts.get("stages"), opts.get("mode"))
+        return Stage.SEMANTIC in parse_stages(opts.get("stages"), opts.get("mode"))
     except AutodocError:
         return True

@@ -15,6 +15,7 @@ from typing import Any
 
 import apsw
 
+from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import fill
@@ -272,10 +273,10 @@ class Engine:
 
     # -- search.* and doc.* ----------------------------------------------------------------
 
-    def search_query(self, name: Any, query: Any, opts: Any = None) -> dict[str, Any]:
+    def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
         return self.search(name, query, opts)
 
-    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> dict[str, Any]:
+    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
         """``search.query``; with a ``stream`` (the picker), its lexical answer first and a stop once superseded."""
         ws = self._workspace(name)
         schema = self._schema(ws)
@@ -289,7 +290,7 @@ class Engine:
             source = runtime.source(conn, ws, failure)
             return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream)
 
-    def search_related(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
+    def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
         ws = self._workspace(name)
         schema = self._schema(ws)

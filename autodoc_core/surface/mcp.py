@@ -44,6 +44,7 @@ from autodoc_core.errors import (
 )
 
 if TYPE_CHECKING:
+    from autodoc_core.answer import SearchAnswer
     from autodoc_core.service.engine import Engine
     from autodoc_core.service.scanner import Scanner
 
@@ -207,21 +208,21 @@ class Tools:
         engine = self.engines.get()
         name = _workspace(engine, arguments)
         answer = engine.search_related(name, path, {"limit": limit, **({"line": line} if line is not None else {})})
-        about = answer["related"]
+        about = answer.related or {}
         section = about["section"]
         result = {"workspace": name, "path": about["path"], "section": section,
                   "query": f"related to {about['path']}" + (f" › {section['breadcrumb']}" if section else ""),
                   **self._with_texts(engine, name, answer, budget)}
         return result, render_search(result)
 
-    def _with_texts(self, engine: Engine, name: str, answer: dict[str, Any], budget: Budget) -> dict[str, Any]:
+    def _with_texts(self, engine: Engine, name: str, answer: SearchAnswer, budget: Budget) -> dict[str, Any]:
         """A search's or related answer's hits with their section texts, and what the agent needs beside."""
-        files = FileLines(engine, name, answer["hits"])
-        hits = [hit_with_text(rank, hit, files, budget) for rank, hit in enumerate(answer["hits"], 1)]
+        files = FileLines(engine, name, answer.hits)
+        hits = [hit_with_text(rank, hit, files, budget) for rank, hit in enumerate(answer.hits, 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
-        return {"hits": hits, "stages": answer["stages"], "semantic": answer["semantic"],
-                "mode_used": answer["mode_used"], "max_tokens": budget.total, "text_tokens": budget.used,
+        return {"hits": hits, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
+                "mode_used": answer.mode_used, "max_tokens": budget.total, "text_tokens": budget.used,
                 "trimmed": budget.trimmed, "notes": query_notes(answer)}
 
     def read(self, arguments: dict[str, Any]) -> Answer:

@@ -8,8 +8,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from autodoc_core.errors import AutodocError
+from autodoc_core.stages import Stage
 
 if TYPE_CHECKING:
+    from autodoc_core.answer import SearchAnswer
+    from autodoc_core.rank.hits import Hit
     from autodoc_core.service.engine import Engine
 
 
@@ -64,8 +67,8 @@ class FileLines:
     """The hits' files, each read once per search through the engine (so inside the root only), all of them
     in one call before the first hit's text is taken."""
 
-    def __init__(self, engine: Engine, workspace: str, hits: list[dict[str, Any]]) -> None:
-        paths = [hit["path"] for hit in hits if hit["kind"] != "document"]  # a listed document shows no text
+    def __init__(self, engine: Engine, workspace: str, hits: list[Hit]) -> None:
+        paths = [hit.path for hit in hits if hit.kind != "document"]  # a listed document shows no text
         try:
             self.files = engine.doc_texts(workspace, paths) if paths else {}
         except AutodocError as exc:  # the workspace was removed since the search
@@ -84,15 +87,15 @@ class FileLines:
         return wanted, changed
 
 
-def hit_with_text(rank: int, hit: dict[str, Any], files: FileLines, budget: Budget) -> dict[str, Any]:
-    first, last = hit["line_start"], hit["line_end"]
+def hit_with_text(rank: int, hit: Hit, files: FileLines, budget: Budget) -> dict[str, Any]:
+    first, last = hit.line_start, hit.line_end
     # A facet-only query lists whole documents: their text (frontmatter first) spent the budget of the list.
-    lines, problem = files.section(hit["path"], first, last) if hit["kind"] != "document" else ([], None)
+    lines, problem = files.section(hit.path, first, last) if hit.kind != "document" else ([], None)
     kept = budget.take(lines)
     shaped = {
-        "rank": rank, "path": hit["path"], "title": hit["title"], "breadcrumb": hit["breadcrumb"],
-        "kind": hit["kind"], "line_start": first, "line_end": last, "relevance": hit["relevance"],
-        "via": hit["via"], "superseded_by": hit.get("superseded_by"), "text": "\n".join(kept),
+        "rank": rank, "path": hit.path, "title": hit.title, "breadcrumb": hit.breadcrumb,
+        "kind": hit.kind, "line_start": first, "line_end": last, "relevance": hit.relevance,
+        "via": [str(v) for v in hit.via], "superseded_by": hit.superseded_by, "text": "\n".join(kept),
         "text_line_end": first + len(kept) - 1,
         "text_complete": problem in (None, STALE_FILE) and len(kept) == len(lines),  # the span's lines, all
     }
@@ -106,13 +109,12 @@ def shortened(text: str, most: int = 300) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
-def query_notes(answer: dict[str, Any]) -> list[str]:
+def query_notes(answer: SearchAnswer) -> list[str]:
     """What the engine did with the query that an agent would not guess from the hits: a facet value or a
     path that matches nothing, common words left out of the word search, hits found by meaning alone."""
-    parsed = answer["query"]
-    notes = list(parsed.get("problems", []))
-    if parsed.get("common_terms_left_out"):
-        common = ", ".join(parsed["common_terms_left_out"])
+    notes = list(answer.query.problems)
+    if common_terms := answer.report.query_info.common_terms_left_out:
+        common = ", ".join(common_terms)
         notes.append(f"words in over 30% of the sections, left out of the any-word search: {common}")
     if by_meaning_only(answer):
         notes.append(BY_MEANING_ONLY)
@@ -124,10 +126,10 @@ BY_MEANING_ONLY = ("no section holds any of the query's words: every hit was fou
                    "is relative to each other, not a confidence)")
 
 
-def by_meaning_only(answer: dict[str, Any]) -> bool:
+def by_meaning_only(answer: SearchAnswer) -> bool:
     """The word search ran, and every hit came from the semantic stage alone."""
-    return bool(answer["hits"]) and "lexical" in answer["stages"]["performed"] and \
-        all(hit.get("via") == ["semantic"] for hit in answer["hits"])
+    return bool(answer.hits) and Stage.LEXICAL in answer.performed and \
+        all(tuple(hit.via) == (Stage.SEMANTIC,) for hit in answer.hits)
 
 
 def workspace_summary(status: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
+from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -78,8 +79,10 @@ def call(engine: Engine, method: Any, params: Any, on_partial: Callable[[dict], 
         expected = ", ".join(signature.parameters)
         raise AutodocError(INVALID_PARAMS, f"{method}: {exc}; expected [{expected}]") from None
     if method == STREAMED:
-        return engine.search(*bound.args, **bound.kwargs, stream=SearchStream(on_partial=on_partial))
-    return function(*bound.args, **bound.kwargs)
+        result = engine.search(*bound.args, **bound.kwargs, stream=SearchStream(on_partial=on_partial))
+    else:
+        result = function(*bound.args, **bound.kwargs)
+    return result.to_wire() if isinstance(result, SearchAnswer) else result
 
 
 def error_object(exc: BaseException) -> dict[str, Any]:

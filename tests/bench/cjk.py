@@ -125,8 +125,8 @@ def cjk_queries(name: str) -> dict[str, list[dict]]:
 
 
 def lexical_lists(engine: Engine, ws: str, queries: list[dict]) -> list[list[str]]:
-    return [documents_in_order(engine.search_query(ws, q["query"], {"stages": ["lexical"], "limit": 10})["hits"])
-            for q in queries]
+    lexical_only = {"stages": ["lexical"], "limit": 10}
+    return [documents_in_order(engine.search_query(ws, q["query"], lexical_only).to_wire()["hits"]) for q in queries]
 
 
 def cjk_run(engine: Engine, db: Path, corpus: Path, work: Path) -> tuple[list[str], dict]:
@@ -214,7 +214,7 @@ def english_check(engine: Engine, db: Path, shared: Path) -> list[str]:
         source.close()
         options = {"stages": ["lexical"], "limit": 50}
         ranked = [documents_in_order(engine.search_query(name, q["query"], {
-            **options, **({"facets": q["facets"]} if q.get("facets") else {})})["hits"]) for q in queries]
+            **options, **({"facets": q["facets"]} if q.get("facets") else {})}).to_wire()["hits"]) for q in queries]
         figures = quality(ranked, queries)
         with_cjk = sum(1 for q in queries if has_cjk(q["query"]))
         lines.append(f"| {name} | {len(queries)} | {with_cjk} | {chunks} | {touched} | {figures['ndcg10']:.3f} | "
@@ -235,7 +235,7 @@ def semantic_check(engine: Engine) -> list[str]:
         for name in SETS:
             queries = cjk_queries(name)[language]
             ranked = [documents_in_order(engine.search_query(f"cjk-{language}", q["query"], {
-                "stages": ["semantic"], "limit": 10})["hits"]) for q in queries]
+                "stages": ["semantic"], "limit": 10}).to_wire()["hits"]) for q in queries]
             lines.append(f"| {language} | {name} | {len(queries)} | {quality(ranked, queries)['r3']:.3f} |")
     return lines
 

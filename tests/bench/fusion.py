@@ -39,6 +39,7 @@ from autodoc_core import pipeline
 from autodoc_core.rank import fuse, hits
 from autodoc_core.retrieve import lexical, symbols
 from autodoc_core.service.engine import Engine
+from autodoc_core.stages import Candidates
 from autodoc_core.store import workspace as workspace_settings
 from autodoc_core.store.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options
@@ -165,17 +166,20 @@ class FuseRecorder:
         """Before each search."""
         self.last, self.rounds = None, 0
 
-    def _record_holders(self, run, rankings, chunk_ids):  # noqa: ANN001, ANN202
-        holding = self.original_holders(run, rankings, chunk_ids)
+    def _record_holders(self, run, found, chunk_ids):  # noqa: ANN001, ANN202
+        holding = self.original_holders(run, found, chunk_ids)
         if self.last is not None and self.rounds == 1:
             self.last["holding"] = None if holding is None else sorted(holding)
         return holding
 
-    def _record(self, run, rankings, lexical_scores, cosines):  # noqa: ANN001, ANN202
+    def _record(self, run, found):  # noqa: ANN001, ANN202
         self.rounds += 1
         if self.rounds > 1:  # the engine topping the answer up past the cap (pipeline._filled): a replay
-            return self.original(run, rankings, lexical_scores, cosines)  # reproduces the first round
+            return self.original(run, found)  # reproduces the first round
         started = time.perf_counter()
+        rankings = {str(name): candidates.chunk_ids for name, candidates in found.items()}
+        lexical_scores = found["lexical"].scores if "lexical" in found else {}
+        cosines = found["semantic"].scores if "semantic" in found else {}
         conn, ws, query, options = run.conn, run.ws, run.query, run.options
         union = sorted({c for ids in rankings.values() for c in ids})
         rows = hits.load_rows(conn, union)
@@ -203,7 +207,7 @@ class FuseRecorder:
         }
         # The engine times this call as part of its fuse stage: what recording took is taken out again.
         self.last["capture_ms"] = (time.perf_counter() - started) * 1000
-        return self.original(run, rankings, lexical_scores, cosines)
+        return self.original(run, found)
 
 
 DEEP_LEXICAL = 3000
@@ -228,7 +232,7 @@ def capture(engine: Engine, workspace: str, queries: list[dict]) -> list[dict]:
             for label, stages in (("lexical", ["lexical"]), ("semantic", ["semantic"]),
                                   ("hybrid", ["lexical", "semantic"])):
                 recorder.start()
-                answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages}))
+                answer = engine.search_query(workspace, q["query"], search_options(q, {"stages": stages})).to_wire()
                 recording = (recorder.last or {}).get("capture_ms", 0.0)
                 runs[label] = {"docs": documents_in_order(answer["hits"]), "ms": answer["timing"]["total"] - recording,
                                "fuse_ms": answer["timing"].get("fuse", 0.0) - recording,
@@ -278,6 +282,12 @@ class Inputs:
     deep: dict[int, float] | None = None  # lexical shares from a DEEP_LEXICAL-long list, for every candidate
     weight: float = 0.4  # the lexical weight the pipeline used (fusion_weight, "auto" resolved)
 
+    @property
+    def found(self) -> dict[str, Candidates]:
+        """The rankings as the pipeline hands them to ``fuse``: lexical scored by BM25, semantic by cosine."""
+        scores = {"lexical": self.bm25, "semantic": self.cosines}
+        return {name: Candidates(ids, scores.get(name, {})) for name, ids in self.rankings.items()}
+
 
 FusionFn = Callable[[Inputs], list[fuse.Fused]]
 
@@ -312,7 +322,7 @@ def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
                               {f.chunk_id: rows[f.chunk_id][3] for f in fused}, raw["most_inbound"],
                               set(raw["words"]))
     checked = fusion if isinstance(fusion, LeaderCheck) else LeaderCheck(fusion, fuse.LEADER_AGREEMENT)
-    fused = fuse.keep_leaders(fused, {name: [c for c in ids if c in rows] for name, ids in inputs.rankings.items()},
+    fused = fuse.keep_leaders(fused, {name: candidates.kept(rows) for name, candidates in inputs.found.items()},
                               inputs.cosines, checked.leader_agreement,
                               one_word=inputs.one_word and checked.one_word_exempt,
                               pasted=inputs.pasted and checked.pasted_rule)
@@ -352,7 +362,7 @@ def previous(weight: float = 0.4, consensus: float = 0.02) -> FusionFn:
     retrievers returned; RRF when the symbol retriever ran."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings or "symbol" in inputs.rankings:
-            return fuse.rrf(inputs.rankings)
+            return fuse.rrf(inputs.found)
         entries = _entries(inputs)
         best = max(inputs.bm25.values(), default=0.0) or 1.0
         for chunk_id, entry in entries.items():
@@ -370,14 +380,14 @@ def product(weight: float | None = None, identifier_weight: float = fuse.IDENTIF
     pipeline used for the query (``fusion_weight`` "auto": from the workspace's document shape)."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings:
-            return fuse.rrf(inputs.rankings)
-        return fuse.linear(inputs.rankings, inputs.bm25, inputs.cosines, inputs.doc_of,
+            return fuse.rrf(inputs.found)
+        return fuse.linear(inputs.found, inputs.doc_of,
                            inputs.weight if weight is None else weight, identifier_weight, document_weight)
     return run
 
 
 def rrf(k: float) -> FusionFn:
-    return LeaderCheck(lambda inputs: fuse.rrf(inputs.rankings, k), None)
+    return LeaderCheck(lambda inputs: fuse.rrf(inputs.found, k), None)
 
 
 @dataclass
@@ -481,7 +491,7 @@ def linear_variant(weight: float, lex: str = "max", sem: str = "minmax", consens
     """A score blend; the symbol retriever (no score) adds 1/(k+rank) scaled to 0..1, or falls back to RRF."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "symbol" in inputs.rankings and symbol_k is None:
-            return fuse.rrf(inputs.rankings)
+            return fuse.rrf(inputs.found)
         entries = _entries(inputs)
         blend = chunk_blend(inputs, entries, weight, lex, sem, consensus)
         for chunk_id, entry in entries.items():
@@ -505,7 +515,7 @@ def document_agreement(weight: float, beta: float, sem: str = "minmax", lex: str
     replaces ``weight`` when the query is identifier-shaped (the symbol retriever ran)."""
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "symbol" in inputs.rankings and symbol_k is None:
-            return fuse.rrf(inputs.rankings)
+            return fuse.rrf(inputs.found)
         weight_here = identifier_weight if identifier_weight is not None and "symbol" in inputs.rankings \
             else weight
         return _agreement(inputs, weight_here)
@@ -572,9 +582,9 @@ def adaptive(weight: float | None = 0.4, beta: float = 1.0, identifier_weight: f
     """
     def run(inputs: Inputs) -> list[fuse.Fused]:
         if "semantic" not in inputs.rankings:
-            return fuse.rrf(inputs.rankings)
+            return fuse.rrf(inputs.found)
         entries = _entries(inputs)
-        w = fuse.blend_weight(inputs.rankings, inputs.weight if weight is None else weight, identifier_weight)
+        w = fuse.blend_weight(inputs.found, inputs.weight if weight is None else weight, identifier_weight)
         if long_weight is not None and "symbol" not in inputs.rankings and inputs.terms > lexical.MAX_AND_TERMS:
             w = long_weight
         lexical_share = fuse.lexical_shares(inputs.rankings.get("lexical", []), inputs.bm25)

@@ -84,7 +84,7 @@ def related_scores(engine: Engine, name: str, cited: dict[str, list[str]], stage
     for path in cited:
         opts: dict[str, Any] = {"limit": HITS_ASKED, **({"stages": stages} if stages else {})}
         started = time.perf_counter()
-        answer = engine.search_related(name, path, opts)
+        answer = engine.search_related(name, path, opts).to_wire()
         ms.append((time.perf_counter() - started) * 1000)
         if answer["related"]["linked_documents"]:
             raise RuntimeError(f"{path} still links to {answer['related']['linked_documents']} documents in the copy")
@@ -107,7 +107,7 @@ def baseline_scores(engine: Engine, name: str, cited: dict[str, list[str]]) -> S
     for path in cited:
         text = summary_text(engine, name, path)
         started = time.perf_counter()
-        answer = engine.search_query(name, text, {"limit": HITS_ASKED})
+        answer = engine.search_query(name, text, {"limit": HITS_ASKED}).to_wire()
         ms.append((time.perf_counter() - started) * 1000)
         ranked.append(documents(answer["hits"], path))
     return score(ranked, [set(v) for v in cited.values()], ms)

@@ -171,7 +171,7 @@ def main() -> None:
     queries, picked = sample(db, args.seed)
     timings = related_speed.measure(db, NAME, queries, picked)
     with Engine(db) as engine:
-        answer = engine.search_related(NAME, picked[0][0], {"line": picked[0][1]})
+        answer = engine.search_related(NAME, picked[0][0], {"line": picked[0][1]}).to_wire()
     result = {**made, "files": made.get("files", args.chunks // (SECTIONS_PER_FILE + 1)),
               "scanned": answer["query"].get("semantic_scanned") or 0, "measured": time.strftime("%Y-%m-%d %H:%M UTC"),
               "lines": related_speed.lines(timings, len(queries), len(picked), f"{made['chunks']:,} sections"),

@@ -100,7 +100,7 @@ def facet_paths(engine: Engine, name: str, query: dict) -> set[str] | None:
     """The files a facet query's filter admits (what the peer is given, so both search the same set)."""
     if not query.get("facets"):
         return None
-    listed = engine.search_query(name, "", {"facets": query["facets"], "limit": 200})["hits"]
+    listed = engine.search_query(name, "", {"facets": query["facets"], "limit": 200}).to_wire()["hits"]
     if len(listed) == 200:
         raise RuntimeError(f"the facets of {query['id']} admit 200 files or more: the peer's filter would be cut")
     return {hit["path"] for hit in listed}
@@ -114,7 +114,7 @@ def timed_index(engine: Engine, name: str, root: Path) -> dict:
 
 
 def eval_engine(engine: Engine, name: str, queries: list[dict], opts: dict) -> list[list[str]]:
-    return [documents_in_order(engine.search_query(name, q["query"], search_options(q, opts))["hits"])
+    return [documents_in_order(engine.search_query(name, q["query"], search_options(q, opts)).to_wire()["hits"])
             for q in queries]
 
 
@@ -123,7 +123,7 @@ def section_hit_at_3(engine: Engine, name: str, queries: list[dict]) -> tuple[in
     labelled = [q for q in queries if q.get("section")]
     found = 0
     for q in labelled:
-        hits = engine.search_query(name, q["query"], {"limit": 3, "stages": ["lexical"]})["hits"]
+        hits = engine.search_query(name, q["query"], {"limit": 3, "stages": ["lexical"]}).to_wire()["hits"]
         target = q["section"].lower()
         if any(h["path"] == q["relevant"][0] and target in h["breadcrumb"].lower() for h in hits):
             found += 1
@@ -138,7 +138,7 @@ def symbol_recall(engine: Engine, name: str, queries: list[dict]) -> list[str]:
         r1 = r3 = ran = 0.0
         for q in queries:
             answer = engine.search_query(name, q["query"], {"stages": ["lexical"], "limit": 20,
-                                                            "retrieval": {"symbol": enabled}})
+                                                            "retrieval": {"symbol": enabled}}).to_wire()
             ranked, relevant = documents_in_order(answer["hits"]), set(q["relevant"])
             r1 += recall_at(ranked, relevant, 1)
             r3 += recall_at(ranked, relevant, 3)

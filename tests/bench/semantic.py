@@ -179,7 +179,7 @@ def latency_rows(engine: Engine, db: Path, queries: list[dict]) -> list[str]:
     engine._embedder(engine._workspace("scifact"))._query_cache.clear()  # measure embedding, not the cache
     stages: dict[str, list[float]] = {}
     for q in queries:
-        timing = engine.search_query("scifact", q["query"], {"stages": ["lexical", "semantic"]})["timing"]
+        timing = engine.search_query("scifact", q["query"], {"stages": ["lexical", "semantic"]}).to_wire()["timing"]
         for key, value in timing.items():
             stages.setdefault(key, []).append(value)
     texts = [q["query"] for q in queries[:300]]
@@ -223,7 +223,7 @@ def reranked_rows(engine: Engine, queries: dict[str, list[dict]], ranker: dict) 
         engine.workspace_configure(name, {"ranker": ranker})
         ranked, rerank_ms, total_ms, errors = [], [], [], 0
         for q in qs:
-            answer = engine.search_query(name, q["query"], search_options(q, {}))
+            answer = engine.search_query(name, q["query"], search_options(q, {})).to_wire()
             ranked.append(documents_in_order(answer["hits"]))
             rerank_ms.append(answer["timing"].get("rerank", 0.0))
             total_ms.append(answer["timing"]["total"])

@@ -108,7 +108,7 @@ class AutodocPlugin:
             raise invalid_params("search.stream: expected [workspace, query, options]")
         stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
                               cancelled=lambda: self._superseded(request_id, lane))
-        return self._get_engine().search(*params, stream=stream)
+        return self._get_engine().search(*params, stream=stream).to_wire()
 
     def _push(self, request_id: int, answer: dict) -> None:
         with self._latest_lock:

@@ -1,0 +1,189 @@
+"""A search's answer as a typed record, and its JSON shape made in one place (``SearchAnswer.to_wire``).
+
+The pipeline fills a ``StageReport`` (what was requested, performed and skipped, the ranker's state, the
+``QueryInfo``) and a ``Timer`` as it goes; ``SearchAnswer.of`` takes a snapshot of them, so an answer handed
+over while the search goes on (a stream's partial answer) shares nothing the run changes later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from autodoc_core.rank.hits import Hit
+from autodoc_core.retrieve.query import FacetFilter, ParsedQuery
+from autodoc_core.retrieve.symbols import QueryShape
+from autodoc_core.stages import RETRIEVERS, Stage
+
+
+class Timer:
+    """Milliseconds per stage, each lap measured from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.last = self.started
+        self.ms: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.ms[name] = round((now - self.last) * 1000, 3)
+        self.last = now
+
+    def done(self) -> dict[str, float]:
+        self.ms["total"] = round((time.perf_counter() - self.started) * 1000, 3)
+        return self.ms
+
+
+@dataclass
+class RankState:
+    """The cross-encoder's part: off, not_requested, not_applicable, pending, ranked or error."""
+
+    state: str = "off"
+    model: str | None = None
+    error: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"state": self.state, "model": self.model, "error": self.error}
+
+
+@dataclass(frozen=True)
+class FusionWeight:
+    """The blend's lexical weight and where it came from."""
+
+    value: float | str
+    auto: bool | None = None  # None: not a search's own weight (related sections)
+    sections_per_document: int | None = None  # for "auto"
+    identifier_query: bool = False
+    link: float | None = None  # related sections: what a link adds
+
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"value": self.value}
+        if self.auto is not None:
+            wire["auto"] = self.auto
+        if self.sections_per_document is not None:
+            wire["sections_per_document"] = self.sections_per_document
+        if self.identifier_query:
+            wire["identifier_query"] = True
+        if self.link is not None:
+            wire["link"] = self.link
+        return wire
+
+
+@dataclass
+class QueryInfo:
+    """What the stages found out about the query (the answer's ``query`` object beside its terms); a figure
+    left None was not measured and is not said."""
+
+    shape: QueryShape | None = None
+    strategy: str | None = None
+    candidates: int | None = None
+    common_terms_left_out: list[str] | None = None
+    semantic_scanned: int | None = None
+    semantic_shortlist: int | None = None
+    encoder: str | None = None
+    names_encoder: bool = False  # a search's semantic stage says its encoder, even None; related's does not
+    holding_pasted: int | None = None
+    fusion_weight: FusionWeight | None = None
+    filled: tuple[int, int] | None = None  # (candidates asked for, hits added) by _filled
+
+    def to_wire(self) -> dict[str, Any]:
+        figures = {"strategy": self.strategy, "candidates": self.candidates,
+                   "common_terms_left_out": self.common_terms_left_out, "semantic_scanned": self.semantic_scanned,
+                   "semantic_shortlist": self.semantic_shortlist, "holding_pasted": self.holding_pasted}
+        wire: dict[str, Any] = {k: v for k, v in figures.items() if v is not None}
+        if self.names_encoder:
+            wire["encoder"] = self.encoder
+        if self.fusion_weight is not None:
+            wire["fusion_weight"] = self.fusion_weight.to_wire()
+        if self.filled is not None:
+            wire["filled"] = {"candidates": self.filled[0], "added": self.filled[1]}
+        return wire
+
+
+@dataclass
+class StageReport:
+    """What a search was asked to run, what it ran, what it skipped and why; the ranker's state."""
+
+    requested: list[Stage]
+    performed: list[Stage] = field(default_factory=list)
+    skipped: dict[Stage, str] = field(default_factory=dict)
+    rank: RankState = field(default_factory=RankState)
+    query_info: QueryInfo = field(default_factory=QueryInfo)
+
+    @property
+    def mode_used(self) -> str:
+        retrievers = [p for p in self.performed if p in RETRIEVERS]
+        return "hybrid" if len(retrievers) > 1 else (str(retrievers[0]) if retrievers else "none")
+
+
+@dataclass
+class SearchAnswer:
+    """One ``search.query`` or ``search.related`` answer (see ``:help autodoc-search``)."""
+
+    hits: list[Hit]
+    mode_used: str
+    semantic: str  # the workspace's semantic state
+    report: StageReport
+    query: ParsedQuery
+    facets: list[FacetFilter]
+    timing: dict[str, float]
+    related: dict[str, Any] | None = None  # search.related: the source it relates to
+    pending: list[Stage] | None = None  # a partial answer: the stages still to run
+
+    @classmethod
+    def of(cls, report: StageReport, query: ParsedQuery, facets: list[FacetFilter], hits: list[Hit],
+           mode_used: str, semantic: str, timing: dict[str, float]) -> SearchAnswer:
+        """The answer as the search stands now; later changes to the report, query or timer do not reach it."""
+        kept = StageReport(list(report.requested), list(report.performed), dict(report.skipped),
+                           dataclasses.replace(report.rank), dataclasses.replace(report.query_info))
+        kept_query = dataclasses.replace(query, problems=list(query.problems))
+        return cls(list(hits), mode_used, semantic, kept, kept_query, list(facets), dict(timing))
+
+    def as_partial(self, pending: list[Stage]) -> SearchAnswer:
+        """This answer handed over before the ``pending`` stages ran."""
+        if Stage.RERANK in pending:
+            self.report.rank.state = "pending"
+        self.pending = list(pending)
+        return self
+
+    @property
+    def performed(self) -> list[Stage]:
+        return self.report.performed
+
+    def stages_to_wire(self) -> dict[str, Any]:
+        report = self.report
+        stages: dict[str, Any] = {"requested": [str(s) for s in report.requested],
+                                  "performed": [str(s) for s in report.performed],
+                                  "skipped": {str(s): why for s, why in report.skipped.items()}}
+        if self.pending is not None:
+            stages["pending"] = [str(s) for s in self.pending]
+        return stages
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-RPC, MCP and editor shape of the answer."""
+        report, info = self.report, self.report.query_info
+        stages = self.stages_to_wire()
+        wire: dict[str, Any] = {
+            "hits": [hit.to_dict() for hit in self.hits],
+            "mode_used": self.mode_used,
+            "query_shape": (info.shape or QueryShape("text")).as_dict(),
+            "semantic": self.semantic,
+            "rank": report.rank.to_wire(),
+            "stages": stages,
+            "query": {
+                "terms": [t.text for t in self.query.terms],
+                "facets": [{"field": f.field, "value": f.value, "negated": f.negated} for f in self.facets],
+                "dropped_stopwords": self.query.dropped_stopwords,
+                "problems": self.query.problems,
+                "terms_left_out": self.query.terms_left_out,
+                **info.to_wire(),
+            },
+            "timing": self.timing,
+        }
+        if self.pending is not None:
+            wire["partial"] = True
+        if self.related is not None:
+            wire["related"] = self.related
+        return wire

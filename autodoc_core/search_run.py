@@ -1,0 +1,135 @@
+"""What one search works with (``SearchRun``), the stages every search and related search share (the
+ranker's report, the facet-only listing, re-ranking), and its answer as the run stands (``answer_of``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from autodoc_core.answer import SearchAnswer, StageReport, Timer
+from autodoc_core.parse.frontmatter import folded_twin
+from autodoc_core.providers.rankers import Ranker
+from autodoc_core.rank import hits
+from autodoc_core.rank.hits import Hit
+from autodoc_core.rank.rerank import rerank
+from autodoc_core.retrieve import symbols
+from autodoc_core.retrieve.options import SearchOptions
+from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery
+from autodoc_core.retrieve.semantic_stage import SemanticSource
+from autodoc_core.stages import Stage
+from autodoc_core.store import documents, facets
+from autodoc_core.store.filters import Filters
+from autodoc_core.store.workspace import Workspace
+
+FACET_VALUES_NAMED = 6  # a facet value no document has: the field's most common values, named in the problem
+
+
+@dataclass
+class SearchRun:
+    """Everything one search works with, parsed and checked."""
+
+    conn: apsw.Connection
+    ws: Workspace
+    query: ParsedQuery
+    options: SearchOptions
+    facets: list[FacetFilter]
+    filters: Filters
+    semantic: SemanticSource
+    report: StageReport
+    timer: Timer
+    shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
+    folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
+    rows: dict[int, hits.HitRow] = field(default_factory=dict)  # read once, for the hand-over and the final answer
+    snippets: dict[int, str] = field(default_factory=dict)  # by chunk id, likewise
+
+
+def answer_of(run: SearchRun, shown: list[Hit], mode_used: str) -> SearchAnswer:
+    """The answer as the run stands now (a snapshot: the run may go on)."""
+    return SearchAnswer.of(run.report, run.query, run.facets, shown, mode_used, run.semantic.state,
+                           run.timer.done())
+
+
+def with_snippets(run: SearchRun, shown: list[Hit]) -> list[Hit]:
+    """``hits.with_snippets``, each chunk's snippet made once per search (the hand-over's hits come back)."""
+    hits.with_snippets(run.conn, [h for h in shown if h.chunk_id not in run.snippets], run.query.words)
+    for hit in shown:
+        if hit.chunk_id in run.snippets:
+            hit.snippet = run.snippets[hit.chunk_id]
+        elif hit.chunk_id is not None:
+            run.snippets[hit.chunk_id] = hit.snippet
+    return shown
+
+
+def rows_of(run: SearchRun, chunk_ids: list[int]) -> dict[int, hits.HitRow]:
+    """``hits.load_rows``, each row read once per search (the hand-over, the final fusion, the fill rounds)."""
+    missing = [c for c in chunk_ids if c not in run.rows]
+    if missing:
+        run.rows.update(hits.load_rows(run.conn, missing))
+    return {c: run.rows[c] for c in chunk_ids if c in run.rows}
+
+
+def report_unmatched_paths(run: SearchRun) -> None:
+    """A ``paths`` prefix that names no indexed file or folder filters everything out: say so, or an answer
+    with no hits looks like nothing matched the words."""
+    for prefix in run.options.paths:
+        if not documents.any_at(run.conn, run.ws.id, prefix):
+            run.query.problems.append(f"paths: {prefix!r} names no indexed file or folder (paths are relative to "
+                                      f"the workspace root, {run.ws.root})")
+
+
+def report_unmatched_facets(run: SearchRun) -> None:
+    """A facet value no document has (a typo such as "NGINX Pluss") filters everything out: say so, with the
+    values the field has, or an answer with no hits looks like nothing matched the words."""
+    for facet in run.facets:
+        value = str(facet.value)
+        if facet.negated or value.startswith(NO_MATCH):  # a value that does not fit is said already
+            continue
+        twin = folded_twin(value) or value
+        if facets.has_value(run.conn, run.ws.id, facet.field, (value, twin)):
+            continue
+        common = facets.common_values(run.conn, run.ws.id, facet.field, 2 * FACET_VALUES_NAMED)
+        named: dict[str, str] = {}
+        for known in common:
+            named.setdefault(known.casefold(), known)  # a folded twin (zürich beside Zürich) is named once
+        values = list(named.values())[:FACET_VALUES_NAMED]
+        known = f"; its values here include {', '.join(map(repr, values))}" if values else \
+            "; no document has that field"
+        run.query.problems.append(f"{facet.field}:{facet.value!r} matches no document{known}")
+
+
+def report_ranker(report: StageReport, ranker: Ranker | None) -> None:
+    if ranker is None:
+        if Stage.RERANK in report.requested:
+            report.skipped[Stage.RERANK] = "no ranker is configured for this workspace"
+    elif Stage.RERANK not in report.requested:
+        report.rank.state, report.rank.model = "not_requested", ranker.model or None
+
+
+def facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
+    """A query of facets alone lists the documents that have them."""
+    listed = hits.document_hits(run.conn, run.ws.id, run.filters.document, run.options.limit)
+    run.timer.lap("facet")
+    run.report.performed.append(Stage.FACET)
+    for stage in (Stage.LEXICAL, Stage.SEMANTIC):
+        if stage in run.options.stages:
+            run.report.skipped[stage] = "a facet-only query lists the documents that have the facets"
+    if ranker is not None and Stage.RERANK in run.options.stages:
+        run.report.rank.state = "not_applicable"
+        run.report.skipped[Stage.RERANK] = "a facet-only query lists files; there is nothing to re-rank"
+    run.report.query_info.strategy = "facet"
+    return listed
+
+
+def rerank_hits(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> list[Hit]:
+    result = rerank(run.conn, ranked, run.query.semantic_text or run.query.raw, ranker,
+                    run.ws.option("rerank_deadline"))
+    run.report.rank.model = ranker.model or None
+    if result.failure:
+        run.report.rank.state, run.report.rank.error = "error", result.failure
+        run.report.skipped[Stage.RERANK] = f"the ranker failed: {result.failure}; hits keep their fused order"
+    else:
+        run.report.rank.state = "ranked"
+        run.report.performed.append(Stage.RERANK)
+    run.timer.lap("rerank")
+    return result.hits
