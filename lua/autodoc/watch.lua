@@ -23,8 +23,10 @@ end
 ---@param watch autodoc.Watch
 ---@param status table|nil workspace.status's answer, nil when it failed
 local function report(ws, watch, status)
-  if state.indexing[ws] and status and status.indexing then
-    progress.indexing_update(ws, status.indexing)
+  -- status.indexing is vim.NIL (truthy) when asked before the host has started the run just requested
+  local run = status and status.indexing ~= vim.NIL and status.indexing or nil
+  if state.indexing[ws] and run then
+    progress.indexing_update(ws, run)
   end
   if not watch.semantic then
     return
