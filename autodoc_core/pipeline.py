@@ -81,7 +81,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             semantic_runs = False
         else:  # asked for by meaning alone: given, and said
             query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
-    embedded = threading.Event()
+    embedded = stream.woken if stream is not None else threading.Event()
     embedding = semantic_stage.start_query_embedding(query, semantic, embedded) if semantic_runs else None
     found: dict[Stage, Candidates] = {}  # by retriever, in the order they ran
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
@@ -96,7 +96,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         _hand_over_lexical(run, stream, found, pool, frequencies, later)
         if embedding is not None:
             remote = semantic.embedder is not None and semantic.embedder.remote
-            stream.wait(embedded, ws.option("semantic_deadline") if remote else None, Stage.SEMANTIC)
+            stream.wait(ws.option("semantic_deadline") if remote else None, Stage.SEMANTIC)
     nearest = _semantic(run, embedding, pool) if semantic_runs else None
     if nearest is not None:
         found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))

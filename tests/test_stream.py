@@ -65,13 +65,12 @@ def test_a_cancelled_search_stops_waiting_for_its_embedding_and_never_reranks(en
     embedding the search only ends after the release, and then reranks."""
     with model_server("tei", Behaviour(hold_texts={"bread"})) as server:
         configure(engine, notes, server.url, ranker=True)
-        cancel = threading.Event()
         outcome: list[BaseException | dict] = []
         partials: list[dict] = []
+        stream = SearchStream(partials.append)
 
         def run() -> None:
             try:
-                stream = SearchStream(partials.append, cancel.is_set)
                 outcome.append(engine.search("kb", "bread", None, stream).to_wire())
             except SearchCancelled as exc:
                 outcome.append(exc)
@@ -80,7 +79,7 @@ def test_a_cancelled_search_stops_waiting_for_its_embedding_and_never_reranks(en
         worker.start()
         assert server.behaviour.holding.wait(timeout=60)
         wait_until(lambda: partials, what="the lexical answer")
-        cancel.set()
+        stream.cancel()  # as the host does when a newer query takes the lane
         wait_until(lambda: outcome, what="the cancelled search to end")  # the embedding is still held here
         assert not server.behaviour.release.is_set()
         server.behaviour.release.set()

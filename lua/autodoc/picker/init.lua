@@ -1,7 +1,8 @@
 --- The :AutodocSearch picker: a query prompt and the hit list on the left, a preview of the
 --- file under the cursor on the right, and a row of stage checkboxes beneath the list.
 --- Searches run as you type; lexical hits show at once and the list updates in place when the
---- slower stages answer. Answers to an older query are dropped, never shown.
+--- slower stages answer. Answers to an older query are dropped, never shown. Its types: picker/types.lua.
+--- (Over 300 lines: the search loop, the toggles, the workspace switch and the window's life share its state.)
 ---
 --- Parts, telescope-style: finder (what to ask the engine), render (list, toggles, previewer),
 --- layout (the floats), actions (what keys do). This module holds the open picker's state.
@@ -12,56 +13,6 @@ local layout = require('autodoc.picker.layout')
 local render = require('autodoc.picker.render')
 local finder = require('autodoc.picker.finder')
 local actions = require('autodoc.picker.actions')
-
----@alias autodoc.PickerMode 'search'|'documents'|'folders'|'related'
-
----@class autodoc.Hit
----@field path string relative to the workspace root (absolute for a folder)
----@field line_start integer
----@field line_end integer
----@field breadcrumb string
----@field relevance number|nil
----@field via string[]|nil the stages that found it
----@field superseded boolean|nil
----@field folder boolean|nil
-
----@class autodoc.Answer
----@field hits autodoc.Hit[]
----@field semantic string|nil 'ready'|'partial'|'switching'|'off'
----@field rank table|nil { state, model, error }
----@field stages table|nil { requested, performed, skipped }
----@field query table|nil { terms = string[] }
-
----@class autodoc.PickerState
----@field mode autodoc.PickerMode
----@field workspace string|nil
----@field root string the workspace root, '' until known
----@field origin_win integer the window to return to
----@field stages table<string, boolean> the checked stages
----@field available table<string, boolean> false for a stage the workspace cannot run
----@field hits autodoc.Hit[]
----@field answer autodoc.Answer|nil the answer shown
----@field last_stages table|nil the stages of the last answer to a search
----@field words string[]|nil query words marked in the preview
----@field message string|nil shown in place of hits (an error, or why nothing is searched)
----@field notice string|nil a warning in the list's footer, until the next keystroke
----@field query string|nil
----@field moved boolean|nil the user moved the selection since the query changed
----@field seq integer increases with every query; answers to an older one are dropped
----@field typed_at table<integer, integer> hrtime of the keystroke behind each query
----@field last_keystroke integer|nil
----@field timer uv.uv_timer_t|nil the pending debounced search
----@field rank_model string|nil
----@field toggle_spans table<string, integer[]>|nil column spans of the checkboxes
----@field prompt_buf integer
----@field prompt_win integer
----@field list_buf integer
----@field list_win integer
----@field toggles_buf integer
----@field toggles_win integer
----@field preview_buf integer
----@field preview_win integer
----@field related autodoc.RelatedSource|nil the section a 'related' picker lists the sections related to
 
 local M = {}
 

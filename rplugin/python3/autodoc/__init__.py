@@ -46,6 +46,7 @@ class AutodocPlugin:
         self._runs: Counter[str] = Counter()  # requests run, by method
         self._cancelled: Counter[str] = Counter()  # superseded searches, by the stage they stopped before
         self._partials = 0
+        self._streams: dict[str, Any] = {}  # the search under way in each lane (a SearchStream)
 
     @pynvim.function("AutodocRequest", sync=False)
     def request(self, args: list) -> None:
@@ -54,6 +55,9 @@ class AutodocPlugin:
         if lane:
             with self._latest_lock:
                 self._latest[lane] = request_id
+                replaced = self._streams.pop(lane, None)
+            if replaced is not None:
+                replaced.cancel()  # a search waiting for its query's embedding stops now
         if method == "plugin.setup" and params and isinstance(params[0], dict) and params[0].get("db"):
             self._db = params[0]["db"]  # now, in arrival order: a search on the other worker must not open the default
         pool = self._index_pool if method == "workspace.index" else self._pool
@@ -108,7 +112,17 @@ class AutodocPlugin:
             raise invalid_params("search.stream: expected [workspace, query, options]")
         stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
                               cancelled=lambda: self._superseded(request_id, lane))
-        return self._get_engine().search(*params, stream=stream).to_wire()
+        if lane is not None:
+            with self._latest_lock:
+                self._streams[lane] = stream
+            if self._superseded(request_id, lane):  # replaced before it was listed
+                stream.cancel()
+        try:
+            return self._get_engine().search(*params, stream=stream).to_wire()
+        finally:
+            with self._latest_lock:
+                if self._streams.get(lane) is stream:
+                    del self._streams[lane]
 
     def _push(self, request_id: int, answer: dict) -> None:
         with self._latest_lock:
