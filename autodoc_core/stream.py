@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-
 class SearchCancelled(Exception):  # noqa: N818 - a cancellation, not an error the user sees
     """A newer query replaced this one; ``stage`` is the stage it stopped before."""
 
