@@ -42,9 +42,23 @@ local function report(ws, watch, status)
   end
 end
 
+local poll
+
+--- Poll `ws` again after poll_ms, unless a newer chain has replaced this one by then.
 ---@param ws string
 ---@param watch autodoc.Watch
-local function poll(ws, watch)
+local function poll_later(ws, watch)
+  local token = watch.token
+  vim.defer_fn(function()
+    if watch.token == token then
+      poll(ws, watch)
+    end
+  end, state.config.poll_ms)
+end
+
+---@param ws string
+---@param watch autodoc.Watch
+poll = function(ws, watch)
   local token = watch.token
   rpc.request('workspace.status', { ws }, function(err, status)
     if watch.token ~= token then
@@ -52,11 +66,7 @@ local function poll(ws, watch)
     end
     report(ws, watch, not err and status or nil)
     if watch.semantic or state.indexing[ws] then
-      vim.defer_fn(function()
-        if watch.token == token then
-          poll(ws, watch)
-        end
-      end, state.config.poll_ms)
+      poll_later(ws, watch)
     else
       watch.running = false
     end
@@ -69,15 +79,10 @@ local function start(ws, at_once)
   local watch = watches[ws]
   watch.token = {}
   watch.running = true
-  local token = watch.token
   if at_once then
     poll(ws, watch)
   else
-    vim.defer_fn(function()
-      if watch.token == token then
-        poll(ws, watch)
-      end
-    end, state.config.poll_ms)
+    poll_later(ws, watch)
   end
 end
 
