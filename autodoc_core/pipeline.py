@@ -11,7 +11,6 @@ search share.
 from __future__ import annotations
 
 import dataclasses
-import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +80,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             semantic_runs = False
         else:  # asked for by meaning alone: given, and said
             query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
-    embedded = stream.woken if stream is not None else threading.Event()
-    embedding = semantic_stage.start_query_embedding(query, semantic, embedded) if semantic_runs else None
+    woken = stream.woken if stream is not None else None  # a streamed search waits on it (SearchStream.wait)
+    embedding = semantic_stage.start_query_embedding(query, semantic, woken) if semantic_runs else None
     found: dict[Stage, Candidates] = {}  # by retriever, in the order they ran
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
     if Stage.LEXICAL in options.stages:
@@ -100,9 +99,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     nearest = _semantic(run, embedding, pool) if semantic_runs else None
     if nearest is not None:
         found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
-    ranked = _fused_hits(run, found)
-    if len(ranked) < options.limit:
-        ranked = _filled(run, ranked, found, pool, frequencies, nearest)
+    ranked = _fused_and_filled(run, found, pool, frequencies, nearest)
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:
         if stream is not None:
@@ -110,9 +107,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         ranked = rerank_hits(run, ranked, ranker)
     if stream is not None:
         stream.check(Stage.SHAPE)
-    if options.demote_superseded:
-        ranked = hits.demote_superseded(ranked)
-    shown = with_snippets(run, ranked[: options.limit])
+    shown = _shown(run, ranked)
     timer.lap("shape")
     return answer_of(run, shown, run.report.mode_used)
 
@@ -123,16 +118,28 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, 
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
     if later and Stage.LEXICAL in found and stream.on_partial is not None:
         info = dataclasses.replace(run.report.query_info)
-        ranked = _fused_hits(run, found)
-        if len(ranked) < run.options.limit:
-            ranked = _filled(run, ranked, found, pool, frequencies, None)
-        if run.options.demote_superseded:
-            ranked = hits.demote_superseded(ranked)
-        answer = answer_of(run, with_snippets(run, ranked[: run.options.limit]), run.report.mode_used)
+        shown = _shown(run, _fused_and_filled(run, found, pool, frequencies, None))
+        answer = answer_of(run, shown, run.report.mode_used)
         run.report.query_info = info  # what this fusion found out is the partial answer's alone
         stream.hand_over(answer.as_partial(later).to_wire())
         run.timer.lap("partial")
     stream.check(later[0] if later else Stage.FUSE)
+
+
+def _fused_and_filled(run: SearchRun, found: dict[Stage, Candidates], pool: int,
+                      frequencies: lexical.DocumentFrequencies, nearest: SemanticFound | None) -> list[Hit]:
+    """The fused hits, filled from wider rounds when fewer than the limit."""
+    ranked = _fused_hits(run, found)
+    if len(ranked) < run.options.limit:
+        ranked = _filled(run, ranked, found, pool, frequencies, nearest)
+    return ranked
+
+
+def _shown(run: SearchRun, ranked: list[Hit]) -> list[Hit]:
+    """The hits shown: superseded ones demoted (when asked), cut to the limit, with their snippets."""
+    if run.options.demote_superseded:
+        ranked = hits.demote_superseded(ranked)
+    return with_snippets(run, ranked[: run.options.limit])
 
 
 def _ids(found: dict[Stage, Candidates], stage: Stage) -> list[int]:
