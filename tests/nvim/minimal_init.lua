@@ -5,22 +5,19 @@ vim.g.python3_host_prog = vim.env.AUTODOC_PYTHON
 vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 vim.cmd('runtime plugin/autodoc.lua')
--- Tests wait for index runs to end (e.g. the start-up index, before they edit a file).
-_G.autodoc_indexed = 0
-vim.api.nvim_create_autocmd('User', {
-  pattern = 'AutodocIndexed',
-  callback = function()
-    _G.autodoc_indexed = _G.autodoc_indexed + 1
-  end,
-})
--- ... and for the vectors to be complete (an open picker searches again when they are).
-_G.autodoc_semantic_ready = 0
-vim.api.nvim_create_autocmd('User', {
-  pattern = 'AutodocSemanticReady',
-  callback = function()
-    _G.autodoc_semantic_ready = _G.autodoc_semantic_ready + 1
-  end,
-})
+-- Tests wait for events by counting them: index runs that ended (e.g. the start-up index, before they edit a
+-- file) and vectors that became complete (an open picker searches again when they are).
+local function count(event, counter)
+  _G[counter] = 0
+  vim.api.nvim_create_autocmd('User', {
+    pattern = event,
+    callback = function()
+      _G[counter] = _G[counter] + 1
+    end,
+  })
+end
+count('AutodocIndexed', 'autodoc_indexed')
+count('AutodocSemanticReady', 'autodoc_semantic_ready')
 if vim.env.AUTODOC_TEST_KB and vim.env.AUTODOC_TEST_KB ~= '' then
   require('autodoc').setup({
     db = vim.env.AUTODOC_DB,
