@@ -61,9 +61,9 @@ STREAMED = "search.stream"
 PARTIAL_NOTIFICATION = "search.partial"
 
 
-def call(engine: Engine, method: Any, params: Any, on_partial: Callable[[dict], None] | None = None) -> Any:
-    """Run one method with positional (array) or named (object) params; ``on_partial`` gets a streamed
-    search's partial answers."""
+def call(engine: Engine, method: Any, params: Any, stream: SearchStream | None = None) -> Any:
+    """Run one method with positional (array) or named (object) params; ``stream`` follows a streamed
+    search (its partial answers, its cancellation)."""
     function = resolve(engine, method)
     signature = inspect.signature(function)
     if params is None:
@@ -79,7 +79,7 @@ def call(engine: Engine, method: Any, params: Any, on_partial: Callable[[dict], 
         expected = ", ".join(signature.parameters)
         raise AutodocError(INVALID_PARAMS, f"{method}: {exc}; expected [{expected}]") from None
     if method == STREAMED:
-        result = engine.search(*bound.args, **bound.kwargs, stream=SearchStream(on_partial=on_partial))
+        result = engine.search(*bound.args, **bound.kwargs, stream=stream or SearchStream())
     else:
         result = function(*bound.args, **bound.kwargs)
     return result.to_wire() if isinstance(result, SearchAnswer) else result
@@ -113,7 +113,8 @@ def handle_message(engine: Engine, message: Any, check_text: bool = True,
             emit({"jsonrpc": "2.0", "method": PARTIAL_NOTIFICATION, "params": {"id": request_id, "answer": answer}})
 
     try:
-        result = call(engine, message["method"], message.get("params"), partial)
+        stream = SearchStream(on_partial=partial) if message["method"] == STREAMED else None
+        result = call(engine, message["method"], message.get("params"), stream)
         response = _response(request_id, result=result)
     except Exception as exc:  # every failure becomes an answer; the server keeps serving
         response = _response(request_id, error=error_object(exc))

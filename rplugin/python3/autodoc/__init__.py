@@ -105,11 +105,9 @@ class AutodocPlugin:
 
     def _stream(self, request_id: int, lane: str | None, params: Any) -> dict:
         """search.query's answer, its lexical answer pushed first; stopped once a newer request takes the lane."""
-        from autodoc_core.errors import invalid_params
         from autodoc_core.stream import SearchStream
+        from autodoc_core.surface.rpc import call
 
-        if not isinstance(params, list) or not 2 <= len(params) <= 3:
-            raise invalid_params("search.stream: expected [workspace, query, options]")
         stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
                               cancelled=lambda: self._superseded(request_id, lane))
         if lane is not None:
@@ -118,7 +116,7 @@ class AutodocPlugin:
             if self._superseded(request_id, lane):  # replaced before it was listed
                 stream.cancel()
         try:
-            return self._get_engine().search(*params, stream=stream).to_wire()
+            return call(self._get_engine(), "search.stream", params, stream)
         finally:
             with self._latest_lock:
                 if self._streams.get(lane) is stream:
