@@ -95,7 +95,7 @@ class Engine:
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""
         if self._filler is None:
-            self._semantic.warm = True
+            self._semantic.warm_from_now()
             self._warm_local_encoders()
             self._filler = BackgroundFiller(self.store, self._semantic.needs_vectors, self.fill_vectors, self._stop,
                                             self._paused)
@@ -103,7 +103,7 @@ class Engine:
 
     def _warm_local_encoders(self) -> None:
         """Load each in-process encoder in a thread of its own now, not at the first search (nor in the
-        filler's thread, whose lowered priority its threads inherit)."""
+        filler's thread, whose lowered priority its threads inherit); those built from now on load when built."""
         with self.store.snapshot() as conn:
             spaces = wsmod.all_workspaces(conn)
         for ws in spaces:

@@ -70,11 +70,15 @@ class SemanticRuntime:
             return cache[key]
 
     def embedder(self, ws: Workspace) -> Embedder | None:
-        embedder = self._provider(self.embedders, ws, "embedder", make_embedder)
+        embedder = self._provider(self.embedders, ws, "embedder", self._built_embedder)
         if embedder is not None:  # how long a search waits for its query's vector bounds the call
             embedder.query_wait = float(ws.option("semantic_deadline"))
-            if self.warm and hasattr(embedder, "warm_up"):
-                embedder.warm_up()
+        return embedder
+
+    def _built_embedder(self, config: dict[str, Any]) -> Embedder | None:
+        embedder = make_embedder(config)
+        if self.warm and hasattr(embedder, "warm_up"):  # an in-process encoder starts loading now
+            embedder.warm_up()
         return embedder
 
     def usable_embedder(self, ws: Workspace) -> tuple[Embedder | None, str | None]:
@@ -166,13 +170,21 @@ class SemanticRuntimes:
     def __init__(self) -> None:
         self._runtimes: dict[int, SemanticRuntime] = {}
         self._guard = threading.Lock()
-        self.warm = False  # set by a long-lived process (Engine.start_background)
+        self._warm = False
+
+    def warm_from_now(self) -> None:
+        """A long-lived process (Engine.start_background): an in-process encoder starts loading when it is
+        built, not at the first search that needs it."""
+        with self._guard:
+            self._warm = True
+            for runtime in self._runtimes.values():
+                runtime.warm = True
 
     def of(self, ws: Workspace) -> SemanticRuntime:
         with self._guard:
-            runtime = self._runtimes.setdefault(ws.id, SemanticRuntime())
-            runtime.warm = self.warm
-            return runtime
+            if ws.id not in self._runtimes:
+                self._runtimes[ws.id] = SemanticRuntime(warm=self._warm)
+            return self._runtimes[ws.id]
 
     def needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
         return self.of(ws).needs_vectors(conn, ws)
