@@ -51,7 +51,10 @@ def answer_of(run: SearchRun, shown: list[Hit], mode_used: str) -> SearchAnswer:
 
 
 def with_snippets(run: SearchRun, shown: list[Hit]) -> list[Hit]:
-    """``hits.with_snippets``, each chunk's snippet made once per search (the hand-over's hits come back)."""
+    """``hits.with_snippets``, each chunk's snippet made once per search (the hand-over's hits come back);
+    the hits as they are when the search asked for none."""
+    if not run.options.snippets:
+        return shown
     hits.with_snippets(run.conn, [h for h in shown if h.chunk_id not in run.snippets], run.query.words)
     for hit in shown:
         if hit.chunk_id in run.snippets:

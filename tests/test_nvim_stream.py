@@ -69,6 +69,9 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:  # noqa: F8
                                        "return table.concat(vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false))")
     performed = [e["stages"] for e in lua(nvim, "return require('autodoc.picker').latencies") if e["level"] == 1]
     assert performed and all(stages == ["lexical"] for stages in performed)
+    # the list shows no snippets, so the search makes none
+    assert lua(nvim, "return vim.tbl_map(function(h) return h.snippet end, require('autodoc.picker').state.hits)") \
+        == [""] * len(lua(nvim, "return require('autodoc.picker').state.hits"))
 
 
 def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nvim) -> None:  # noqa: F811

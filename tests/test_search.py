@@ -204,6 +204,7 @@ def test_paths_tags_and_limit_options(notes) -> None:
 @pytest.mark.parametrize("opts", [
     {"limit": 0}, {"limit": "3"}, {"stages": ["rerank"]}, {"stages": ["fast"]}, {"mode": "fuzzy"},
     {"bogus": 1}, {"retrieval": {"abstract_chunk": "no"}}, {"paths": [3]}, {"mode": []}, {"mode": {"a": 1}},
+    {"snippets": "no"}, {"snippets": 0},
 ])
 def test_bad_options_are_invalid_params(notes, opts) -> None:
     with pytest.raises(AutodocError) as caught:
@@ -291,6 +292,17 @@ def test_snippet_centres_on_a_query_word(engine, kb: Path, indexed) -> None:
     hit = search(engine, "axolotl")["hits"][0]
     assert "axolotl" in hit["snippet"] and hit["snippet"].startswith("…")
     assert len(hit["snippet"]) <= 250
+
+
+def test_a_search_asked_for_no_snippets_finds_the_same_hits_without_them(engine, kb: Path, indexed) -> None:
+    write(kb, "long.md", "# Long\n\n" + "filler " * 200 + "the axolotl regrows limbs " + "tail " * 100 + "\n")
+    write(kb, "short.md", "# Short\n\nAn axolotl in a tank.\n")
+    indexed()
+    full, bare = search(engine, "axolotl"), search(engine, "axolotl", snippets=False)
+    assert [h["snippet"] for h in bare["hits"]] == ["", ""]
+    assert all("axolotl" in h["snippet"] for h in full["hits"])
+    strip = lambda answer: [{**h, "snippet": ""} for h in answer["hits"]]  # noqa: E731
+    assert strip(bare) == strip(full)
 
 
 def test_unknown_workspace(engine) -> None:

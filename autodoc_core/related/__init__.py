@@ -109,7 +109,9 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
         return dataclasses.replace(answer_of(run, [], "none"), related=about)
     found = _retrieve(run, source, frequencies, about)
     ranked = _shown(run, _fused(run, source, found), ranker)
-    shown = hits.with_snippets(conn, ranked[: options.limit], _snippet_words(query))
+    shown = ranked[: options.limit]
+    if options.snippets:
+        hits.with_snippets(conn, shown, _snippet_words(query))
     timer.lap("shape")
     return dataclasses.replace(answer_of(run, shown, run.report.mode_used), related=about)
 

@@ -23,7 +23,7 @@ STAGES = (Stage.LEXICAL, Stage.SEMANTIC, Stage.RERANK)
 MODES = {"lexical": [Stage.LEXICAL], "semantic": [Stage.SEMANTIC], "hybrid": list(STAGES), "auto": list(STAGES)}
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
-OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode"}
+OPTION_KEYS = {"limit", "paths", "tags", "facets", "retrieval", "stages", "mode", "snippets"}
 RETRIEVAL_KEYS = {"abstract_chunk", "demote_superseded", "symbol"}
 
 
@@ -36,6 +36,7 @@ class SearchOptions:
     demote_superseded: bool
     stages: list[Stage]
     symbol: bool = True
+    snippets: bool = True  # False: hits come without one (a list that shows none need not pay for them)
 
 
 def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOptions:
@@ -55,6 +56,9 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
     for key, value in retrieval.items():
         if not isinstance(value, bool):
             raise invalid_params(f"'retrieval.{key}' must be true or false")
+    snippets = opts.get("snippets", True)
+    if not isinstance(snippets, bool):
+        raise invalid_params(f"'snippets' must be true or false, got {snippets!r}")
     return SearchOptions(
         limit=limit,
         paths=_paths(opts.get("paths"), ws.root),
@@ -63,6 +67,7 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
         demote_superseded=retrieval.get("demote_superseded", ws.option("demote_superseded")),
         stages=parse_stages(opts.get("stages"), opts.get("mode")),
         symbol=retrieval.get("symbol", True),
+        snippets=snippets,
     )
 
 

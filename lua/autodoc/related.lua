@@ -57,7 +57,7 @@ end
 ---@param lane string|nil
 function M.request(source, wanted, callback, lane)
   rpc.request('search.related', { source.workspace, source.path,
-    { line = source.line, limit = autodoc.config.limit, stages = wanted } }, callback, lane)
+    { line = source.line, limit = autodoc.config.limit, stages = wanted, snippets = false } }, callback, lane)
 end
 
 --- The answer with only the hits whose path or breadcrumb holds every word typed (case-blind): the prompt
