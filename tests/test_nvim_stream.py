@@ -120,3 +120,23 @@ def test_a_row_shortened_in_its_middle_fits_its_width_in_any_script(nvim) -> Non
             if width > 2:
                 head, tail = cut.split("…")
                 assert text.startswith(head) and text.endswith(tail) and len(tail) >= len(head) - 1, (text, cut)
+
+
+def prompt_text(session) -> str:
+    return lua(session, "local s = require('autodoc.picker').state; "
+                        "return vim.api.nvim_buf_get_lines(s.prompt_buf, 0, 1, false)[1]")
+
+
+def test_a_keystroke_after_a_pause_searches_at_once_and_a_burst_waits_for_typing_to_stop(nvim) -> None:  # noqa: F811
+    """With a ten-minute debounce, a lone keystroke is still asked at once; the keys that follow it within the
+    debounce wait for typing to pause (one search pending, none sent)."""
+    ready(nvim)
+    lua(nvim, "require('autodoc').config.debounce_ms = 600000")
+    lua(nvim, "require('autodoc.rpc').sent = {}")
+    nvim.command("AutodocSearch")
+    nvim.input("b")
+    wait_for(lambda: picker(nvim, "query") == "b")
+    nvim.input("read")
+    wait_for(lambda: prompt_text(nvim) == "bread")
+    assert picker(nvim, "timer ~= nil") and picker(nvim, "query") == "b"
+    assert lua(nvim, "return require('autodoc.rpc').sent['search.stream']") == 1

@@ -23,7 +23,7 @@
 ---@field db string|nil default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
 ---@field python string|nil the Python that runs the host (default: g:autodoc_python, the plugin's .venv, ...)
 ---@field index_on_save boolean re-index a Markdown buffer under a workspace root when written
----@field debounce_ms integer typing pause before a search
+---@field debounce_ms integer keys closer together than this wait for typing to pause before a search
 ---@field related_ms integer rest in another section before :AutodocRelatedLive asks for it
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
 ---@field scan_ms integer how often to look for files changed outside Neovim (0: never; FocusGained still does)
@@ -37,7 +37,7 @@ M.defaults = {
   workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
   db = nil,
   index_on_save = true,
-  debounce_ms = 15, -- queued searches for older text are cancelled, so a short pause is enough
+  debounce_ms = 15, -- a key after a pause searches at once; a burst of keys waits for its end
   related_ms = 300, -- the live related list asks once the cursor rests in another section
   poll_ms = 1000,
   scan_ms = 30000, -- a scan only stats files: see :help autodoc-outside-changes for its cost

@@ -106,10 +106,17 @@ function M.search(state)
   end
 end
 
+--- A keystroke after a pause searches at once; one that follows another within `debounce_ms` waits until
+--- typing pauses that long (a paste, key repeat, a fast typist), so a burst asks for its first and last text.
 ---@param state autodoc.PickerState
-local function schedule_search(state)
+---@param paused boolean the keystroke before this one was at least `debounce_ms` ago
+local function schedule_search(state, paused)
   if state.timer then
     state.timer:stop()
+    state.timer = nil
+  elseif paused then
+    M.search(state)
+    return
   end
   state.timer = vim.defer_fn(function()
     state.timer = nil
@@ -228,10 +235,12 @@ local function watch(state)
   vim.api.nvim_create_autocmd({ 'TextChangedI', 'TextChanged' }, {
     buffer = state.prompt_buf,
     callback = function()
-      state.last_keystroke = vim.uv.hrtime()
+      local now = vim.uv.hrtime()
+      local paused = now - (state.last_keystroke or 0) >= autodoc.config.debounce_ms * 1e6
+      state.last_keystroke = now
       state.moved = false -- a new query: the selection starts on its first hit again
       render.notice(state, nil)
-      schedule_search(state)
+      schedule_search(state, paused)
     end,
   })
   vim.api.nvim_create_autocmd('BufLeave', {
