@@ -71,6 +71,19 @@ def test_errors_reach_the_caller(nvim) -> None:
     assert answer["err"]["code"] == -32060
 
 
+def test_an_error_in_an_answer_s_callback_is_said_once_not_lost(nvim) -> None:
+    """It went to the Python host's log only (as the failure of the call that delivered the answer)."""
+    ready(nvim)
+    lua(nvim, "_G.said, _G.calls = {}, 0; vim.notify = function(m) table.insert(_G.said, m) end")
+    for _ in range(2):
+        lua(nvim, "require('autodoc.rpc').request('search.query', { 'kb', 'bread', { stages = { 'lexical' } } }, "
+                  "function() _G.calls = _G.calls + 1; error('boom in the callback') end)")
+    wait_for(lambda: lua(nvim, "return _G.calls") == 2)
+    said = [m for m in lua(nvim, "return _G.said") if "handling the answer" in m]
+    assert len(said) == 1 and said[0].startswith("autodoc: handling the answer to search.query failed: ")
+    assert "boom in the callback" in said[0]
+
+
 def picker(nvim, field: str):
     return lua(nvim, f"local s = require('autodoc.picker').state; return s and s.{field}")
 

@@ -26,7 +26,7 @@ function M.request(method, params, callback, lane, on_partial)
   next_id = next_id + 1
   local id = next_id
   M.sent[method] = (M.sent[method] or 0) + 1
-  pending[id] = { callback = callback, lane = lane, on_partial = on_partial }
+  pending[id] = { callback = callback, lane = lane, on_partial = on_partial, method = method }
   if lane then
     latest[lane] = id
   end
@@ -56,13 +56,29 @@ function M.is_current(id, lane)
   return lane == nil or latest[lane] == id
 end
 
+local reported = {}
+
+--- Run a callback of `method`'s answer. Its error is said once per message (it would otherwise go to the
+--- Python host's log only, as the error of the call that delivered the answer, and the picker just stop).
+local function protected(method, callback, ...)
+  local ok, message = xpcall(callback, debug.traceback, ...)
+  if not ok then
+    local first = tostring(message):match('^[^\n]*')
+    if not reported[first] then
+      reported[first] = true
+      vim.notify(string.format('autodoc: handling the answer to %s failed: %s', method, message),
+        vim.log.levels.ERROR, { title = 'autodoc' })
+    end
+  end
+end
+
 --- Called by the Python plugin with a partial answer to request `id` (its final answer follows).
 ---@param id integer
 ---@param result any
 function M._partial(id, result)
   local entry = pending[id]
   if entry and entry.on_partial and (not entry.lane or latest[entry.lane] == id) then
-    entry.on_partial(result)
+    protected(entry.method, entry.on_partial, result)
   end
 end
 
@@ -85,7 +101,7 @@ function M._resolve(id, result, err)
   if err and err.message == 'cancelled' then
     return
   end
-  entry.callback(err, result)
+  protected(entry.method, entry.callback, err, result)
 end
 
 -- A host that exits answers nothing more: its requests fail with why, as a host that cannot start does.
@@ -94,7 +110,7 @@ host.on_exit(function(message)
   pending = {}
   for id, entry in pairs(unanswered) do
     if not entry.lane or latest[entry.lane] == id then
-      entry.callback({ code = -1, message = 'autodoc.host', data = { reason = message } })
+      protected(entry.method, entry.callback, { code = -1, message = 'autodoc.host', data = { reason = message } })
     end
   end
 end)
