@@ -4,6 +4,7 @@
 --- a move on before then cancels the ask, and an answer for a section the cursor has left is dropped (and the
 --- request lane drops one a newer request replaced).
 local autodoc = require('autodoc')
+local later = require('autodoc.later')
 local rpc = require('autodoc.rpc')
 
 local M = {}
@@ -12,7 +13,7 @@ local M = {}
 ---@field buf integer the side list
 ---@field win integer
 ---@field origin_win integer the window the cursor moved in last (where <CR> opens a hit)
----@field timer uv.uv_timer_t|nil the pending ask
+---@field timer autodoc.Later|nil the pending ask
 ---@field seq integer increases with every ask; older answers are dropped
 ---@field shown { file: string, line_start: integer, line_end: integer }|nil the section listed
 ---@field wanted { file: string, line: integer }|nil the section asked for last
@@ -115,7 +116,7 @@ function M.moved()
   local file, line = vim.api.nvim_buf_get_name(buf), vim.api.nvim_win_get_cursor(win)[1]
   if same_section(state, file, line) then
     if state.timer then -- back in the section listed before the ask for another went out: it is cancelled
-      state.timer:stop()
+      state.timer:cancel()
       state.timer, state.wanted = nil, nil
     end
     return
@@ -125,14 +126,14 @@ function M.moved()
   end
   state.wanted = { file = file, line = line }
   if state.timer then
-    state.timer:stop() -- moved on before the ask: it is cancelled
+    state.timer:cancel() -- moved on before the ask: it is cancelled
   end
-  state.timer = vim.defer_fn(function()
+  state.timer = later.call(autodoc.config.related_ms, function()
     state.timer = nil
     if M.state == state and vim.api.nvim_buf_is_valid(buf) then
       ask(state, buf, line)
     end
-  end, autodoc.config.related_ms)
+  end)
 end
 
 --- <CR> in the side list: open the hit under the cursor in the window the cursor came from.
@@ -189,7 +190,7 @@ function M.stop()
   end
   M.state = nil
   if state.timer then
-    state.timer:stop()
+    state.timer:cancel()
   end
   pcall(vim.api.nvim_del_augroup_by_name, 'autodoc-related-live')
   if vim.api.nvim_win_is_valid(state.win) then

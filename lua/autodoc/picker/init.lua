@@ -8,6 +8,7 @@
 --- layout (the floats), actions (what keys do). This module holds the open picker's state.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
+local later = require('autodoc.later')
 local stages = require('autodoc.stages')
 local layout = require('autodoc.picker.layout')
 local render = require('autodoc.picker.render')
@@ -106,24 +107,32 @@ function M.search(state)
   end
 end
 
+--- Drop the search that waits for typing to pause (a search asked now makes it stale).
+---@param state autodoc.PickerState
+function M.cancel_pending(state)
+  if state.timer then
+    state.timer:cancel()
+    state.timer = nil
+  end
+end
+
 --- A keystroke after a pause searches at once; one that follows another within `debounce_ms` waits until
 --- typing pauses that long (a paste, key repeat, a fast typist), so a burst asks for its first and last text.
 ---@param state autodoc.PickerState
 ---@param paused boolean the keystroke before this one was at least `debounce_ms` ago
 local function schedule_search(state, paused)
-  if state.timer then
-    state.timer:stop()
-    state.timer = nil
-  elseif paused then
+  local waiting = state.timer ~= nil
+  M.cancel_pending(state)
+  if paused and not waiting then
     M.search(state)
     return
   end
-  state.timer = vim.defer_fn(function()
+  state.timer = later.call(autodoc.config.debounce_ms, function()
     state.timer = nil
     if M.state == state then
       M.search(state)
     end
-  end, autodoc.config.debounce_ms)
+  end)
 end
 
 --- Flip stage `name` in the open picker and search again. What cannot be flipped is said in the list's
@@ -147,6 +156,7 @@ function M.toggle(name)
     return
   end
   render.toggles(state)
+  M.cancel_pending(state)
   M.search(state)
 end
 
@@ -179,9 +189,7 @@ function M.close()
     return
   end
   M.state = nil
-  if state.timer then
-    state.timer:stop()
-  end
+  M.cancel_pending(state)
   layout.close(state)
   vim.cmd('stopinsert')
   if vim.api.nvim_win_is_valid(state.origin_win) then
@@ -236,7 +244,7 @@ local function watch(state)
     buffer = state.prompt_buf,
     callback = function()
       local now = vim.uv.hrtime()
-      local paused = now - (state.last_keystroke or 0) >= autodoc.config.debounce_ms * 1e6
+      local paused = not state.last_keystroke or now - state.last_keystroke >= autodoc.config.debounce_ms * 1e6
       state.last_keystroke = now
       state.moved = false -- a new query: the selection starts on its first hit again
       render.notice(state, nil)

@@ -37,7 +37,7 @@
 ---@field seq integer increases with every query; answers to an older one are dropped
 ---@field typed_at table<integer, integer> hrtime of the keystroke behind each query
 ---@field last_keystroke integer|nil
----@field timer uv.uv_timer_t|nil the pending debounced search
+---@field timer autodoc.Later|nil the search that waits for typing to pause
 ---@field rank_model string|nil
 ---@field toggle_spans table<string, integer[]>|nil column spans of the checkboxes
 ---@field prompt_buf integer

@@ -1,0 +1,40 @@
+--- A call some milliseconds from now that can be cancelled until it runs.
+---
+--- `vim.defer_fn` returns its timer, but stopping that timer does not stop a callback the timer has already
+--- scheduled: a key pressed in that gap made the older callback search too (a burst sent 7 to 9 searches).
+local M = {}
+
+---@class autodoc.Later
+---@field private timer uv.uv_timer_t
+---@field private over boolean run or cancelled
+local Later = {}
+Later.__index = Later
+
+--- Call `fn` in `ms` milliseconds, on the main loop.
+---@param ms integer
+---@param fn fun()
+---@return autodoc.Later
+function M.call(ms, fn)
+  local self = setmetatable({ over = false }, Later)
+  self.timer = vim.defer_fn(function()
+    if not self.over then
+      self.over = true
+      fn()
+    end
+  end, ms)
+  return self
+end
+
+--- The call does not happen (a no-op once it has).
+function Later:cancel()
+  if self.over then
+    return
+  end
+  self.over = true
+  if not self.timer:is_closing() then
+    self.timer:stop()
+    self.timer:close()
+  end
+end
+
+return M
