@@ -81,7 +81,12 @@ def test_an_error_in_an_answer_s_callback_is_said_once_not_lost(nvim) -> None:
     wait_for(lambda: lua(nvim, "return _G.calls") == 2)
     said = [m for m in lua(nvim, "return _G.said") if "handling the answer" in m]
     assert len(said) == 1 and said[0].startswith("autodoc: handling the answer to search.query failed: ")
-    assert "boom in the callback" in said[0]
+    assert "boom in the callback" in said[0] and "\n" not in said[0]  # one line; the traceback is logged
+    log = lua(nvim, "return require('autodoc.rpc').log_path()")
+    assert said[0].endswith(f"(traceback in {log})")
+    with open(log, encoding="utf-8") as file:
+        logged = file.read()
+    assert logged.count("boom in the callback") >= 2 and "stack traceback" in logged
 
 
 def picker(nvim, field: str):

@@ -28,7 +28,7 @@ end
 --- plugin.setup's parameters: the configured database and the log file.
 ---@return table[]
 local function setup_params()
-  return { { db = state.config.db, log = vim.fn.stdpath('log') .. '/autodoc.log' } }
+  return { { db = state.config.db, log = rpc.log_path() } }
 end
 
 --- Open the engine (once): the database, the workspaces it holds, then the configured ones; then a quiet

@@ -16,6 +16,41 @@ local pending = {}
 local latest = {}
 M.sent = {} ---@type table<string, integer> requests made, by method (tests)
 
+local reported = {}
+
+--- The file the Python host logs to; a failed callback's traceback goes there too.
+function M.log_path()
+  return vim.fn.stdpath('log') .. '/autodoc.log'
+end
+
+---@param text string
+local function append_to_log(text)
+  local file = io.open(M.log_path(), 'a')
+  if file then
+    file:write(os.date('%Y-%m-%d %H:%M:%S '), text, '\n')
+    file:close()
+  end
+end
+
+--- Run a callback of `method`'s answer. Its error is said in one line, once per place it was raised, and its
+--- traceback is logged (otherwise it went to the Python host's log only, as the failure of the call that
+--- delivered the answer, and the picker just stopped).
+local function protected(method, callback, ...)
+  local ok, message = xpcall(callback, debug.traceback, ...)
+  if ok then
+    return
+  end
+  message = tostring(message)
+  local first = message:match('^[^\n]*')
+  local place = first:match('^(.-:%d+):') or first
+  append_to_log(string.format('handling the answer to %s failed: %s', method, message))
+  if not reported[place] then
+    reported[place] = true
+    vim.notify(string.format('autodoc: handling the answer to %s failed: %s (traceback in %s)', method, first,
+      M.log_path()), vim.log.levels.ERROR, { title = 'autodoc' })
+  end
+end
+
 ---@param method string
 ---@param params table
 ---@param callback fun(err: table|nil, result: any)
@@ -33,7 +68,7 @@ function M.request(method, params, callback, lane, on_partial)
   host.ensure(function(host_error)
     if host_error then
       pending[id] = nil
-      callback({ code = -1, message = 'autodoc.host', data = { reason = host_error } })
+      protected(method, callback, { code = -1, message = 'autodoc.host', data = { reason = host_error } })
     elseif lane and latest[lane] ~= id then
       pending[id] = nil -- superseded while it waited for the host: never sent
     else
@@ -54,22 +89,6 @@ end
 ---@return boolean
 function M.is_current(id, lane)
   return lane == nil or latest[lane] == id
-end
-
-local reported = {}
-
---- Run a callback of `method`'s answer. Its error is said once per message (it would otherwise go to the
---- Python host's log only, as the error of the call that delivered the answer, and the picker just stop).
-local function protected(method, callback, ...)
-  local ok, message = xpcall(callback, debug.traceback, ...)
-  if not ok then
-    local first = tostring(message):match('^[^\n]*')
-    if not reported[first] then
-      reported[first] = true
-      vim.notify(string.format('autodoc: handling the answer to %s failed: %s', method, message),
-        vim.log.levels.ERROR, { title = 'autodoc' })
-    end
-  end
 end
 
 --- Called by the Python plugin with a partial answer to request `id` (its final answer follows).
