@@ -212,6 +212,14 @@ def test_bad_options_are_invalid_params(notes, opts) -> None:
     assert caught.value.code == -32602
 
 
+def test_an_option_given_as_null_takes_its_default(notes) -> None:
+    """JSON clients send null for "not set"; it was refused ("'snippets' must be true or false, got None")."""
+    nulls = {key: None for key in ("limit", "paths", "tags", "facets", "retrieval", "stages", "mode", "snippets")}
+    plain, with_nulls = search(notes, "disk"), search(notes, "disk", **nulls)
+    assert with_nulls["hits"] and with_nulls["hits"] == plain["hits"]
+    assert with_nulls["stages"] == plain["stages"]
+
+
 def test_superseded_document_moves_below_its_successor(notes) -> None:
     answer = search(notes, "JSON storage engine files")
     order = paths(answer)

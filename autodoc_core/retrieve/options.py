@@ -47,6 +47,7 @@ def parse_options(opts: Any, ws: Workspace, schema: FacetSchema) -> SearchOption
     unknown = sorted(set(opts) - OPTION_KEYS)
     if unknown:
         raise invalid_params(f"unknown search option {', '.join(unknown)}; known: {', '.join(sorted(OPTION_KEYS))}")
+    opts = {key: value for key, value in opts.items() if value is not None}  # null: the default, as if not given
     limit = opts.get("limit", DEFAULT_LIMIT)
     if not whole_number(limit, 1, MAX_LIMIT):
         raise invalid_params(f"'limit' must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
