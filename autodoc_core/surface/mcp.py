@@ -196,7 +196,8 @@ class Tools:
         limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
-        options = {"limit": limit, **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
+        options = {"limit": limit, "snippets": False,  # the tool sends each section's own text instead
+                   **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
         answer = engine.search_query(name, query, options)
         result = {"workspace": name, "query": shortened(query), **self._with_texts(engine, name, answer, budget)}
         return result, render_search(result)
@@ -207,7 +208,8 @@ class Tools:
         limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
         name = _workspace(engine, arguments)
-        answer = engine.search_related(name, path, {"limit": limit, **({"line": line} if line is not None else {})})
+        options = {"limit": limit, "snippets": False, **({"line": line} if line is not None else {})}
+        answer = engine.search_related(name, path, options)
         about = answer.related or {}
         section = about["section"]
         result = {"workspace": name, "path": about["path"], "section": section,
