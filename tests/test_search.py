@@ -8,6 +8,7 @@ import pytest
 
 from autodoc_core.errors import AutodocError
 from autodoc_core.rank.hits import snippet
+from autodoc_core.retrieve.options import OPTION_KEYS
 from tests.conftest import paths, search, write
 
 SCHEMA = "common: {status: string}\ntypes:\n  adr: {number: integer}\n"
@@ -214,7 +215,7 @@ def test_bad_options_are_invalid_params(notes, opts) -> None:
 
 def test_an_option_given_as_null_takes_its_default(notes) -> None:
     """JSON clients send null for "not set"; it was refused ("'snippets' must be true or false, got None")."""
-    nulls = {key: None for key in ("limit", "paths", "tags", "facets", "retrieval", "stages", "mode", "snippets")}
+    nulls = dict.fromkeys(OPTION_KEYS)
     plain, with_nulls = search(notes, "disk"), search(notes, "disk", **nulls)
     assert with_nulls["hits"] and with_nulls["hits"] == plain["hits"]
     assert with_nulls["stages"] == plain["stages"]

@@ -1,7 +1,7 @@
 --- A call some milliseconds from now that can be cancelled until it runs.
 ---
 --- `vim.defer_fn` returns its timer, but stopping that timer does not stop a callback the timer has already
---- scheduled: a key pressed in that gap made the older callback search too (a burst sent 7 to 9 searches).
+--- scheduled: a key pressed in that gap made the older keystroke's search run too.
 local M = {}
 
 ---@class autodoc.Later
@@ -35,6 +35,16 @@ function Later:cancel()
     self.timer:stop()
     self.timer:close()
   end
+end
+
+--- Cancel `call` if there is one; nil, for `pending = later.cancel(pending)`.
+---@param call autodoc.Later|nil
+---@return nil
+function M.cancel(call)
+  if call then
+    call:cancel()
+  end
+  return nil
 end
 
 return M

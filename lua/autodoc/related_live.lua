@@ -116,8 +116,7 @@ function M.moved()
   local file, line = vim.api.nvim_buf_get_name(buf), vim.api.nvim_win_get_cursor(win)[1]
   if same_section(state, file, line) then
     if state.timer then -- back in the section listed before the ask for another went out: it is cancelled
-      state.timer:cancel()
-      state.timer, state.wanted = nil, nil
+      state.timer, state.wanted = later.cancel(state.timer), nil
     end
     return
   end
@@ -125,9 +124,7 @@ function M.moved()
     return -- the same line (a move along it, or a buffer entered again): asked already, or about to be
   end
   state.wanted = { file = file, line = line }
-  if state.timer then
-    state.timer:cancel() -- moved on before the ask: it is cancelled
-  end
+  later.cancel(state.timer) -- moved on before the ask: it is cancelled
   state.timer = later.call(autodoc.config.related_ms, function()
     state.timer = nil
     if M.state == state and vim.api.nvim_buf_is_valid(buf) then
@@ -189,9 +186,7 @@ function M.stop()
     return
   end
   M.state = nil
-  if state.timer then
-    state.timer:cancel()
-  end
+  state.timer = later.cancel(state.timer)
   pcall(vim.api.nvim_del_augroup_by_name, 'autodoc-related-live')
   if vim.api.nvim_win_is_valid(state.win) then
     vim.api.nvim_win_close(state.win, true)

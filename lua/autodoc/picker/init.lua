@@ -107,22 +107,13 @@ function M.search(state)
   end
 end
 
---- Drop the search that waits for typing to pause (a search asked now makes it stale).
----@param state autodoc.PickerState
-function M.cancel_pending(state)
-  if state.timer then
-    state.timer:cancel()
-    state.timer = nil
-  end
-end
-
 --- A keystroke after a pause searches at once; one that follows another within `debounce_ms` waits until
 --- typing pauses that long (a paste, key repeat, a fast typist), so a burst asks for its first and last text.
 ---@param state autodoc.PickerState
 ---@param paused boolean the keystroke before this one was at least `debounce_ms` ago
 local function schedule_search(state, paused)
   local waiting = state.timer ~= nil
-  M.cancel_pending(state)
+  state.timer = later.cancel(state.timer)
   if paused and not waiting then
     M.search(state)
     return
@@ -156,7 +147,7 @@ function M.toggle(name)
     return
   end
   render.toggles(state)
-  M.cancel_pending(state)
+  state.timer = later.cancel(state.timer) -- the search below asks for the same text now
   M.search(state)
 end
 
@@ -189,7 +180,7 @@ function M.close()
     return
   end
   M.state = nil
-  M.cancel_pending(state)
+  state.timer = later.cancel(state.timer)
   layout.close(state)
   vim.cmd('stopinsert')
   if vim.api.nvim_win_is_valid(state.origin_win) then
