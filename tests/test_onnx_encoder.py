@@ -121,6 +121,19 @@ def test_status_names_the_encoder_and_whether_its_graph_is_cached(engine, kb: Pa
     assert status["name"] == "onnxruntime" and status["graph"] == before["graph"]
 
 
+def test_closing_the_engine_waits_for_the_encoder_still_loading(engine, kb: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that ended while another thread built the onnxruntime session could abort in onnxruntime's
+    teardown (`serve --stdio` with a closed pipe, once in a full run under load: status -6, "terminate called")."""
+    monkeypatch.setenv("AUTODOC_ONNX_CACHE", str(tmp_path / "cache"))  # nothing cached: the load writes the graph
+    engine.workspace_add("kb", str(kb))
+    engine.start_background()
+    assert engine.workspace_status("kb")["embedder"]["encoder"]["state"] == "loading"
+    engine.close()
+    embedders = [e for runtime in engine._semantic._runtimes.values() for e in runtime.embedders.values()]
+    assert embedders and all(not e._warming.is_alive() for e in embedders if e._warming is not None)
+
+
 BLOCK_ONNXRUNTIME = """
 import sys
 

@@ -176,6 +176,13 @@ class LocalEmbedder(Embedder):
                 self._warming = threading.Thread(target=self._warm, name="autodoc-encoder-warm-up", daemon=True)
                 self._warming.start()
 
+    def finish_warming(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` s) for a load under way: a process that exits while onnxruntime builds its
+        session in another thread can abort in onnxruntime's teardown instead of ending quietly."""
+        thread = self._warming
+        if thread is not None:
+            thread.join(timeout)
+
     def _warm(self) -> None:
         with contextlib.suppress(ProviderError):  # said in status and in each answer that needs it
             self.encoder  # noqa: B018 - loading is the point

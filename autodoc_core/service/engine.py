@@ -62,6 +62,7 @@ class Engine:
         self._stop.set()
         if self._filler is not None:
             self._filler.join(timeout=30)
+        self._semantic.finish_warming(timeout=30)
         self.store.close()
 
     # -- the semantic stage (its parts: service/semantic_runtime.py) ------------------------

@@ -180,6 +180,17 @@ class SemanticRuntimes:
             for runtime in self._runtimes.values():
                 runtime.warm = True
 
+    def finish_warming(self, timeout: float) -> None:
+        """Wait for every in-process encoder still loading (Engine.close)."""
+        with self._guard:
+            runtimes = list(self._runtimes.values())
+        for runtime in runtimes:
+            with runtime.lock:
+                embedders = list(runtime.embedders.values())
+            for embedder in embedders:
+                if hasattr(embedder, "finish_warming"):
+                    embedder.finish_warming(timeout)
+
     def of(self, ws: Workspace) -> SemanticRuntime:
         with self._guard:
             if ws.id not in self._runtimes:
