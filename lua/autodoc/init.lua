@@ -34,6 +34,19 @@ function M.status()
   return progress.line()
 end
 
+--- Open a search picker in one of the five views (`opts.view`), optionally with `on_choose(hits)` for the chosen
+--- hits: `:help autodoc-pick-api`.
+---@param opts autodoc.PickOptions|nil
+function M.pick(opts)
+  require('autodoc.pick').open(opts)
+end
+
+--- What the search picker opened last shows (read-only copy, nil before one opens): `:help autodoc-picker-state`.
+---@return table|nil
+function M.picker_state()
+  return require('autodoc.session').state()
+end
+
 --- Check `opts` and open the engine with them; the configured workspaces are added and indexed.
 --- Works before or after plugin/ is sourced, and again later (new workspaces are added; `db` and
 --- `python` take effect only before the engine first opens). A bad or unknown field is said in one

@@ -1,11 +1,10 @@
 --- Related sections: what else the knowledge base says about the section under the cursor (search.related).
 --- :AutodocRelated opens the picker on them (preview, stage toggles, jump, splits, quickfix); :AutodocPick
 --- {source} related (and :Telescope autodoc related) the same in the other pickers; :AutodocRelatedLive keeps
---- a side list that follows the cursor from section to section. The picker and the sources call in here
---- through small hooks (picker.search's 'related' mode, sources.start and sources.query).
+--- a side list that follows the cursor from section to section. A picker in related mode is a search session
+--- (autodoc.session) given the section: it asks search.related afresh for each prompt and stage set.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
-local stages = require('autodoc.stages')
 
 local M = {}
 
@@ -14,8 +13,6 @@ local M = {}
 ---@field root string
 ---@field path string relative to the root
 ---@field line integer
----@field answers table<string, autodoc.Answer>|nil the engine's answers, by the stages asked
----@field shown string|nil the stages and prompt of the answer a source shows
 
 --- The workspace holding `buf`'s file (the deepest root, for nested workspaces), and the file's path in it.
 ---@param buf integer
@@ -30,7 +27,7 @@ function M.here(buf, line)
   local best
   for workspace, root in pairs(autodoc.workspaces) do
     if vim.startswith(file, root .. '/') and (not best or #root > #best.root) then
-      best = { workspace = workspace, root = root, path = file:sub(#root + 2), line = line, answers = {} }
+      best = { workspace = workspace, root = root, path = file:sub(#root + 2), line = line }
     end
   end
   if not best then
@@ -60,47 +57,6 @@ function M.request(source, wanted, callback, lane)
     { line = source.line, limit = autodoc.config.limit, stages = wanted, snippets = false } }, callback, lane)
 end
 
---- The answer with only the hits whose path or breadcrumb holds every word typed (case-blind): the prompt
---- narrows the related sections, it asks nothing.
----@param answer autodoc.Answer
----@param prompt string|nil
----@return autodoc.Answer
-function M.filtered(answer, prompt)
-  local words = vim.split(vim.trim(prompt or ''):lower(), '%s+', { trimempty = true })
-  if #words == 0 then
-    return answer
-  end
-  local kept = vim.tbl_filter(function(hit)
-    local text = (hit.path .. ' ' .. (hit.breadcrumb or '')):lower()
-    for _, word in ipairs(words) do
-      if not text:find(word, 1, true) then
-        return false
-      end
-    end
-    return true
-  end, answer.hits)
-  return vim.tbl_extend('force', answer, { hits = kept })
-end
-
---- The engine's answer for these stages (asked once per stages), then `done(err, answer)`.
----@param source autodoc.RelatedSource
----@param wanted string[]
----@param lane string
----@param done fun(err: table|nil, answer: autodoc.Answer|nil)
-local function answer_for(source, wanted, lane, done)
-  local key = table.concat(wanted, ',')
-  if source.answers[key] then
-    done(nil, source.answers[key])
-    return
-  end
-  M.request(source, wanted, function(err, answer)
-    if answer then
-      source.answers[key] = answer
-    end
-    done(err, answer)
-  end, lane)
-end
-
 -- -- the built-in picker ------------------------------------------------------------------------
 
 --- :AutodocRelated, <Plug>(autodoc-related): the picker on the sections related to the one under the cursor.
@@ -111,28 +67,6 @@ function M.open()
       require('autodoc.picker').open({ mode = 'related', workspace = source.workspace, related = source })
     end
   end)
-end
-
---- picker.search for the 'related' mode: list the answer for the checked stages, narrowed by the prompt.
----@param state autodoc.PickerState
----@param is_current fun(): boolean
----@param on_error fun(err: table)
-function M.search(state, is_current, on_error)
-  local seq = state.seq
-  -- Asked each time (a refresh after an index run must not show the answer from before it); the lane drops
-  -- an answer a newer request replaced.
-  M.request(state.related, stages.requested(state.stages, state.available), function(err, answer)
-    if not is_current() then
-      return
-    end
-    if err or not answer then
-      on_error(err or {})
-      return
-    end
-    state.last_stages = answer.stages
-    require('autodoc.picker.render').answer(state, M.filtered(answer, state.query))
-    vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { seq = seq, level = 2 } })
-  end, 'related')
 end
 
 -- -- the other pickers (telescope, fzf-lua, snacks, mini.pick) ----------------------------------------
@@ -157,31 +91,6 @@ function M.take_pending()
   local source = pending
   pending = nil
   return source
-end
-
---- sources.query for a related session: the answer for the checked stages, narrowed by the prompt; nothing
---- when that is what the source shows already (a source asks again whenever it redraws).
----@param session autodoc.SourceSession
----@param prompt string
-function M.query(session, prompt)
-  local wanted = stages.requested(session.stages, {})
-  local shown = table.concat(wanted, ',') .. '\n' .. prompt
-  local source = session.related
-  if source.shown == shown then
-    return
-  end
-  source.shown = shown
-  session.prompt = prompt
-  session.answer = nil
-  answer_for(source, wanted, session.lane .. '-related', function(err, answer)
-    if source.shown ~= shown then
-      return -- the prompt or the stages changed meanwhile
-    end
-    session.answer = answer and M.filtered(answer, prompt) or { hits = {}, error = rpc.describe(err or {}) }
-    session.level = 2
-    table.insert(session.shown, { prompt, 2 })
-    vim.schedule(function() session.on_update(session) end) -- never inside the source's own finder call
-  end)
 end
 
 -- -- the live side list -------------------------------------------------------------------------------

@@ -5,16 +5,15 @@
 ---
 --- `request(method, params, callback, lane, on_partial)` sends (id, method, params, lane) to the plugin's
 --- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
---- first through `_partial` (`on_partial(answer)`). Within a lane only the newest request matters: older
---- answers, partial or final, are dropped here too, so a slow answer never overwrites a newer one.
+--- first through `_partial` (`on_partial(answer)`). The lane goes to the host, which runs only the newest
+--- request of a lane and stops an older search at its next stage boundary (answered as cancelled, never
+--- passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
 local host = require('autodoc.host')
 
 local M = {}
 
 local next_id = 0
 local pending = {}
-local latest = {}
-M.sent = {} ---@type table<string, integer> requests made, by method (tests)
 
 local reported = {}
 
@@ -60,17 +59,11 @@ end
 function M.request(method, params, callback, lane, on_partial)
   next_id = next_id + 1
   local id = next_id
-  M.sent[method] = (M.sent[method] or 0) + 1
   pending[id] = { callback = callback, lane = lane, on_partial = on_partial, method = method }
-  if lane then
-    latest[lane] = id
-  end
   host.ensure(function(host_error)
     if host_error then
       pending[id] = nil
       protected(method, callback, { code = -1, message = 'autodoc.host', data = { reason = host_error } })
-    elseif lane and latest[lane] ~= id then
-      pending[id] = nil -- superseded while it waited for the host: never sent
     else
       host.notify({ id, method, params, lane or vim.NIL })
     end
@@ -83,20 +76,12 @@ function M.outstanding()
   return vim.tbl_count(pending)
 end
 
---- Is `id` still the newest request of its lane?
----@param id integer
----@param lane string|nil
----@return boolean
-function M.is_current(id, lane)
-  return lane == nil or latest[lane] == id
-end
-
 --- Called by the Python plugin with a partial answer to request `id` (its final answer follows).
 ---@param id integer
 ---@param result any
 function M._partial(id, result)
   local entry = pending[id]
-  if entry and entry.on_partial and (not entry.lane or latest[entry.lane] == id) then
+  if entry and entry.on_partial then
     protected(entry.method, entry.on_partial, result)
   end
 end
@@ -111,9 +96,6 @@ function M._resolve(id, result, err)
   if not entry then
     return
   end
-  if entry.lane and latest[entry.lane] ~= id then
-    return -- superseded by a newer request in the same lane: never shown
-  end
   if err == vim.NIL then
     err = nil
   end
@@ -127,10 +109,8 @@ end
 host.on_exit(function(message)
   local unanswered = pending
   pending = {}
-  for id, entry in pairs(unanswered) do
-    if not entry.lane or latest[entry.lane] == id then
-      protected(entry.method, entry.callback, { code = -1, message = 'autodoc.host', data = { reason = message } })
-    end
+  for _, entry in pairs(unanswered) do
+    protected(entry.method, entry.callback, { code = -1, message = 'autodoc.host', data = { reason = message } })
   end
 end)
 

@@ -1,46 +1,9 @@
---- Where the picker's entries come from. The engine ranks, so there is no sorter here.
----
---- `stream` asks a query once (`search.stream`): the host pushes the lexical answer as soon as the
---- engine has it, then the answer with every wanted stage, which replaces it. A newer query in the same
---- lane stops the older search at its next stage boundary; answers for an older query, and a faster
---- stage arriving after a fuller answer, are dropped. Other picker front ends (telescope, fzf-lua,
---- snacks, mini.pick) use it too.
+--- Where the built-in picker's other lists come from: documents (:AutodocOpen) and folders
+--- (:AutodocWorkspaceAdd). A search's hits come from its session (autodoc.session).
 local rpc = require('autodoc.rpc')
 local walk_rules = require('autodoc.walk_rules')
 
 local M = {}
-
----@class autodoc.StreamOptions
----@field workspace string
----@field query string
----@field stages string[] the stages of the full answer
----@field limit integer
----@field lane string|nil requests in one lane supersede each other (default 'search')
----@field is_current fun(): boolean false once a newer query was typed or the picker closed
----@field on_answer fun(level: integer, answer: autodoc.Answer) level 1: lexical only, 2: every stage
----@field on_error fun(err: table)
-
---- Ask for `opts.query` once: its lexical answer comes first (when slower stages follow), then the final one.
----@param opts autodoc.StreamOptions
-function M.stream(opts)
-  local level = 0
-  local function deliver(this_level, err, result)
-    if this_level <= level or not opts.is_current() then
-      return
-    end
-    if err then
-      opts.on_error(err)
-      return
-    end
-    level = this_level
-    opts.on_answer(this_level, result)
-  end
-  -- no snippets: no front end shows them, and they were a fifth of a lexical search's time
-  rpc.request('search.stream', { opts.workspace, opts.query,
-    { limit = opts.limit, stages = opts.stages, snippets = false } },
-    function(err, result) deliver(2, err, result) end, opts.lane or 'search',
-    function(result) deliver(1, nil, result) end)
-end
 
 --- :AutodocOpen: documents by title, alias or path, as hits spanning the whole file.
 ---@param workspace string

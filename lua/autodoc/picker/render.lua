@@ -2,6 +2,7 @@
 --- (Over 300 lines: the list and its preview share the selection, the marks' namespace and the drawing helpers.)
 local finder = require('autodoc.picker.finder')
 local stages = require('autodoc.stages')
+local text = require('autodoc.session.text')
 
 local M = {}
 M.ns = vim.api.nvim_create_namespace('autodoc')
@@ -14,134 +15,36 @@ local function set_lines(buf, lines)
   vim.bo[buf].modifiable = false
 end
 
---- The display cells of `text` (printable ASCII, most rows, is counted without asking Neovim).
----@param text string
----@return integer
-local function cells(text)
-  return text:find('[^\32-\126]') and vim.api.nvim_strwidth(text) or #text
-end
+M.shorten_middle = text.shorten_middle
+M.hit_line = text.row
 
---- `text` cut to `width` display cells in the middle, keeping more of its end (a breadcrumb's last part
---- names the section itself). Linear in the text: each row of every list is drawn with it.
----@param text string
----@param width integer
----@return string
-function M.shorten_middle(text, width)
-  if cells(text) <= width then
-    return text
-  end
-  if width <= 1 then
-    return width == 1 and '…' or ''
-  end
-  local head_cells = math.floor((width - 1) * 0.4)
-  if not text:find('[^\32-\126]') then
-    return text:sub(1, head_cells) .. '…' .. text:sub(#text - (width - 1 - head_cells) + 1)
-  end
-  local chars = {}
-  for char in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
-    chars[#chars + 1] = char
-  end
-  local head, used = {}, 0
-  for _, char in ipairs(chars) do
-    local char_cells = #char == 1 and 1 or vim.api.nvim_strwidth(char)
-    if used + char_cells > head_cells then
-      break
-    end
-    used = used + char_cells
-    head[#head + 1] = char
-  end
-  local tail, tail_used = {}, 0
-  for index = #chars, 1, -1 do
-    local char_cells = #chars[index] == 1 and 1 or vim.api.nvim_strwidth(chars[index])
-    if tail_used + char_cells > width - 1 - used then
-      break
-    end
-    tail_used = tail_used + char_cells
-    table.insert(tail, 1, chars[index])
-  end
-  return table.concat(head) .. '…' .. table.concat(tail)
-end
-
---- One hit as a list line: `path:start-end  breadcrumb  relevance  [stages]`. Given a `width`, a line that
---- would be wider loses the middle of its breadcrumb first, then of its path: the span, the relevance and the
---- stages always show (a 90-column list cut them off).
----@param hit autodoc.Hit
----@param width integer|nil the list's width in cells
----@return string
-function M.hit_line(hit, width)
-  if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
-    return string.format('%s  %s', hit.path, hit.breadcrumb)
-  end
-  local span = string.format(':%d-%d', hit.line_start, hit.line_end)
-  local tail = string.format('  %.2f  [%s]%s', hit.relevance or 0, table.concat(hit.via or {}, '+'),
-    hit.superseded and '  (superseded)' or '')
-  local path, crumb = hit.path, hit.breadcrumb
-  if width then
-    local room = width - cells(span .. tail) - cells(path) - 2
-    if room >= 8 then
-      crumb = M.shorten_middle(crumb, room)
-    else -- no room for a breadcrumb worth reading: the path gets what is left
-      crumb = ''
-      path = M.shorten_middle(path, math.max(width - cells(span .. tail), 1))
-    end
-  end
-  return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
-end
-
---- The list's title: the rerank outcome and the semantic state, or the hit count.
+--- The list's title: the answer's summary (autodoc.session.text).
 ---@param answer autodoc.Answer
 ---@return string
 function M.list_title(answer)
-  local parts = {}
-  local rank = answer.rank or {}
-  if rank.state == 'ranked' then
-    table.insert(parts, 're-ranked by ' .. tostring(rank.model))
-  elseif rank.state == 'error' then
-    table.insert(parts, 'not re-ranked: ' .. tostring(rank.error))
-  elseif rank.state ~= 'off' and answer.stages and answer.stages.skipped and answer.stages.skipped.rerank then
-    table.insert(parts, 'not re-ranked: ' .. answer.stages.skipped.rerank) -- no ranker at all is no news
-  end
-  local performed = answer.stages and answer.stages.performed or {}
-  local by_meaning = #answer.hits > 0 and vim.tbl_contains(performed, 'lexical')
-  for _, hit in ipairs(answer.hits) do
-    by_meaning = by_meaning and hit.via and #hit.via == 1 and hit.via[1] == 'semantic'
-  end
-  if by_meaning then
-    table.insert(parts, 'no section has these words: by meaning only')
-  end
-  local requested = answer.stages and answer.stages.requested
-  local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
-  if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
-    table.insert(parts, 'semantic ' .. answer.semantic) -- not news once Semantic is switched off
-  end
-  local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
-  if left_out > 0 then -- a pasted paragraph: most of it was not searched
-    table.insert(parts, string.format('only the first %d of %d terms searched', #answer.query.terms,
-      #answer.query.terms + left_out))
-  end
-  local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
-  return ' ' .. (#parts > 0 and table.concat(parts, ' · ') or count) .. ' '
+  return ' ' .. text.summary(answer) .. ' '
 end
 
 ---@param state autodoc.PickerState
 function M.toggles(state)
-  if state.mode ~= 'search' then
+  if not state.session then
     set_lines(state.toggles_buf,
       { state.mode == 'folders' and '<CR> adds the folder as a workspace' or '<CR> opens the document' })
     return
   end
+  local session = state.session
   local pieces, spans = {}, {}
   local column = 0
   for _, name in ipairs(stages.names) do
-    if state.available[name] ~= false then
+    if session.available[name] ~= false then
       local label = stages.labels[name]
-      if name == 'rerank' and state.rank_model then
-        label = string.format('Rerank (%s)', state.rank_model)
+      if name == 'rerank' and session.rank_model then
+        label = string.format('Rerank (%s)', session.rank_model)
       end
-      local text = string.format('[%s] %s', state.stages[name] and 'x' or ' ', label)
-      spans[name] = { column, column + #text }
-      table.insert(pieces, text)
-      column = column + #text + 2
+      local box = string.format('[%s] %s', session.stages[name] and 'x' or ' ', label)
+      spans[name] = { column, column + #box }
+      table.insert(pieces, box)
+      column = column + #box + 2
     end
   end
   state.toggle_spans = spans
@@ -244,7 +147,7 @@ end
 ---@param hit autodoc.Hit|nil
 ---@return string|nil
 local function preview_key(state, hit)
-  return hit and table.concat({ state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
+  return hit and table.concat({ state.session and state.session.tick or state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
     table.concat(state.words or {}, ' ') }, '\0')
 end
 
@@ -321,18 +224,13 @@ function M.answer(state, answer)
     vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   end
   vim.api.nvim_win_set_config(state.list_win, { title = M.list_title(answer), title_pos = 'left' })
-  if not answer.empty_prompt then -- nothing was asked: it says nothing about the stages
-    state.available.semantic = answer.semantic ~= 'off'
-    state.available.rerank = (answer.rank or {}).state ~= 'off'
-    state.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
-  end
   M.toggles(state)
   M.preview_later(state)
 end
 
 --- Preview the selected hit once the list is drawn (reading and marking the file never holds up the list); of
 --- answers that arrive together only the last is previewed, and the same hit for the same query (the final
---- answer kept the lexical one's first hit) is not read and marked again. `preview_ms` logs each one's cost.
+--- answer kept the lexical one's first hit) is not read and marked again. User AutodocPreview says its cost.
 ---@param state autodoc.PickerState
 function M.preview_later(state)
   state.preview_tick = (state.preview_tick or 0) + 1
@@ -342,13 +240,10 @@ function M.preview_later(state)
         and (state.previewed == nil or preview_key(state, M.selected(state)) ~= state.previewed) then
       local started = vim.uv.hrtime()
       M.preview(state)
-      table.insert(M.preview_ms, (vim.uv.hrtime() - started) / 1e6)
-      if #M.preview_ms > 1000 then
-        table.remove(M.preview_ms, 1)
-      end
+      vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocPreview',
+        data = { ms = (vim.uv.hrtime() - started) / 1e6 } })
     end
   end)
 end
-M.preview_ms = {}
 
 return M

@@ -1,21 +1,22 @@
---- The hybrid search as an fzf-lua picker (:AutodocPick fzf-lua). A live picker: fzf only selects, each
---- typed query reloads fzf's list from the engine's answer. fzf cannot replace lines a reload already
---- wrote, so when a fuller answer arrives for the query on screen (every stage after lexical), fzf is told
---- to reload again through its --listen HTTP port; the reload then lists the newest answer at once.
+--- The search session (autodoc.session) as an fzf-lua picker (:AutodocPick fzf-lua). A live picker: fzf only
+--- selects, each typed query reloads fzf's list from the session's answer. fzf cannot replace lines a reload
+--- already wrote, so when the session changes (a fuller answer, a refusal, another workspace), fzf is told to
+--- reload again through its --listen HTTP port; the reload then lists the newest answer at once. The list's
+--- first line (an fzf header line) names the workspace, the stages and a refusal; `<Tab>` marks several hits.
 local sources = require('autodoc.sources')
 
 local M = {}
 
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@param write fun(line: string|nil) fzf-lua's writer for one reload; nil closes it
-local function write_answer(session, write)
-  local answer = session.answer
-  session.listed = answer and answer.hits or {}
-  if answer and answer.error then
-    write('0\t' .. answer.error)
-  end
-  for index, hit in ipairs(session.listed) do
-    write(index .. '\t' .. sources.display(hit))
+---@param width integer|nil
+local function write_answer(session, write, width)
+  local title, status = require('autodoc.sources').header(session)
+  write('0\t' .. title .. '  ' .. status) -- the header line (--header-lines=1)
+  session.listed = {}
+  for index, item in ipairs(sources.items(session, width)) do
+    session.listed[index] = item.hit
+    write(index .. '\t' .. item.text)
   end
   write(nil)
 end
@@ -65,20 +66,20 @@ function M.fzf_key(key)
   return (modifier:lower() == 'c' and 'ctrl-' or 'alt-') .. rest:lower()
 end
 
----@param session autodoc.SourceSession
----@return table<string, table> fzf-lua actions flipping the stages
-local function stage_actions(session)
+---@param session autodoc.Session
+---@return table<string, table> fzf-lua actions for the session's keys
+local function key_actions(session)
   local actions = {}
-  sources.each_stage_key(session, function(_, key, flip)
+  sources.each_key(session, function(key, fn)
     local fzf_key = M.fzf_key(key)
     if fzf_key then
-      actions[fzf_key] = { fn = flip, exec_silent = true }
+      actions[fzf_key] = { fn = fn, exec_silent = true }
     end
   end)
   return actions
 end
 
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@return table a fzf-lua builtin previewer class showing the hit's section
 local function previewer(session)
   local base = require('fzf-lua.previewer.builtin').base
@@ -102,55 +103,84 @@ local function previewer(session)
   return Section
 end
 
----@param session autodoc.SourceSession
+--- The cells a row has: fzf's window, less its pointer, marker and scroll bar, and the builtin preview beside.
+---@return integer|nil
+local function width()
+  local ok, winobj = pcall(function() return require('fzf-lua').utils.fzf_winobj() end)
+  local win = ok and winobj and winobj.fzf_winid
+  if not win or not vim.api.nvim_win_is_valid(win) then
+    return nil
+  end
+  return vim.api.nvim_win_get_width(win) - 4
+end
+
+---@param session autodoc.Session
 ---@param opts table fzf-lua options
 local function open(session, opts)
   local port = free_port()
   local waiting ---@type { prompt: string, write: fun(line: string|nil) }|nil
   local reload_command
-  M.session = session
+  local prompt_title = session:title()
   session.on_update = function()
-    if waiting and waiting.prompt == session.prompt then
+    if waiting and waiting.prompt == session.prompt and session.level + (session.message and 1 or 0) > 0 then
       local write = waiting.write
       waiting = nil
-      write_answer(session, write)
+      write_answer(session, write, width())
     elseif reload_command then
+      if session:title() ~= prompt_title then
+        prompt_title = session:title()
+        post(port, 'change-prompt:' .. prompt_title .. '> ')
+      end
       post(port, 'reload:' .. reload_command)
     end
   end
   local contents = function(args) -- fzf-lua passes fzf's {q} as args[1]
     return function(write)
       local query = (type(args) == 'table' and args[1] or args) or ''
-      sources.query(session, query)
-      if session.prompt == query and (session.answer or query:match('^%s*$')) then
-        write_answer(session, write)
+      if query ~= session.prompt then
+        session:typed()
+        session:ask(query)
+      end
+      if session.level > 0 or session.message then
+        write_answer(session, write, width())
       else
         waiting = { prompt = query, write = write }
       end
     end
   end
-  local actions = vim.tbl_extend('force', stage_actions(session), {
-    default = function(selected)
-      local hit = (session.listed or {})[tonumber((selected[1] or ''):match('^(%d+)\t'))]
-      if hit then
-        sources.jump(session, hit)
-      end
-    end,
+  local function chosen(selected)
+    local hits = {}
+    for _, line in ipairs(selected or {}) do
+      table.insert(hits, (session.listed or {})[tonumber(line:match('^(%d+)\t'))])
+    end
+    return hits
+  end
+  local actions = vim.tbl_extend('force', key_actions(session), {
+    default = function(selected) sources.choose(session, chosen(selected)) end,
   })
   local _, command = require('fzf-lua').fzf_live(contents, vim.tbl_deep_extend('force', {
-    prompt = 'AutoDoc · ' .. session.workspace .. '> ',
+    prompt = prompt_title .. '> ',
+    query = session.initial_query,
     exec_empty_query = true,
     previewer = previewer(session),
     actions = actions,
-    fzf_opts = { ['--listen'] = port, ['--delimiter'] = '\t', ['--with-nth'] = '2..' },
+    fzf_opts = { ['--listen'] = port, ['--delimiter'] = '\t', ['--with-nth'] = '2..', ['--header-lines'] = 1,
+      ['--multi'] = true },
   }, opts))
   reload_command = command
 end
 
 --- Open the picker (fzf-lua and the fzf binary must be installed).
----@param opts table|nil fzf-lua options, merged over ours
+---@param opts table|nil fzf-lua options, merged over ours, and autodoc.SourceOptions (query, workspace, related,
+---   on_choose)
 function M.search(opts)
-  sources.start('fzf-lua', function() end, function(session) open(session, opts or {}) end)
+  opts = opts or {}
+  local own = { query = opts.query, workspace = opts.workspace, related = opts.related, on_choose = opts.on_choose }
+  local fzf_opts = vim.deepcopy(opts)
+  for key in pairs(own) do
+    fzf_opts[key] = nil
+  end
+  sources.start('fzf-lua', own, function(session) open(session, fzf_opts) end)
 end
 
 return M

@@ -1,151 +1,104 @@
---- What every picker source shares (telescope, fzf-lua, snacks, mini.pick): a search session that
---- streams each query's stages (lexical first, replaced by the full answer; answers to an older
---- query dropped), the preview of a hit's section, and the jump to its line span.
+--- What the picker sources share (telescope, fzf-lua, snacks, mini.pick): each is a view over a search
+--- session (autodoc.session), which owns the workspace, the stages, the refusals, the answers and their
+--- staleness, and related mode. Here: starting a session for a source, its keys, its items, the preview of a
+--- hit's section, and what choosing hits does.
 local autodoc = require('autodoc')
 local config = require('autodoc.config')
 local stages = require('autodoc.stages')
-local finder = require('autodoc.picker.finder')
+local session_core = require('autodoc.session')
 
 local M = {}
 
----@class autodoc.SourceSession
----@field workspace string
----@field root string
----@field stages table<string, boolean> the checked stages, shared with the built-in picker
----@field prompt string|nil the newest query asked
----@field answer autodoc.Answer|nil the newest answer to `prompt`
----@field level integer 1: lexical only, 2: every stage
----@field shown { [1]: string, [2]: integer }[] (query, level) of every answer shown, in order (tests)
----@field on_update fun(session: autodoc.SourceSession)
----@field lane string
----@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit last previewed, where
----@field related autodoc.RelatedSource|nil set: the session lists the sections related to it (autodoc.related)
+---@class autodoc.SourceOptions
+---@field query string|nil pre-fills the prompt
+---@field workspace string|nil the workspace searched when the prompt names none
+---@field related autodoc.RelatedSource|nil list the sections related to this one
+---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil called with the chosen hits
+---   (every marked one, else the one under the cursor) in place of jumping to the first
 
---- The keys that flip stage `name`.
----@param name 'lexical'|'semantic'|'rerank'
----@return string[]
-function M.stage_keys(name)
-  return config.key_list(autodoc.config.keys['toggle_' .. name])
-end
-
---- Call `bind(name, key, flip, index)` for every key of every stage (`index`: the key's place in its list).
----@param session autodoc.SourceSession
----@param bind fun(name: string, key: string, flip: fun(), index: integer)
-function M.each_stage_key(session, bind)
+--- Call `bind(key, fn, name)` for every key the session answers in a source: the stage toggles (`name`: the
+--- stage) and the next workspace (`name`: 'next_workspace'). A key may come as a list.
+---@param session autodoc.Session
+---@param bind fun(key: string, fn: fun(), name: string, index: integer)
+function M.each_key(session, bind)
   for _, name in ipairs(stages.names) do
-    for index, key in ipairs(M.stage_keys(name)) do
-      bind(name, key, function() M.toggle(session, name) end, index)
+    for index, key in ipairs(config.key_list(autodoc.config.keys['toggle_' .. name])) do
+      bind(key, function() session:toggle(name) end, name, index)
     end
+  end
+  for index, key in ipairs(config.key_list(autodoc.config.keys.next_workspace)) do
+    bind(key, function() session:next_workspace() end, 'next_workspace', index)
   end
 end
 
---- Open the engine, then call `open(session)`; `on_update(session)` runs for every answer shown.
----@param lane string requests of one source supersede each other only
----@param on_update fun(session: autodoc.SourceSession)
----@param open fun(session: autodoc.SourceSession)
-function M.start(lane, on_update, open)
-  local related = require('autodoc.related').take_pending() -- :AutodocPick {source} related
-  autodoc.when_ready(function()
-    local workspace = related and related.workspace or (autodoc.config.workspaces[1] or {}).name
-    if not workspace or not autodoc.workspaces[workspace] then
-      workspace = vim.tbl_keys(autodoc.workspaces)[1]
-    end
-    if not workspace then
-      vim.notify('autodoc: no workspace yet; add one with :AutodocWorkspaceAdd', vim.log.levels.WARN)
+--- Start a session for `source`, then `open(session, opts)` once the engine is open; until then (and when it
+--- cannot open) the reason is said.
+---@param source string
+---@param opts autodoc.SourceOptions|nil
+---@param open fun(session: autodoc.Session)
+function M.start(source, opts, open)
+  opts = opts or {}
+  local related = opts.related or require('autodoc.related').take_pending() -- :AutodocPick {source} related
+  local session = session_core.new({ source = source, workspace = opts.workspace, related = related })
+  session.on_choose = opts.on_choose
+  session.initial_query = opts.query
+  session:start(function()
+    if not session.workspace then
+      vim.notify(require('autodoc.session.text').NO_WORKSPACE, vim.log.levels.WARN)
       return
     end
-    open({ workspace = workspace, root = autodoc.workspaces[workspace], stages = stages.load(), level = 0,
-      shown = {}, on_update = on_update, lane = lane, related = related })
+    open(session)
   end, function(message)
     vim.notify(message, vim.log.levels.ERROR)
   end)
 end
 
---- Ask `prompt` (nothing when it is the query already asked).
----@param session autodoc.SourceSession
----@param prompt string
-function M.query(session, prompt)
-  if session.related then
-    return require('autodoc.related').query(session, prompt)
-  end
-  if prompt == session.prompt then
-    return
-  end
-  session.prompt = prompt
-  session.answer = nil
-  session.level = 0
-  if prompt:match('^%s*$') then
-    return
-  end
-  finder.stream({
-    workspace = session.workspace,
-    query = prompt,
-    stages = stages.requested(session.stages, {}),
-    limit = autodoc.config.limit,
-    lane = session.lane,
-    is_current = function() return session.prompt == prompt end,
-    on_error = function(err)
-      session.answer = { hits = {}, error = require('autodoc.rpc').describe(err) }
-      session.on_update(session)
-    end,
-    on_answer = function(level, answer)
-      session.answer = answer
-      session.level = level
-      table.insert(session.shown, { prompt, level })
-      session.on_update(session)
-    end,
-  })
-end
-
---- Flip a stage and ask the current query again.
----@param session autodoc.SourceSession
----@param name string
-function M.toggle(session, name)
-  if not stages.toggle(session.stages, name) then
-    vim.notify('autodoc: keep Lexical or Semantic on: one must find the hits', vim.log.levels.WARN)
-    return
-  end
-  local prompt = session.prompt
-  session.prompt = nil
-  M.query(session, prompt or '')
-end
-
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@param hit autodoc.Hit
 ---@return string
 function M.file(session, hit)
   return session.root .. '/' .. hit.path
 end
 
---- The session's answer as picker items `{ text, hit }` (the error alone when it failed); `extend(item, hit)`
---- adds a picker's own fields.
----@param session autodoc.SourceSession
+--- The session's answer as picker items `{ text, hit }` fitted to `width`; in place of hits, one item saying
+--- why there are none (an error, a refusal of the prompt, the engine's reason). `extend(item, hit)` adds a
+--- picker's own fields.
+---@param session autodoc.Session
+---@param width integer|nil
 ---@param extend fun(item: table, hit: autodoc.Hit)|nil
 ---@return table[]
-function M.items(session, extend)
-  local answer = session.answer
-  if answer and answer.error then
-    return { { text = answer.error } }
+function M.items(session, width, extend)
+  if session.message then
+    return { { text = session.message } }
   end
   local items = {}
-  for index, hit in ipairs(answer and answer.hits or {}) do
-    items[index] = { text = M.display(hit), hit = hit }
+  for index, hit in ipairs(session:hits()) do
+    items[index] = { text = session:row(hit, width), hit = hit }
     if extend then
       extend(items[index], hit)
     end
   end
+  local reason = require('autodoc.session.text').no_hits_reason(session.answer)
+  if reason then
+    items[1] = { text = '0 hits: ' .. reason }
+  end
   return items
 end
 
---- One hit as a picker line.
----@param hit autodoc.Hit
----@return string
-function M.display(hit)
-  return require('autodoc.picker.render').hit_line(hit)
+--- The title and the state line a source shows: `AutoDoc · kb` and `[x] Lexical  [x] Semantic · 2 hits`; a
+--- refusal comes first, so a narrow title still shows it.
+---@param session autodoc.Session
+---@return string title, string status
+function M.header(session)
+  local status = session:status()
+  if session.notice then
+    return session:title(), status .. '  ' .. session:toggles()
+  end
+  return session:title(), session:toggles() .. (status ~= '' and '  · ' .. status or '')
 end
 
 --- The hit's file as preview lines.
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@param hit autodoc.Hit
 ---@return string[]
 function M.preview_lines(session, hit)
@@ -154,7 +107,7 @@ end
 
 --- Highlight the hit's section and the query words in `buf` (which holds the preview lines), and put
 --- `win` (if given) on the section once it shows `buf`.
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@param hit autodoc.Hit
 ---@param buf integer
 ---@param win integer|nil
@@ -165,7 +118,7 @@ function M.mark_section(session, hit, buf, win)
 end
 
 --- Fill `buf` with the hit's file, its section highlighted, and put `win` (if given) on it.
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@param hit autodoc.Hit
 ---@param buf integer
 ---@param win integer|nil
@@ -176,11 +129,20 @@ function M.preview(session, hit, buf, win)
   M.mark_section(session, hit, buf, win)
 end
 
---- Open the hit's file on its first line, its whole span in view.
----@param session autodoc.SourceSession
----@param hit autodoc.Hit
+--- The chosen hits: the session's on_choose gets them all; else the first is opened on its line span.
+---@param session autodoc.Session
+---@param hits autodoc.Hit[]
 ---@param how 'edit'|'vsplit'|'split'|'tab'|nil
-function M.jump(session, hit, how)
+function M.choose(session, hits, how)
+  session:close()
+  if #hits == 0 then
+    return
+  end
+  if session.on_choose then
+    session.on_choose(hits, session)
+    return
+  end
+  local hit = hits[1]
   require('autodoc.picker.actions').jump(M.file(session, hit), hit.line_start, hit.line_end, how)
 end
 

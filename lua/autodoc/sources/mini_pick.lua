@@ -1,46 +1,64 @@
---- The hybrid search as a mini.pick picker (:AutodocPick mini.pick, or :Pick autodoc: plugin/autodoc.lua adds
---- it to MiniPick.registry). The engine ranks, so `match` only asks the query; each answer (lexical, then
---- every stage) replaces the items.
+--- The search session (autodoc.session) as a mini.pick picker (:AutodocPick mini.pick, or :Pick autodoc:
+--- plugin/autodoc.lua adds it to MiniPick.registry). The engine ranks, so `match` only asks the query; each
+--- answer (lexical, then every stage) replaces the items. The footer names the workspace, the stages and a
+--- refusal; `<M-CR>` chooses the marked hits (`<C-x>` marks).
 local sources = require('autodoc.sources')
 
 local M = {}
 
----@param session autodoc.SourceSession
----@return { text: string, hit: autodoc.Hit|nil }[]
-local function items_of(session)
-  return sources.items(session)
-end
-
----@param session autodoc.SourceSession
+---@param session autodoc.Session
 ---@return table<string, { char: string, func: fun() }> one mapping per key (mini.pick takes one char each)
-local function stage_mappings(session)
-  local mappings = {}
-  sources.each_stage_key(session, function(name, key, flip, index)
-    mappings['autodoc_' .. name .. (index > 1 and '_' .. index or '')] = { char = key, func = flip }
+local function mappings(session)
+  local list = {}
+  sources.each_key(session, function(key, fn, name, index)
+    list['autodoc_' .. name .. (index > 1 and '_' .. index or '')] = { char = key, func = fn }
   end)
-  return mappings
+  return list
 end
 
----@param session autodoc.SourceSession
+---@param pick table mini.pick
+---@return integer|nil the cells a row has in the list window
+local function width(pick)
+  local win = pick.is_picker_active() and pick.get_picker_state().windows.main
+  return win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) - 1 or nil
+end
+
+---@param session autodoc.Session
+---@param name string the source name now
+---@return string
+local function footer(session)
+  local title, status = sources.header(session)
+  return title .. '  ' .. status
+end
+
+---@param session autodoc.Session
 local function open(session)
   local pick = require('mini.pick')
-  local name = 'AutoDoc · ' .. session.workspace
+  local name = footer(session)
   session.on_update = function()
     local opts = pick.is_picker_active() and pick.get_picker_opts()
-    if opts and opts.source.name == name then -- never into another picker opened since
-      pick.set_picker_items(items_of(session))
+    if not opts or opts.source.name ~= name then -- never into another picker opened since
+      return
     end
+    name = footer(session)
+    pick.set_picker_opts({ source = { name = name } })
+    pick.set_picker_items(sources.items(session, width(pick)))
   end
-  M.session = session
+  local function chosen(items)
+    return vim.tbl_map(function(item) return item.hit end, vim.tbl_filter(function(item) return item.hit end, items))
+  end
+  if session.initial_query and session.initial_query ~= '' then
+    vim.schedule(function() pick.set_picker_query(vim.split(session.initial_query, '')) end)
+  end
   pick.start({
     source = {
       name = name,
       items = {},
       match = function(stritems)
         local prompt = table.concat(pick.get_picker_query() or {})
-        sources.query(session, prompt)
-        if prompt:match('^%s*$') and #stritems > 0 and not session.related then
-          vim.schedule(function() pick.set_picker_items({}) end)
+        if prompt ~= session.prompt then
+          session:typed()
+          session:ask(prompt)
         end
         return vim.fn.range(1, #stritems) -- the engine's order, whatever the query
       end,
@@ -50,22 +68,24 @@ local function open(session)
         end
       end,
       choose = function(item)
-        if item.hit then
-          vim.schedule(function() sources.jump(session, item.hit) end) -- once the picker has closed
-        end
+        vim.schedule(function() sources.choose(session, chosen({ item })) end) -- once the picker has closed
+      end,
+      choose_marked = function(items)
+        vim.schedule(function() sources.choose(session, chosen(items)) end)
       end,
     },
-    mappings = stage_mappings(session),
+    mappings = mappings(session),
   })
 end
 
 --- Open the picker (mini.pick must be installed; its setup() is called when nobody has).
-function M.search()
+---@param opts autodoc.SourceOptions|nil
+function M.search(opts)
   local pick = require('mini.pick')
   if not _G.MiniPick then
     pick.setup()
   end
-  sources.start('mini.pick', function() end, open)
+  sources.start('mini.pick', opts, open)
 end
 
 return M

@@ -1,0 +1,379 @@
+--- One search in the editor, whatever picker shows it: the workspace (`@name` before the query, `<M-w>` for the
+--- next one), the stages and what the workspace can run, the refusals, the answers and whether they are still
+--- wanted, and related mode. The built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are
+--- views over it: they hand it the prompt and keys, and draw what it holds when `on_update` says so.
+---
+--- Whether an answer is still wanted is decided here alone: every ask takes a new `tick`, and an answer to an
+--- older tick (or to a closed session) is dropped, as mini.pick's querytick does.
+local autodoc = require('autodoc')
+local rpc = require('autodoc.rpc')
+local stages = require('autodoc.stages')
+local text = require('autodoc.session.text')
+
+local M = {}
+
+---@class autodoc.Session
+---@field source string the view: 'builtin', 'telescope', 'fzf-lua', 'snacks', 'mini.pick'
+---@field workspace string|nil the workspace searched when the prompt names none
+---@field searched string|nil the workspace the newest ask searched
+---@field root string that workspace's folder
+---@field root_problem string|nil why that folder cannot be read (the engine's workspace.status)
+---@field stages table<string, boolean> the checked stages (saved across sessions)
+---@field available table<string, boolean> false for a stage the workspace cannot run
+---@field rank_model string|nil
+---@field related autodoc.RelatedSource|nil set: the session lists the sections related to it
+---@field prompt string|nil what the view's prompt held at the newest ask
+---@field query string|nil that prompt without its `@workspace`
+---@field answer autodoc.Answer|nil the newest answer to the newest ask
+---@field level integer 0: nothing yet, 1: lexical only, 2: every stage
+---@field message string|nil shown in place of hits (an error, or why nothing is asked)
+---@field notice string|nil a refusal, shown until the next keystroke
+---@field tick integer every ask takes the next; answers to an older one are dropped
+---@field asked_at integer|nil hrtime of the newest ask
+---@field typed_at integer|nil hrtime of the keystroke behind it, when the view knows (its debounce)
+---@field requests table<string, integer> requests this session sent, by method
+---@field closed boolean
+---@field on_update fun(session: autodoc.Session) the view draws the session again
+local Session = {}
+Session.__index = Session
+
+---@type autodoc.Session|nil the session opened last (picker_state)
+M.current = nil
+
+---@class autodoc.SessionOptions
+---@field source string
+---@field workspace string|nil
+---@field related autodoc.RelatedSource|nil
+---@field on_update fun(session: autodoc.Session)|nil
+
+---@param opts autodoc.SessionOptions
+---@return autodoc.Session
+function M.new(opts)
+  local self = setmetatable({ source = opts.source, workspace = opts.workspace, related = opts.related, root = '',
+    stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
+    on_update = opts.on_update or function() end }, Session)
+  if opts.related then
+    self.workspace = opts.related.workspace
+  end
+  M.current = self
+  return self
+end
+
+--- Workspace names in order.
+---@return string[]
+function M.names()
+  local names = vim.tbl_keys(autodoc.workspaces)
+  table.sort(names)
+  return names
+end
+
+--- The workspace searched when none is named: the first configured, else the first by name.
+---@return string|nil
+function M.default_workspace()
+  local configured = (autodoc.config.workspaces[1] or {}).name
+  if configured and autodoc.workspaces[configured] then
+    return configured
+  end
+  return M.names()[1]
+end
+
+---@param self autodoc.Session
+---@param method string
+---@param params table
+---@param callback fun(err: table|nil, result: any)
+---@param on_partial fun(result: any)|nil
+local function request(self, method, params, callback, on_partial)
+  self.requests[method] = (self.requests[method] or 0) + 1
+  -- The lane lets the host stop an older search of this session at its next stage boundary.
+  rpc.request(method, params, callback, self.source .. ':' .. method, on_partial)
+end
+
+--- Is `tick` still the session's newest ask?
+---@param tick integer
+---@return boolean
+function Session:wanted(tick)
+  return tick == self.tick and not self.closed
+end
+
+--- Ask the engine which stages `workspace` can run and whether its folder is there.
+---@param workspace string
+function Session:learn(workspace)
+  self.available, self.rank_model, self.root_problem = {}, nil, nil
+  request(self, 'workspace.status', { workspace }, function(err, status)
+    if err or not status or self.searched ~= workspace or self.closed then
+      return
+    end
+    self.available.semantic = status.semantic ~= 'off'
+    self.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
+    self.rank_model = self.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil
+    local problem = status.root_problem
+    self.root_problem = problem ~= nil and problem ~= vim.NIL and problem or nil
+    self.on_update(self)
+  end)
+end
+
+---@param self autodoc.Session
+---@param workspace string
+local function search_in(self, workspace)
+  self.root = autodoc.workspaces[workspace] or self.root
+  if self.searched ~= workspace then
+    self.searched = workspace
+    self:learn(workspace)
+  end
+end
+
+---@param self autodoc.Session
+---@param answer autodoc.Answer
+---@param level integer
+local function take(self, answer, level)
+  local answered = vim.uv.hrtime()
+  self.answer, self.level, self.message = answer, level, nil
+  if not answer.empty_prompt then -- an empty prompt asked nothing: it says nothing about the stages
+    self.available.semantic = answer.semantic ~= 'off'
+    self.available.rerank = (answer.rank or {}).state ~= 'off'
+    self.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
+  end
+  self.on_update(self)
+  local drawn = vim.uv.hrtime()
+  local typed = self.typed_at or self.asked_at
+  local ms = function(from, to) return (to - from) / 1e6 end
+  -- User AutodocResults: an answer was handed to the view (:help autodoc-events), with where its time went.
+  vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { source = self.source, tick = self.tick,
+    level = level, prompt = self.prompt, query = self.query, workspace = self.searched,
+    stages = answer.stages and answer.stages.performed or {}, ms = ms(typed, drawn),
+    debounce_ms = ms(typed, self.asked_at), wait_ms = ms(self.asked_at, answered),
+    engine_ms = answer.timing and answer.timing.total or nil, render_ms = ms(answered, drawn) } })
+end
+
+local failed_with_message
+
+--- Run `fn` on the next turn of the loop if `tick` is still wanted: a view that asked from inside its own
+--- finder call is not redrawn from inside it.
+---@param self autodoc.Session
+---@param tick integer
+---@param fn fun()
+local function later(self, tick, fn)
+  vim.schedule(function()
+    if self:wanted(tick) then
+      fn()
+    end
+  end)
+end
+
+---@param self autodoc.Session
+---@param tick integer
+---@return fun(err: table)
+local function failed(self, tick)
+  return function(err)
+    failed_with_message(self, tick)(rpc.describe(err or {}))
+  end
+end
+
+---@param self autodoc.Session
+---@param tick integer
+---@return fun(message: string)
+failed_with_message = function(self, tick)
+  return function(message)
+    if self:wanted(tick) then
+      self.answer, self.message = nil, message
+      self.on_update(self)
+    end
+  end
+end
+
+--- Search what the view's prompt holds (the same prompt again asks again: a toggle, an index run).
+---@param prompt string
+---@param typed_at integer|nil hrtime of the keystroke behind it (a view that waits for typing to pause)
+function Session:ask(prompt, typed_at)
+  self.tick = self.tick + 1
+  local tick = self.tick
+  self.prompt, self.asked_at, self.typed_at = prompt, vim.uv.hrtime(), typed_at
+  if autodoc.phase ~= 'ready' then -- the host exited since the session began: open the engine again, then ask
+    autodoc.when_ready(function()
+      if self:wanted(tick) then
+        self:ask(prompt)
+      end
+    end, failed_with_message(self, tick))
+    return
+  end
+  local workspace, query, problem = text.parse_prompt(prompt, self.workspace, M.names())
+  self.query, self.answer, self.level, self.message = query, nil, 0, problem
+  if problem or not workspace then
+    self.message = problem or autodoc.error or text.NO_WORKSPACE
+    later(self, tick, function() self.on_update(self) end)
+    return
+  end
+  search_in(self, workspace)
+  local options = { limit = autodoc.config.limit, stages = stages.requested(self.stages, self.available),
+    snippets = false } -- no view shows snippets, and they were a fifth of a lexical search's time
+  if self.related then -- the prompt narrows the related sections; they are asked afresh each time
+    local source = self.related
+    request(self, 'search.related', { source.workspace, source.path,
+      vim.tbl_extend('force', options, { line = source.line }) }, function(err, answer)
+        if not self:wanted(tick) then
+          return
+        end
+        if err or not answer then
+          return failed(self, tick)(err)
+        end
+        take(self, text.filtered(answer, query), 2)
+      end)
+  elseif query:match('^%s*$') then
+    later(self, tick, function() take(self, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true }, 2) end)
+  else
+    -- search.stream: the lexical answer first (on_partial), then the full one; a partial never follows its final.
+    request(self, 'search.stream', { workspace, query, options }, function(err, answer)
+      if not self:wanted(tick) then
+        return
+      end
+      if err then
+        return failed(self, tick)(err)
+      end
+      take(self, answer, 2)
+    end, function(answer)
+      if self:wanted(tick) then
+        take(self, answer, 1)
+      end
+    end)
+  end
+end
+
+--- Ask the newest prompt again.
+function Session:refresh()
+  self:ask(self.prompt or '')
+end
+
+--- Say `refusal` on screen until the next keystroke (nil: clear it).
+---@param refusal string|nil
+function Session:refuse(refusal)
+  self.notice = refusal
+  self.on_update(self)
+end
+
+--- The view's prompt changed (a keystroke): the refusal shown is cleared.
+function Session:typed()
+  self.notice = nil
+end
+
+--- Flip stage `name` and ask again; a flip that cannot be is refused on screen.
+---@param name 'lexical'|'semantic'|'rerank'
+---@return string|nil refusal
+function Session:toggle(name)
+  local refusal
+  if self.available[name] == false then
+    refusal = name == 'rerank' and 'autodoc: no ranker is configured: Rerank stays off'
+      or 'autodoc: no embedding model: Semantic stays off'
+  elseif not stages.toggle(self.stages, name) then
+    refusal = 'autodoc: keep Lexical or Semantic on: one must find the hits'
+  end
+  if refusal then
+    self:refuse(refusal)
+    return refusal
+  end
+  self.notice = nil
+  self:refresh()
+end
+
+--- Search the next workspace, by name, with the same query. A prompt that names its workspace (`@name`) keeps
+--- it: that is refused on screen.
+---@return string|nil refusal
+function Session:next_workspace()
+  local refusal
+  local names = M.names()
+  if self.related then
+    refusal = 'autodoc: related sections are those of the file’s own workspace'
+  elseif #names < 2 then
+    refusal = 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
+  elseif (self.prompt or ''):match('^@%S') then
+    refusal = 'autodoc: the prompt names its workspace (@name): edit it to search another'
+  end
+  if refusal then
+    self:refuse(refusal)
+    return refusal
+  end
+  local index = 1
+  for i, name in ipairs(names) do
+    if name == self.searched then
+      index = i % #names + 1
+    end
+  end
+  self.workspace, self.notice = names[index], nil
+  self:refresh()
+end
+
+--- The session ends: answers still on their way are dropped.
+function Session:close()
+  self.closed = true
+  self.tick = self.tick + 1
+end
+
+--- Open the engine, settle the workspace, then `ready(session)`; `failed(message)` when the engine cannot open.
+---@param ready fun(session: autodoc.Session)
+---@param on_failure fun(message: string)|nil
+function Session:start(ready, on_failure)
+  autodoc.when_ready(function()
+    if self.closed then
+      return
+    end
+    if not self.workspace or not autodoc.workspaces[self.workspace] then
+      self.workspace = M.default_workspace()
+    end
+    if self.workspace then
+      search_in(self, self.workspace)
+    end
+    ready(self)
+  end, function(message)
+    self.message = message
+    if on_failure then
+      on_failure(message)
+    end
+    self.on_update(self)
+  end)
+end
+
+-- What views draw, in the session's words (autodoc.session.text).
+
+---@param hit autodoc.Hit
+---@param width integer|nil
+---@return string
+function Session:row(hit, width)
+  return text.row(hit, width)
+end
+
+---@return string e.g. 'AutoDoc · kb', with the folder's problem when it has one
+function Session:title()
+  return text.title(self)
+end
+
+---@return string the stage checkboxes, e.g. '[x] Lexical  [x] Semantic'
+function Session:toggles()
+  return text.toggles(self)
+end
+
+---@return string the refusal, the message, why there are no hits, or the answer's summary
+function Session:status()
+  return text.status(self)
+end
+
+---@return autodoc.Hit[]
+function Session:hits()
+  return self.answer and self.answer.hits or {}
+end
+
+--- What the open session shows, read-only (require('autodoc').picker_state()).
+---@return table|nil
+function M.state()
+  local self = M.current
+  if not self then
+    return nil
+  end
+  local performed = self.answer and self.answer.stages and self.answer.stages.performed or {}
+  return vim.deepcopy({ source = self.source, workspace = self.searched or self.workspace, root = self.root,
+    root_problem = self.root_problem, prompt = self.prompt, query = self.query, stages = self.stages,
+    available = self.available, level = self.level, tick = self.tick, performed = performed,
+    hits = self:hits(), notice = self.notice, message = self.message, title = self:title(),
+    toggles = self:toggles(), status = self:status(), requests = self.requests, closed = self.closed,
+    related = self.related and { path = self.related.path, line = self.related.line } or nil })
+end
+
+return M

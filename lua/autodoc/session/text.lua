@@ -1,0 +1,239 @@
+--- What a search session says, as text every view draws the same: a hit's row fitted to a width, the title,
+--- the stage checkboxes, the line under the list (a refusal, why there are no hits, or the answer's summary),
+--- and the prompt's `@workspace`.
+local stages = require('autodoc.stages')
+
+local M = {}
+
+M.NO_WORKSPACE = "autodoc: no workspace yet; add one with :AutodocWorkspaceAdd or "
+  .. "setup({ workspaces = { { name = 'kb', path = '~/kb' } } })"
+--- The engine's reason for a query it could not search (stages.skipped), said in place of "0 hits".
+local NO_WORDS = 'the query has no words to search for'
+
+--- The display cells of `text` (printable ASCII, most rows, is counted without asking Neovim).
+---@param text string
+---@return integer
+local function cells(text)
+  return text:find('[^\32-\126]') and vim.api.nvim_strwidth(text) or #text
+end
+M.cells = cells
+
+--- `text` cut to `width` display cells in the middle, keeping more of its end (a breadcrumb's last part
+--- names the section itself). Linear in the text: each row of every list is drawn with it.
+---@param text string
+---@param width integer
+---@return string
+function M.shorten_middle(text, width)
+  if cells(text) <= width then
+    return text
+  end
+  if width <= 1 then
+    return width == 1 and '…' or ''
+  end
+  local head_cells = math.floor((width - 1) * 0.4)
+  if not text:find('[^\32-\126]') then
+    return text:sub(1, head_cells) .. '…' .. text:sub(#text - (width - 1 - head_cells) + 1)
+  end
+  local chars = {}
+  for char in text:gmatch('[%z\1-\127\194-\244][\128-\191]*') do
+    chars[#chars + 1] = char
+  end
+  local head, used = {}, 0
+  for _, char in ipairs(chars) do
+    local char_cells = #char == 1 and 1 or vim.api.nvim_strwidth(char)
+    if used + char_cells > head_cells then
+      break
+    end
+    used = used + char_cells
+    head[#head + 1] = char
+  end
+  local tail, tail_used = {}, 0
+  for index = #chars, 1, -1 do
+    local char_cells = #chars[index] == 1 and 1 or vim.api.nvim_strwidth(chars[index])
+    if tail_used + char_cells > width - 1 - used then
+      break
+    end
+    tail_used = tail_used + char_cells
+    table.insert(tail, 1, chars[index])
+  end
+  return table.concat(head) .. '…' .. table.concat(tail)
+end
+
+--- One hit as a row: `path:start-end  breadcrumb  relevance  [stages]`, `(superseded)` after a hit the engine
+--- demoted below its successor. Given a `width`, a row that would be wider loses the middle of its breadcrumb
+--- first, then of its path: the span, the relevance, the stages and the mark always show.
+---@param hit autodoc.Hit
+---@param width integer|nil the list's width in cells
+---@return string
+function M.row(hit, width)
+  if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
+    return string.format('%s  %s', hit.path, hit.breadcrumb)
+  end
+  local span = string.format(':%d-%d', hit.line_start, hit.line_end)
+  local tail = string.format('  %.2f  [%s]%s', tonumber(hit.relevance) or 0, table.concat(hit.via or {}, '+'),
+    hit.superseded == true and '  (superseded)' or '')
+  local path, crumb = hit.path, hit.breadcrumb or ''
+  if width then
+    local room = width - cells(span .. tail) - cells(path) - 2
+    if room >= 8 then
+      crumb = M.shorten_middle(crumb, room)
+    else -- no room for a breadcrumb worth reading: the path gets what is left
+      crumb = ''
+      path = M.shorten_middle(path, math.max(width - cells(span .. tail), 1))
+    end
+  end
+  return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
+end
+
+--- `prompt` as the workspace to search and the query: `@name query` names a workspace; a prompt that is only
+--- `@na` (being typed) or names none that exists asks nothing and says which there are.
+---@param prompt string
+---@param default string|nil the session's workspace
+---@param names string[] the workspaces, in order
+---@return string|nil workspace, string query, string|nil problem
+function M.parse_prompt(prompt, default, names)
+  local name, rest = prompt:match('^@(%S*)(.*)$')
+  if not name then
+    return default, prompt, nil
+  end
+  if vim.tbl_contains(names, name) and rest:match('^%s') then
+    return name, vim.trim(rest), nil
+  end
+  if rest == '' and vim.tbl_contains(names, name) then
+    return name, '', nil
+  end
+  local known = table.concat(vim.tbl_map(function(n) return '@' .. n end, names), ' ')
+  if rest == '' then
+    return default, '', 'workspaces: ' .. known
+  end
+  return default, rest, string.format("autodoc: no workspace '%s' (there are %s)", name, known)
+end
+
+---@param session autodoc.Session
+---@return string
+function M.title(session)
+  local kind = session.related and 'AutoDoc related' or 'AutoDoc'
+  local title = kind .. ' · ' .. (session.searched or session.workspace or '…')
+  if session.root_problem then
+    title = title .. ' · ' .. session.root_problem
+  end
+  return title
+end
+
+---@param session autodoc.Session
+---@return string
+function M.toggles(session)
+  local pieces = {}
+  for _, name in ipairs(stages.names) do
+    if session.available[name] ~= false then
+      local label = stages.labels[name]
+      if name == 'rerank' and session.rank_model then
+        label = string.format('Rerank (%s)', session.rank_model)
+      end
+      table.insert(pieces, string.format('[%s] %s', session.stages[name] and 'x' or ' ', label))
+    end
+  end
+  return table.concat(pieces, '  ')
+end
+
+--- Why `answer` has no hits, when the engine said (a query of punctuation only).
+---@param answer autodoc.Answer|nil
+---@return string|nil
+function M.no_hits_reason(answer)
+  if not answer or answer.empty_prompt or #answer.hits > 0 then
+    return nil
+  end
+  local skipped = answer.stages and answer.stages.skipped
+  for _, reason in pairs(type(skipped) == 'table' and skipped or {}) do
+    if reason == NO_WORDS then
+      return NO_WORDS
+    end
+  end
+  -- Lexical alone says no reason; its parse does: no term, no facet, no stop word left out.
+  local query = type(answer.query) == 'table' and answer.query or {}
+  local function none(list) return type(list) ~= 'table' or #list == 0 end
+  if type(query.dropped_stopwords) == 'table' and none(query.terms) and none(query.facets)
+      and none(query.dropped_stopwords) then
+    return NO_WORDS
+  end
+end
+
+--- The answer in a few words: the rerank outcome, the semantic state, a reason for no hits, or the hit count.
+---@param answer autodoc.Answer
+---@return string
+function M.summary(answer)
+  local parts = {}
+  local rank = answer.rank or {}
+  local skipped = answer.stages and answer.stages.skipped or {}
+  if rank.state == 'ranked' then
+    table.insert(parts, 're-ranked by ' .. tostring(rank.model))
+  elseif rank.state == 'error' then
+    table.insert(parts, 'not re-ranked: ' .. tostring(rank.error))
+  elseif rank.state ~= 'off' and type(skipped) == 'table' and skipped.rerank then
+    table.insert(parts, 'not re-ranked: ' .. skipped.rerank) -- no ranker at all is no news
+  end
+  local performed = answer.stages and answer.stages.performed or {}
+  local by_meaning = #answer.hits > 0 and vim.tbl_contains(performed, 'lexical')
+  for _, hit in ipairs(answer.hits) do
+    by_meaning = by_meaning and hit.via and #hit.via == 1 and hit.via[1] == 'semantic'
+  end
+  if by_meaning then
+    table.insert(parts, 'no section has these words: by meaning only')
+  end
+  local requested = answer.stages and answer.stages.requested
+  local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
+  if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
+    table.insert(parts, 'semantic ' .. answer.semantic) -- not news once Semantic is switched off
+  end
+  local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
+  if left_out > 0 then -- a pasted paragraph: most of it was not searched
+    table.insert(parts, string.format('only the first %d of %d terms searched', #answer.query.terms,
+      #answer.query.terms + left_out))
+  end
+  local reason = M.no_hits_reason(answer)
+  if reason then
+    table.insert(parts, '0 hits: ' .. reason)
+  end
+  local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
+  return #parts > 0 and table.concat(parts, ' · ') or count
+end
+
+--- The line under the list: a refusal, else what stands in place of hits, else the answer's summary.
+---@param session autodoc.Session
+---@return string
+function M.status(session)
+  if session.notice then
+    return session.notice
+  end
+  if session.message then
+    return session.message
+  end
+  if session.answer and not session.answer.empty_prompt then
+    return M.summary(session.answer)
+  end
+  return ''
+end
+
+--- The answer with only the hits whose path or breadcrumb holds every word typed (case-blind): in related
+--- mode the prompt narrows the related sections, it asks nothing.
+---@param answer autodoc.Answer
+---@param prompt string|nil
+---@return autodoc.Answer
+function M.filtered(answer, prompt)
+  local words = vim.split(vim.trim(prompt or ''):lower(), '%s+', { trimempty = true })
+  if #words == 0 then
+    return answer
+  end
+  local kept = vim.tbl_filter(function(hit)
+    local haystack = (hit.path .. ' ' .. (hit.breadcrumb or '')):lower()
+    for _, word in ipairs(words) do
+      if not haystack:find(word, 1, true) then
+        return false
+      end
+    end
+    return true
+  end, answer.hits)
+  return vim.tbl_extend('force', answer, { hits = kept })
+end
+
+return M

@@ -1,0 +1,133 @@
+"""One test table for the five views of a search session (the built-in picker, telescope, mini.pick, snacks,
+fzf-lua; the pickers are the pinned copies in ../shared/nvim-plugins): each view is driven by its keys and
+read from the screen, and each must behave the same, since the session (autodoc.session) owns the search."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import write
+from tests.nvim import lua_string, neovim, wait_for
+from tests.nvim.pickers import VIEWS, open_view, picker_state, screen, shows, view_init, wait_indexed
+
+ROW = re.compile(r":\d+-\d+  .*  \d\.\d\d  \[[a-z+]+\]")  # span, breadcrumb, relevance, stages
+
+
+def two_workspaces(tmp_path: Path) -> str:
+    kb, other = tmp_path / "kb", tmp_path / "other"
+    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+    write(kb, "notes/yeast.md", "# Yeast\n\n## Proofing\n\nYeast proofs in warm water.\n")
+    write(other, "bakery/loaves.md", "# Loaves\n\n## Sourdough bread\n\nA sourdough bread rises slowly.\n")
+    workspaces = f"{{ {{ name = 'kb', path = {lua_string(kb)} }}, {{ name = 'other', path = {lua_string(other)} }} }}"
+    return f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {workspaces} }})"
+
+
+def clear_prompt(nvim) -> None:
+    """Empty the prompt the same way in every view (<C-u> scrolls telescope's preview)."""
+    nvim.input("<BS>" * len(picker_state(nvim)["prompt"]))
+
+
+def indexed_both(nvim) -> None:
+    wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 2)
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_prompt_s_workspace_and_the_next_workspace_key(tmp_path: Path, view: str) -> None:
+    with neovim(tmp_path, view_init(tmp_path, view, two_workspaces(tmp_path))) as nvim:
+        indexed_both(nvim)
+        open_view(nvim, view)
+        nvim.input("bread")
+        assert wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
+        nvim.input("<M-w>")  # the next workspace, by name
+        wait_for(lambda: shows(nvim, "bakery/loaves.md:3-5", "AutoDoc · other"))
+        assert picker_state(nvim)["workspace"] == "other"
+        assert not shows(nvim, "notes/cooking.md:3-5")
+        clear_prompt(nvim)
+        nvim.input("@kb bread")  # the prompt names its workspace
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
+        nvim.input("<M-w>")  # refused while the prompt names one: said on screen
+        assert wait_for(lambda: shows(nvim, "the prompt names its workspace"))
+        clear_prompt(nvim)
+        nvim.input("@nope bread")
+        assert wait_for(lambda: shows(nvim, "no workspace 'nope' (there are @kb @other)"))
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_stage_toggles_show_their_state_and_a_refused_key_says_why(tmp_path: Path, notes: Path, view: str) -> None:
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(notes)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        wait_indexed(nvim)
+        open_view(nvim, view)
+        nvim.input("bread")
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "[x] Lexical"))
+        nvim.input("<M-l>")  # Lexical off: Semantic alone finds the hits
+        wait_for(lambda: shows(nvim, "[ ] Lexical"))
+        assert picker_state(nvim)["stages"]["lexical"] is False
+        nvim.input("<M-l>")
+        wait_for(lambda: shows(nvim, "[x] Lexical") and picker_state(nvim)["stages"]["lexical"])
+        wait_for(lambda: picker_state(nvim)["available"].get("rerank") is False)  # no ranker configured
+        nvim.input("<M-r>")
+        assert wait_for(lambda: shows(nvim, "no ranker is configured: Rerank stays off"))
+
+
+LONG_HEADING = ("# Operations handbook for the storage cluster and its many replicas\n\n"
+                "## Recovering a lost lease after a crash of the primary while replicas keep serving reads\n\n"
+                "The lease recovery lock is taken again after a crash, once the lease expires.\n")
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("view", VIEWS)
+def test_rows_fit_the_width_and_keep_span_relevance_and_stages(
+        tmp_path: Path, kb: Path, view: str, columns: int) -> None:
+    write(kb, "ops/lease.md", LONG_HEADING)
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(kb)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup, columns=columns)) as nvim:
+        wait_indexed(nvim)
+        open_view(nvim, view)
+        nvim.input("lease recovery lock")
+        row = wait_for(lambda: [line for line in screen(nvim) if "ops/lease.md:3-5" in line])[0]
+        assert ROW.search(row), row  # the span, the relevance and the stages all show
+        assert row.rstrip().endswith("]"), row  # nothing cut at the right edge
+        assert "…" in row and "serving reads" in row, row  # the breadcrumb lost its middle, kept its end
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_related_mode_lists_the_related_sections_asked_afresh(tmp_path: Path, view: str) -> None:
+    kb = tmp_path / "kb"
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\nWe keep every workspace in one "
+                             "embedded gecko relational store.\n")
+    write(kb, "design/storage.md", "# Storage design\n\n## Store\n\nThe gecko store follows "
+                                   "[the ADR](../adr/0002.md): one relational store.\n")
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(kb)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        wait_indexed(nvim)
+        nvim.command(f"edit {kb / 'design/storage.md'}")
+        nvim.current.window.cursor = (5, 0)
+        open_view(nvim, view, related=True)
+        wait_for(lambda: shows(nvim, "adr/0002.md:3-5", "AutoDoc related · kb"))
+        asked = picker_state(nvim)["requests"]["search.related"]
+        nvim.input("<M-l>")  # another stage set: asked again, never a kept answer
+        wait_for(lambda: picker_state(nvim)["requests"]["search.related"] > asked and shows(nvim, "[ ] Lexical"))
+        nvim.input("<M-l>")
+        wait_for(lambda: picker_state(nvim)["requests"]["search.related"] > asked + 1 and shows(nvim, "[x] Lexical"))
+        assert shows(nvim, "adr/0002.md:3-5")
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_query_of_punctuation_only_says_it_has_no_words(tmp_path: Path, notes: Path, view: str) -> None:
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(notes)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        wait_indexed(nvim)
+        open_view(nvim, view)
+        nvim.input("!!!???")
+        assert wait_for(lambda: shows(nvim, "the query has no words to search for"))
+        nvim.input("<M-s>")  # with or without Semantic asked
+        wait_for(lambda: picker_state(nvim)["stages"]["semantic"] is False or shows(nvim, "Semantic stays off"))
+        assert wait_for(lambda: shows(nvim, "the query has no words to search for"))
