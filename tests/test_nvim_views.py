@@ -74,7 +74,8 @@ def test_stage_toggles_show_their_state_and_a_refused_key_says_why(tmp_path: Pat
         assert wait_for(lambda: shows(nvim, "no ranker is configured: Rerank stays off"))
 
 
-LONG_HEADING = ("# Operations handbook for the storage cluster and its many replicas\n\n"
+LONG_HEADING = ("# Operations handbook for the storage cluster, its many replicas, their backups, the people on call "
+                "and the dashboards they watch through the night\n\n"
                 "## Recovering a lost lease after a crash of the primary while replicas keep serving reads\n\n"
                 "The lease recovery lock is taken again after a crash, once the lease expires.\n")
 
@@ -93,7 +94,7 @@ def test_rows_fit_the_width_and_keep_span_relevance_and_stages(
         row = wait_for(lambda: [line for line in screen(nvim) if "ops/lease.md:3-5" in line])[0]
         assert ROW.search(row), row  # the span, the relevance and the stages all show
         assert row.rstrip().endswith("]"), row  # nothing cut at the right edge
-        assert "…" in row and "serving reads" in row, row  # the breadcrumb lost its middle, kept its end
+        assert re.search(r"…[^…]*reads  \d", row), row  # the breadcrumb lost its middle, kept its end
 
 
 @pytest.mark.parametrize("view", VIEWS)
