@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import write
 from tests.nvim import neovim, wait_for
-from tests.nvim.pickers import OPEN, VISIBLE, current_file, picker_init, session_of, terminal_lines, wait_indexed
+from tests.nvim.pickers import OPEN, STATE, VISIBLE, current_file, picker_init, terminal_lines, wait_indexed
 
 ADR = """\
 # ADR 0002 Keep the index in SQLite
@@ -62,8 +62,8 @@ def test_autodoc_related_lists_previews_toggles_and_jumps(tmp_path: Path, kb: Pa
         preview = nvim.exec_lua(f"return vim.api.nvim_buf_get_lines({state}.preview_buf, 0, -1, false)")
         assert any("gecko store follows" in line for line in preview)
         nvim.input("<M-s>")  # the stage toggles ask again
-        wait_for(lambda: nvim.exec_lua(f"local s = {state}; return s.stages.semantic == false and s.answer and "
-                                       "not vim.tbl_contains(s.answer.stages.requested, 'semantic')"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.stages.semantic == false and s.requested and "
+                                       "not vim.tbl_contains(s.requested, 'semantic')"))
         nvim.input("<M-s>")
         nvim.input("bread")  # the prompt narrows the related sections by path and breadcrumb
         wait_for(lambda: all(line.startswith("notes/cooking.md") for line in list_lines(nvim)) or
@@ -108,7 +108,7 @@ def test_each_picker_source_lists_the_related_sections_and_jumps(tmp_path: Path,
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     *plugins, after = OPEN[module]
     name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks", "fzf_lua": "fzf-lua"}[module]
-    session = session_of(module)
+    session = STATE
 
     def hit_lines() -> list[str]:
         lines = terminal_lines(nvim) if VISIBLE[module] is None else nvim.exec_lua(VISIBLE[module])
@@ -122,9 +122,9 @@ def test_each_picker_source_lists_the_related_sections_and_jumps(tmp_path: Path,
         open_at(nvim, kb, "adr/0002.md", 5)
         nvim.input(f":AutodocPick {name} related<CR>")  # mini.pick blocks until it closes: never nvim.command
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s ~= nil and s.related ~= nil and "
-                                       "s.answer ~= nil and s.level == 2"))
+                                       "s.level == 2"))
         assert nvim.exec_lua(f"return {session}.related.path") == "adr/0002.md"
-        hits = nvim.exec_lua(f"return vim.tbl_map(function(h) return h.path end, {session}.answer.hits)")
+        hits = nvim.exec_lua(f"return vim.tbl_map(function(h) return h.path end, {session}.hits)")
         assert "design/storage.md" in hits and "adr/0002.md" not in hits
         assert "link" in wait_for(visible)[0]
         if module == "mini_pick":  # mini.pick's list starts on the first item; put it on the linked note
@@ -132,10 +132,10 @@ def test_each_picker_source_lists_the_related_sections_and_jumps(tmp_path: Path,
             nvim.exec_lua(f"MiniPick.set_picker_match_inds({{ {index} }})")
         else:
             nvim.input("storage")  # the prompt narrows the list to the linked note
-            wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.prompt == 'storage' and s.answer ~= nil "
-                                           "and #s.answer.hits >= 1"))
-            # The list drawn for "storage", not the one before it (the answer comes from the cache at once;
-            # the picker redraws later, and a <CR> before that redraw may select another hit).
+            wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.prompt == 'storage' and s.level == 2 "
+                                           "and #s.hits >= 1"))
+            # The list drawn for "storage", not the one before it (the picker redraws after the session has
+            # the answer, and a <CR> before that redraw may select another hit).
             wait_for(lambda: len(visible()) >= 1 and all("storage" in line.lower() for line in hit_lines()))
             if module == "telescope":
                 wait_for(lambda: nvim.exec_lua(TELESCOPE_SELECTED) == "design/storage.md")

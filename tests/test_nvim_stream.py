@@ -15,6 +15,7 @@ vim.api.nvim_create_autocmd('User', { pattern = 'AutodocResults', callback = fun
   local s = require('autodoc.picker').state
   local prompt = vim.api.nvim_buf_get_lines(s.prompt_buf, 0, 1, false)[1]
   table.insert(_G.drawn, { prompt = prompt, terms = table.concat(s.answer.query.terms, ' '), level = event.data.level,
+    stages = table.concat(event.data.stages, '+'),
     first = s.hits[1] and s.hits[1].path or '', performed = table.concat(s.answer.stages.performed, '+'),
     preview = table.concat(vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false), '\\n') })
 end })"""
@@ -50,12 +51,11 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:  # noqa: F8
         configure(nvim, server.url)
         lua(nvim, RECORD_DRAWS)
         before = host_stats(nvim)["runs"]
-        lua(nvim, "require('autodoc.rpc').sent = {}")
         nvim.command("AutodocSearch")
         for typed, prompt in (("bread", "bread"), (" flour", "bread flour"), ("<C-u>yeast", "yeast")):
             nvim.input(typed)
             wait_for(lambda prompt=prompt: final_drawn(nvim, prompt) and picker(nvim, "query") == prompt, timeout=60)
-        sent = lua(nvim, "return require('autodoc.rpc').sent")
+        sent = lua(nvim, "return require('autodoc').picker_state().requests")
         stats = host_stats(nvim)
     runs = {method: n - before.get(method, 0) for method, n in stats["runs"].items()}
     assert runs.get("search.query", 0) == 0 and "search.query" not in sent
@@ -70,8 +70,8 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:  # noqa: F8
     assert drawn[0]["preview"] == "" and drawn[0]["first"] == "notes/cooking.md"
     assert "Flour, water" in lua(nvim, "local s = require('autodoc.picker').state; "
                                        "return table.concat(vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false))")
-    performed = [e["stages"] for e in lua(nvim, "return require('autodoc.picker').latencies") if e["level"] == 1]
-    assert performed and all(stages == ["lexical"] for stages in performed)
+    performed = [d["stages"] for d in drawn if d["level"] == 1]
+    assert performed and all(stages == "lexical" for stages in performed)
     # the list shows no snippets, so the search makes none
     assert lua(nvim, "return vim.tbl_map(function(h) return h.snippet end, require('autodoc.picker').state.hits)") \
         == [""] * len(lua(nvim, "return require('autodoc.picker').state.hits"))

@@ -2,8 +2,8 @@
 
 For each query the whole text but its last character is typed and answered, then the last character; the
 picker logs the time from that keystroke to the list redrawn with the first (lexical) answer and with the
-final one, and the parts of it (``require('autodoc.picker').latencies``): the debounce, the request (of which
-the engine's own time), drawing the list; the preview that follows is logged apart (``render.preview_ms``).
+final one, and the parts of it (each ``User AutodocResults`` event's data): the debounce, the request (of which
+the engine's own time), drawing the list; the preview that follows is timed apart (``User AutodocPreview``).
 
 ``python -m tests.bench.picker`` (in ``make bench``) does it for SciFact claims and techdocs queries, each
 corpus indexed with about half its vectors embedded: idle (the background filler paused) and while vectors
@@ -77,11 +77,17 @@ def stop_neovim(nvim: pynvim.Nvim) -> None:
 
 
 ENTRIES_FOR = """local text = ...
-return vim.tbl_filter(function(e) return e.query == text end, require('autodoc.picker').latencies)"""
-# Each final list is announced to the benchmark (no polling of the editor while it is being measured).
+return vim.tbl_filter(function(e) return e.query == text end, _G.autodoc_bench_entries)"""
+# Each list drawn comes with its timing (User AutodocResults), each preview with its own (User AutodocPreview); the
+# final list is announced to the benchmark (no polling of the editor while it is being measured).
 ANNOUNCE = """local channel = ...
+_G.autodoc_bench_entries, _G.autodoc_bench_previews = {}, {}
 vim.api.nvim_create_autocmd('User', { pattern = 'AutodocResults', callback = function(event)
-  if event.data.level == 2 then vim.rpcnotify(channel, 'autodoc_bench_final', require('autodoc.picker').state.query) end
+  table.insert(_G.autodoc_bench_entries, event.data)
+  if event.data.level == 2 then vim.rpcnotify(channel, 'autodoc_bench_final', event.data.prompt) end
+end })
+vim.api.nvim_create_autocmd('User', { pattern = 'AutodocPreview', callback = function(event)
+  table.insert(_G.autodoc_bench_previews, event.data.ms)
 end })"""
 
 
@@ -121,12 +127,12 @@ def type_query(nvim: pynvim.Nvim, text: str) -> dict[int, dict]:
                   "vim.api.nvim_buf_set_lines(s.prompt_buf, 0, -1, false, { text }); "
                   "vim.api.nvim_win_set_cursor(s.prompt_win, { 1, #text })", text[:-1])  # typing goes at the end
     wait_final(nvim, text[:-1], token)
-    nvim.exec_lua("require('autodoc.picker').latencies = {}; require('autodoc.picker.render').preview_ms = {}")
+    nvim.exec_lua("_G.autodoc_bench_entries, _G.autodoc_bench_previews = {}, {}")
     token = arm(nvim)
     nvim.input(text[-1] if text[-1] != "<" else "<lt>")
     wait_final(nvim, text, token)
     entries = {entry["level"]: entry for entry in nvim.exec_lua(ENTRIES_FOR, text)}
-    previews = wait_for(lambda: nvim.exec_lua("return require('autodoc.picker.render').preview_ms"), 5)
+    previews = wait_for(lambda: nvim.exec_lua("return _G.autodoc_bench_previews"), 5)
     entries[2]["preview_ms"] = previews[-1]
     return entries
 

@@ -30,10 +30,12 @@ def current_file(nvim: pynvim.Nvim) -> str:
 COUNT_INDEXED = ("_G.indexed = 0\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', "
                  "callback = function() _G.indexed = _G.indexed + 1 end })\n")
 WIDE = "vim.o.columns = 200\nvim.o.lines = 50\n"
+RECORD_RESULTS = ("_G.results = {}\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocResults', callback = "
+                  "function(e) table.insert(_G.results, { e.data.prompt, e.data.level }) end })\n")
 
 
 def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:
-    return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + \
+    return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + RECORD_RESULTS + \
         setup_call(tmp_path / "a.db", notes) + "\n" + after
 
 
@@ -41,8 +43,7 @@ def wait_indexed(nvim: pynvim.Nvim) -> None:
     wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 1)
 
 
-def session_of(module: str) -> str:
-    return f"require('autodoc.sources.{module}').session"
+STATE = "require('autodoc').picker_state()"
 
 
 def terminal_lines(nvim: pynvim.Nvim) -> list[str]:
@@ -54,7 +55,7 @@ def terminal_lines(nvim: pynvim.Nvim) -> list[str]:
 VISIBLE = {  # the list lines each picker shows
     "mini_pick": "local b = MiniPick.get_picker_state().buffers.main; "
                  "return vim.api.nvim_buf_get_lines(b, 0, -1, false)",
-    "snacks": "local w = require('autodoc.sources.snacks').picker.list.win; "
+    "snacks": "local w = require('snacks').picker.get()[1].list.win; "
               "return vim.api.nvim_buf_get_lines(w.buf, 0, -1, false)",
     "fzf_lua": None,  # the terminal fzf draws in
     "telescope": "local p = require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf()); "

@@ -33,6 +33,9 @@ local M = {}
 ---@field typed_at integer|nil hrtime of the keystroke behind it, when the view knows (its debounce)
 ---@field requests table<string, integer> requests this session sent, by method
 ---@field closed boolean
+---@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit a source previewed last
+---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
+---@field initial_query string|nil
 ---@field on_update fun(session: autodoc.Session) the view draws the session again
 local Session = {}
 Session.__index = Session
@@ -367,13 +370,16 @@ function M.state()
   if not self then
     return nil
   end
-  local performed = self.answer and self.answer.stages and self.answer.stages.performed or {}
+  local asked = self.answer and self.answer.stages or {}
   return vim.deepcopy({ source = self.source, workspace = self.searched or self.workspace, root = self.root,
     root_problem = self.root_problem, prompt = self.prompt, query = self.query, stages = self.stages,
-    available = self.available, level = self.level, tick = self.tick, performed = performed,
+    available = self.available, level = self.level, tick = self.tick, performed = asked.performed or {},
+    requested = asked.requested,
     hits = self:hits(), notice = self.notice, message = self.message, title = self:title(),
     toggles = self:toggles(), status = self:status(), requests = self.requests, closed = self.closed,
-    related = self.related and { path = self.related.path, line = self.related.line } or nil })
+    related = self.related and { path = self.related.path, line = self.related.line } or nil,
+    previewed = self.previewed and { path = self.previewed.hit.path, line = self.previewed.hit.line_start,
+      buf = self.previewed.buf, win = self.previewed.win } or nil })
 end
 
 return M
