@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import write
 from tests.nvim import lua_string, neovim, wait_for
-from tests.nvim.pickers import VIEWS, open_view, picker_state, screen, shows, view_init, wait_indexed
+from tests.nvim.pickers import RECORD_RESULTS, VIEWS, open_view, picker_state, screen, shows, view_init, wait_indexed
 
 ROW = re.compile(r":\d+-\d+  .*  \d\.\d\d  \[[a-z+]+\]")  # span, breadcrumb, relevance, stages
 
@@ -85,6 +85,10 @@ LONG_HEADING = ("# Operations handbook for the storage cluster, its many replica
 def test_rows_fit_the_width_and_keep_span_relevance_and_stages(
         tmp_path: Path, kb: Path, view: str, columns: int) -> None:
     write(kb, "ops/lease.md", LONG_HEADING)
+    write(kb, "adr/0001.md", "---\ntype: adr\nstatus: superseded\nsuperseded_by: adr/0002.md\n---\n"
+                             "# ADR 1 Storage engine\n\nUse JSON files for the storage engine.\n")
+    write(kb, "adr/0002.md", "---\ntype: adr\nstatus: accepted\n---\n# ADR 2 Storage engine\n\n"
+                             "Use SQLite for the storage engine.\n")
     setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
             f"path = {lua_string(kb)} }} }} }})"
     with neovim(tmp_path, view_init(tmp_path, view, setup, columns=columns)) as nvim:
@@ -95,6 +99,10 @@ def test_rows_fit_the_width_and_keep_span_relevance_and_stages(
         assert ROW.search(row), row  # the span, the relevance and the stages all show
         assert row.rstrip().endswith("]"), row  # nothing cut at the right edge
         assert re.search(r"…[^…]*reads  \d", row), row  # the breadcrumb lost its middle, kept its end
+        clear_prompt(nvim)
+        nvim.input("JSON storage engine files")  # the engine demotes the superseded ADR below its successor
+        old = wait_for(lambda: [line for line in screen(nvim) if "adr/0001.md:" in line])[0]
+        assert re.search(r":\d+-\d+  (.*  )?\d\.\d\d  \[[a-z+]+\]  \(superseded\)$", old.rstrip()), old
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -118,6 +126,34 @@ def test_related_mode_lists_the_related_sections_asked_afresh(tmp_path: Path, vi
         nvim.input("<M-l>")
         wait_for(lambda: picker_state(nvim)["requests"]["search.related"] > asked + 1 and shows(nvim, "[x] Lexical"))
         assert shows(nvim, "adr/0002.md:3-5")
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_an_answer_to_an_older_prompt_is_never_drawn(tmp_path: Path, notes: Path, view: str) -> None:
+    """The full search for "bread" is held at the model server while "yeast" is typed and answered; once it is
+    released and every request has answered, no list for "bread" was drawn after the first for "yeast"."""
+    from tests.model_servers import Behaviour, model_server
+    from tests.nvim import embed_with_held_server
+
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(notes)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup) + RECORD_RESULTS) as nvim, \
+            model_server("tei", Behaviour(hold_texts={"bread"})) as server:
+        wait_indexed(nvim)
+        embed_with_held_server(nvim, server)
+        open_view(nvim, view)
+        nvim.input("bread")
+        assert server.behaviour.holding.wait(timeout=60)
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5  Cooking › Bread"))  # its lexical list
+        clear_prompt(nvim)
+        nvim.input("yeast")
+        wait_for(lambda: ["yeast", 2] in nvim.exec_lua("return _G.results"), timeout=60)
+        server.behaviour.release.set()
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        drawn = nvim.exec_lua("return _G.results")
+        after = drawn[drawn.index(["yeast", 2]):]
+        assert all(prompt == "yeast" for prompt, _ in after), drawn
+        assert picker_state(nvim)["prompt"] == "yeast"
 
 
 @pytest.mark.parametrize("view", VIEWS)
