@@ -168,3 +168,21 @@ def test_a_query_of_punctuation_only_says_it_has_no_words(tmp_path: Path, notes:
         nvim.input("<M-s>")  # with or without Semantic asked
         wait_for(lambda: picker_state(nvim)["stages"]["semantic"] is False or shows(nvim, "Semantic stays off"))
         assert wait_for(lambda: shows(nvim, "the query has no words to search for"))
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_a_workspace_whose_folder_is_gone_says_so_in_the_title(tmp_path: Path, view: str) -> None:
+    import shutil
+
+    setup = two_workspaces(tmp_path)
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        indexed_both(nvim)
+        shutil.rmtree(tmp_path / "other")
+        open_view(nvim, view)
+        nvim.input("bread")
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
+        assert picker_state(nvim)["root_problem"] is None
+        nvim.input("<M-w>")
+        problem = wait_for(lambda: picker_state(nvim)["root_problem"])
+        assert "other" in problem or "gone" in problem or "not" in problem, problem
+        assert wait_for(lambda: shows(nvim, f"AutoDoc · other · {problem}"[:60]))
