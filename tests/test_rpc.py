@@ -52,7 +52,7 @@ def test_call_errors_print_the_error_object_and_exit_non_zero(tmp_path: Path) ->
     assert done.returncode != 0 and json.loads(done.stdout)["error"]["code"] == -32700
     code, answer = call(db, "workspace.add", ["kb"])
     assert code != 0 and answer["error"]["code"] == -32602
-    assert "expected [name, root]" in answer["error"]["data"]["reason"]
+    assert "expected [name, root, opts]" in answer["error"]["data"]["reason"]
 
 
 def test_env_variable_selects_the_database(tmp_path: Path, kb: Path) -> None:

@@ -25,8 +25,9 @@ from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
-from autodoc_core.service import changes, documents
+from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller
+from autodoc_core.service.roots import root_problem
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
 from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
@@ -155,17 +156,25 @@ class Engine:
 
     # -- workspace.* -----------------------------------------------------------------------
 
-    def workspace_add(self, name: Any, root: Any) -> dict[str, Any]:
+    def workspace_add(self, name: Any, root: Any, opts: Any = None) -> dict[str, Any]:
+        """Register ``root`` as ``name``. A name already at another folder is refused unless ``opts.move``: then
+        the workspace moves there (``moves.move_workspace``) and the answer's ``moved_from`` says from where."""
         name = wsmod.validate_name(name)
         real_root = wsmod.validate_root(root)
+        move = moves.validate_add_options(opts)
         with self.store.write() as conn:
             stored_root = wsmod.root_of(conn, name)
-            if stored_root is not None and stored_root != real_root:
-                raise invalid_params(f"workspace {name!r} already exists with root {stored_root}", name=name)
             if stored_root is None:
                 # SQLite gives a removed workspace's id to the next one: its vector epoch starts where no earlier
                 # one's reached, or a process holding that one's vectors in memory took them for this one's.
                 wsmod.create(conn, name, real_root, time.time_ns())
+        if stored_root is not None and stored_root != real_root:
+            if not move:
+                raise moves.refusal(name, stored_root, real_root)
+            moved = moves.move_workspace(self.store, self._index_lock, name, real_root)
+            self._frequencies = lexical.DocumentFrequencies()  # the old folder's word counts
+            if moved is not None:
+                return {**self._describe(self._workspace(name)), **moved}
         return self._describe(self._workspace(name))
 
     def workspace_list(self) -> list[dict[str, Any]]:
@@ -255,7 +264,7 @@ class Engine:
                         **({"progress": progress.as_dict()} if progress else {}),
                         **({"unreachable": unreachable} if unreachable else {})}
         return {
-            **self._describe(ws),
+            **self._describe(ws, documents),
             "documents": documents,
             "chunks": chunks,
             "generation": generation,
@@ -269,8 +278,12 @@ class Engine:
             "indexing": running.as_dict() if (running := self._indexing.get(ws.id)) else None,
         }
 
-    def _describe(self, ws: Workspace) -> dict[str, Any]:
-        return {"name": ws.name, "root": ws.root, "settings": ws.settings(), "indexed_at": ws.indexed_at}
+    def _describe(self, ws: Workspace, documents: int | None = None) -> dict[str, Any]:
+        if documents is None:
+            with self.store.snapshot() as conn:
+                documents = document_rows.count_and_generation(conn, ws.id)[0]
+        return {"name": ws.name, "root": ws.root, "settings": ws.settings(), "indexed_at": ws.indexed_at,
+                "root_problem": root_problem(ws.root, documents)}
 
     # -- search.* and doc.* ----------------------------------------------------------------
 

@@ -245,9 +245,28 @@ def set_active_model(conn: apsw.Connection, ws_id: int, model_fp: str) -> None:
 
 # Each family of tables deletes its own rows of a removed workspace (and the chunks its word index).
 _FAMILIES = (chunks, symbols, embeddings, facets, links, changes, documents)
+# What a moved workspace forgets: what was read from the old folder. Its settings, its change log (followers
+# are told each document went) and its vectors (keyed by chunk text: unchanged sections keep theirs) stay.
+_DOCUMENT_FAMILIES = (chunks, symbols, facets, links, documents)
 
 
 def remove(conn: apsw.Connection, ws_id: int) -> None:
     for family in _FAMILIES:
         family.remove_workspace(conn, ws_id)
     conn.execute("DELETE FROM workspaces WHERE id = ?", (ws_id,))
+
+
+def move(conn: apsw.Connection, ws_id: int, root: str) -> int:
+    """Point the workspace at another folder and forget every document read from the old one, in the caller's
+    one transaction: a search sees the old folder's documents or none of them, never a mix. The next index run
+    reads the new folder. The number of documents forgotten."""
+    generation = next_generation(conn, ws_id)
+    paths = [path for (path,) in conn.execute("SELECT path FROM documents WHERE ws_id = ?", (ws_id,))]
+    for path in paths:
+        changes.log(conn, ws_id, "deleted", path, generation, {"workspace_moved_to": root})
+    for family in _DOCUMENT_FAMILIES:
+        family.remove_workspace(conn, ws_id)
+    chunks.create_fts_table(conn, ws_id)
+    conn.execute("UPDATE workspaces SET root = ?, indexed_at = NULL, links_dirty = 0 WHERE id = ?", (root, ws_id))
+    bump_epoch(conn, ws_id)
+    return len(paths)

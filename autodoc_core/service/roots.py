@@ -1,0 +1,39 @@
+"""Whether a workspace's folder is there to be read, and what to tell the user when it is not.
+
+A root that vanished (deleted, renamed, a drive not mounted) keeps its index: scans leave it unchanged (the
+indexer refuses to read a root it cannot list, or an empty one where documents were), searches keep answering
+from it, and status, health and the picker say so (``root_problem``) instead of reading as healthy.
+"""
+
+from __future__ import annotations
+
+import os
+
+MOVE_HINT = 'workspace.add with {"move": true}'
+
+
+def root_problem(root: str, documents: int) -> str | None:
+    """None when ``root`` is a folder this process can list (or an empty one with nothing indexed from it);
+    else one sentence: what is wrong and what happens to the ``documents`` indexed from it."""
+    fault = _fault(root, documents)
+    if fault is None:
+        return None
+    kept = (f"its {documents:,} indexed documents are kept (and still searched)" if documents
+            else "nothing is indexed from it")
+    return (f"{fault}; {kept} until it is back, or until the workspace is moved to another folder (setup() or "
+            f"{MOVE_HINT}) or removed (workspace.remove)")
+
+
+def _fault(root: str, documents: int) -> str | None:
+    try:
+        with os.scandir(root) as entries:
+            empty = next(entries, None) is None
+    except FileNotFoundError:
+        return f"the folder {root} no longer exists"
+    except NotADirectoryError:
+        return f"{root} is no longer a folder"
+    except OSError as exc:
+        return f"the folder {root} cannot be read ({exc.strerror or exc})"
+    if empty and documents:
+        return f"the folder {root} is empty (a drive not mounted?)"
+    return None
