@@ -181,8 +181,8 @@ def test_a_workspace_whose_folder_is_gone_says_so_in_the_title(tmp_path: Path, v
         open_view(nvim, view)
         nvim.input("bread")
         wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
-        assert picker_state(nvim)["root_problem"] is None
+        assert picker_state(nvim).get("root_problem") is None
         nvim.input("<M-w>")
-        problem = wait_for(lambda: picker_state(nvim)["root_problem"])
+        problem = wait_for(lambda: picker_state(nvim).get("root_problem"))
         assert "other" in problem or "gone" in problem or "not" in problem, problem
-        assert wait_for(lambda: shows(nvim, f"AutoDoc · other · {problem}"[:60]))
+        assert wait_for(lambda: shows(nvim, f"AutoDoc · other · {problem[:10]}"))  # a narrow title cuts the rest

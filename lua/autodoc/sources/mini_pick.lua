@@ -23,12 +23,21 @@ local function width(pick)
   return win and vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) - 1 or nil
 end
 
+--- The footer's text: mini.pick cuts a long one at its start, so the title (a folder's problem may be long)
+--- loses its middle here, and the state, at the end, always shows.
 ---@param session autodoc.Session
----@param name string the source name now
 ---@return string
 local function footer(session)
   local title, status = sources.header(session)
-  return title .. '  ' .. status
+  local text = require('autodoc.session.text')
+  local win = width(require('mini.pick'))
+  local room = win and win - text.cells(status) - 14 -- mini.pick's counts take the footer's right end
+  local problem = session.root_problem or ''
+  local head = title:sub(1, #title - #problem) -- 'AutoDoc · name · ', kept whole
+  if room then
+    problem = text.shorten_middle(problem, math.max(room - text.cells(head), 20))
+  end
+  return head .. problem .. '  ' .. status
 end
 
 ---@param session autodoc.Session
