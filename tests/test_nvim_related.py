@@ -159,20 +159,20 @@ def test_the_live_list_follows_the_cursor_from_section_to_section(tmp_path: Path
         lines = live(nvim, "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false)")
         assert lines[0].startswith("Related to adr/0002.md") and "Decision" in lines[0]
         assert any(line.startswith("design/storage.md:") for line in lines[1:])
-        asked = live(nvim, "s.asked")
+        asked = live(nvim, "s.seq")
         nvim.input("k")  # line 4: still in Decision
         nvim.input("ix<Esc>")  # typing inside the section asks nothing
         nvim.exec_lua("vim.cmd('doautocmd CursorMoved')")
-        assert live(nvim, "s.asked") == asked
+        assert live(nvim, "s.seq") == asked
         nvim.input("G")  # into Backups: asked, listed
         wait_for(lambda: live(nvim, "s.shown ~= nil and s.shown.line_start == 7"))
-        assert live(nvim, "s.asked") == asked + 1
+        assert live(nvim, "s.seq") == asked + 1
         live(nvim, "(function() require('autodoc').config.related_ms = 60000 end)()")  # an ask that stays pending
         nvim.input("gg")
         wait_for(lambda: live(nvim, "s.timer ~= nil"))
         nvim.input("G")  # back in the section listed before the ask went out: cancelled
         wait_for(lambda: live(nvim, "s.timer == nil"))
-        assert live(nvim, "s.asked") == asked + 1
+        assert live(nvim, "s.seq") == asked + 1
         nvim.exec_lua("vim.api.nvim_set_current_win(require('autodoc.related').live.state.win)")
         row = live(nvim, "(function() for i, h in ipairs(s.hits) do if h.path == 'design/storage.md' then "
                          "return i + 1 end end end)()")

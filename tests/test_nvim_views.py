@@ -186,3 +186,26 @@ def test_a_workspace_whose_folder_is_gone_says_so_in_the_title(tmp_path: Path, v
         problem = wait_for(lambda: picker_state(nvim).get("root_problem"))
         assert "other" in problem or "gone" in problem or "not" in problem, problem
         assert wait_for(lambda: shows(nvim, f"AutoDoc · other · {problem[:10]}"))  # a narrow title cuts the rest
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_pick_hands_the_chosen_hits_to_on_choose(tmp_path: Path, notes: Path, view: str) -> None:
+    """require('autodoc').pick({ view, on_choose }): the public way for another plugin (a chat's slash command)
+    to let the user choose hits; the chosen hit comes back in place of a jump."""
+    from tests.nvim.pickers import VIEW_READY
+
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(notes)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        wait_indexed(nvim)
+        before = nvim.exec_lua("return vim.api.nvim_buf_get_name(0)")
+        nvim.input(f":lua require('autodoc').pick({{ view = '{view}', on_choose = function(hits, s) "
+                   "_G.chosen = vim.tbl_map(function(h) return s.root .. '/' .. h.path .. ':' .. h.line_start end, "
+                   "hits) end })<CR>")
+        wait_for(lambda: nvim.exec_lua(VIEW_READY[view]))
+        nvim.input("bread")
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5") and picker_state(nvim)["level"] == 2)
+        nvim.input("<CR>")
+        chosen = wait_for(lambda: nvim.exec_lua("return _G.chosen"))
+        assert chosen == [f"{notes}/notes/cooking.md:3"]
+        assert nvim.exec_lua("return vim.api.nvim_buf_get_name(0)") == before  # no jump

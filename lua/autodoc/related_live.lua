@@ -14,12 +14,11 @@ local M = {}
 ---@field win integer
 ---@field origin_win integer the window the cursor moved in last (where <CR> opens a hit)
 ---@field timer autodoc.Later|nil the pending ask
----@field seq integer increases with every ask; older answers are dropped
+---@field seq integer the asks so far; an answer to an older one is dropped
 ---@field shown { file: string, line_start: integer, line_end: integer }|nil the section listed
 ---@field wanted { file: string, line: integer }|nil the section asked for last
 ---@field root string the listed hits' workspace root
 ---@field hits autodoc.Hit[]
----@field asked integer requests sent (tests)
 
 ---@type autodoc.RelatedLive|nil
 M.state = nil
@@ -81,7 +80,6 @@ local function ask(state, buf, line)
     return
   end
   state.seq = state.seq + 1
-  state.asked = state.asked + 1
   local seq, file = state.seq, vim.api.nvim_buf_get_name(buf)
   local wanted = require('autodoc.stages').requested(require('autodoc.stages').load(), {})
   require('autodoc.related').request(source, wanted, function(err, answer)
@@ -163,7 +161,7 @@ function M.start()
   local win = vim.api.nvim_open_win(buf, false, { split = 'right', win = -1, width = 60 })
   vim.wo[win].wrap, vim.wo[win].number, vim.wo[win].cursorline = false, false, true
   vim.wo[win].winfixwidth = true
-  M.state = { buf = buf, win = win, origin_win = origin, seq = 0, hits = {}, root = '', asked = 0 }
+  M.state = { buf = buf, win = win, origin_win = origin, seq = 0, hits = {}, root = '' }
   show(M.state, { 'Related sections: move the cursor into a section of a workspace file' })
   vim.keymap.set('n', '<CR>', open_hit, { buffer = buf, nowait = true, silent = true })
   vim.keymap.set('n', 'q', M.stop, { buffer = buf, nowait = true, silent = true })

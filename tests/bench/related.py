@@ -206,14 +206,14 @@ def techdocs_with_vectors(db: Path, root: Path, synthetic: bool) -> str:
 LIVE_MOVES = 2000
 LIVE_COST = """
 local live = require('autodoc.related').live
-local asked, spent = live.state.asked, {}
+local asked, spent = live.state.seq, {}
 for i = 1, ... do
   local started = vim.uv.hrtime()
   live.moved()
   spent[i] = (vim.uv.hrtime() - started) / 1000
 end
 table.sort(spent)
-return { spent[math.floor(#spent / 2)], spent[math.floor(#spent * 0.95)], live.state.asked - asked }
+return { spent[math.floor(#spent / 2)], spent[math.floor(#spent * 0.95)], live.state.seq - asked }
 """
 
 
