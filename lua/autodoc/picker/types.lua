@@ -24,21 +24,19 @@
 ---@field workspace string|nil
 ---@field root string the workspace root, '' until known
 ---@field origin_win integer the window to return to
----@field stages table<string, boolean> the checked stages
----@field available table<string, boolean> false for a stage the workspace cannot run
+---@field session autodoc.Session|nil a search's (modes 'search' and 'related'): workspace, stages, answers
+---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
+---@field drawn autodoc.Answer|nil the session's answer the list shows
 ---@field hits autodoc.Hit[]
 ---@field answer autodoc.Answer|nil the answer shown
----@field last_stages table|nil the stages of the last answer to a search
 ---@field words string[]|nil query words marked in the preview
 ---@field message string|nil shown in place of hits (an error, or why nothing is searched)
 ---@field notice string|nil a warning in the list's footer, until the next keystroke
 ---@field query string|nil
 ---@field moved boolean|nil the user moved the selection since the query changed
----@field seq integer increases with every query; answers to an older one are dropped
----@field typed_at table<integer, integer> hrtime of the keystroke behind each query
+---@field seq integer the documents and folders lists' asks; an answer to an older one is dropped
 ---@field last_keystroke integer|nil
 ---@field timer autodoc.Later|nil the search that waits for typing to pause
----@field rank_model string|nil
 ---@field toggle_spans table<string, integer[]>|nil column spans of the checkboxes
 ---@field prompt_buf integer
 ---@field prompt_win integer
@@ -48,6 +46,5 @@
 ---@field toggles_win integer
 ---@field preview_buf integer
 ---@field preview_win integer
----@field related autodoc.RelatedSource|nil the section a 'related' picker lists the sections related to
 
 return {}

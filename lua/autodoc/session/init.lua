@@ -9,6 +9,7 @@ local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
 local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
+local workspace_of = require('autodoc.session.workspace')
 
 local M = {}
 
@@ -62,30 +63,11 @@ function M.new(opts)
   return self
 end
 
---- Workspace names in order.
----@return string[]
-function M.names()
-  local names = vim.tbl_keys(autodoc.workspaces)
-  table.sort(names)
-  return names
-end
-
---- The workspace searched when none is named: the first configured, else the first by name.
----@return string|nil
-function M.default_workspace()
-  local configured = (autodoc.config.workspaces[1] or {}).name
-  if configured and autodoc.workspaces[configured] then
-    return configured
-  end
-  return M.names()[1]
-end
-
----@param self autodoc.Session
 ---@param method string
 ---@param params table
 ---@param callback fun(err: table|nil, result: any)
 ---@param on_partial fun(result: any)|nil
-local function request(self, method, params, callback, on_partial)
+function Session:request(method, params, callback, on_partial)
   self.requests[method] = (self.requests[method] or 0) + 1
   -- The lane lets the host stop an older search of this session at its next stage boundary.
   rpc.request(method, params, callback, self.source .. ':' .. method, on_partial)
@@ -98,30 +80,13 @@ function Session:wanted(tick)
   return tick == self.tick and not self.closed
 end
 
---- Ask the engine which stages `workspace` can run and whether its folder is there.
----@param workspace string
-function Session:learn(workspace)
-  self.available, self.rank_model, self.root_problem = {}, nil, nil
-  request(self, 'workspace.status', { workspace }, function(err, status)
-    if err or not status or self.searched ~= workspace or self.closed then
-      return
-    end
-    self.available.semantic = status.semantic ~= 'off'
-    self.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
-    self.rank_model = self.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil
-    local problem = status.root_problem
-    self.root_problem = problem ~= nil and problem ~= vim.NIL and problem or nil
-    self.on_update(self)
-  end)
-end
-
 ---@param self autodoc.Session
 ---@param workspace string
 local function search_in(self, workspace)
   self.root = autodoc.workspaces[workspace] or self.root
   if self.searched ~= workspace then
     self.searched = workspace
-    self:learn(workspace)
+    workspace_of.learn(self, workspace)
   end
 end
 
@@ -199,7 +164,7 @@ function Session:ask(prompt, typed_at)
     end, failed_with_message(self, tick))
     return
   end
-  local workspace, query, problem = text.parse_prompt(prompt, self.workspace, M.names())
+  local workspace, query, problem = text.parse_prompt(prompt, self.workspace, workspace_of.names())
   self.query, self.answer, self.level, self.message = query, nil, 0, problem
   if problem or not workspace then
     self.message = problem or autodoc.error or text.NO_WORKSPACE
@@ -211,7 +176,7 @@ function Session:ask(prompt, typed_at)
     snippets = false } -- no view shows snippets, and they were a fifth of a lexical search's time
   if self.related then -- the prompt narrows the related sections; they are asked afresh each time
     local source = self.related
-    request(self, 'search.related', { source.workspace, source.path,
+    self:request('search.related', { source.workspace, source.path,
       vim.tbl_extend('force', options, { line = source.line }) }, function(err, answer)
         if not self:wanted(tick) then
           return
@@ -225,7 +190,7 @@ function Session:ask(prompt, typed_at)
     later(self, tick, function() take(self, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true }, 2) end)
   else
     -- search.stream: the lexical answer first (on_partial), then the full one; a partial never follows its final.
-    request(self, 'search.stream', { workspace, query, options }, function(err, answer)
+    self:request('search.stream', { workspace, query, options }, function(err, answer)
       if not self:wanted(tick) then
         return
       end
@@ -282,7 +247,7 @@ end
 ---@return string|nil refusal
 function Session:next_workspace()
   local refusal
-  local names = M.names()
+  local names = workspace_of.names()
   if self.related then
     refusal = 'autodoc: related sections are those of the file’s own workspace'
   elseif #names < 2 then
@@ -319,7 +284,7 @@ function Session:start(ready, on_failure)
       return
     end
     if not self.workspace or not autodoc.workspaces[self.workspace] then
-      self.workspace = M.default_workspace()
+      self.workspace = workspace_of.default()
     end
     if self.workspace then
       search_in(self, self.workspace)
@@ -363,23 +328,13 @@ function Session:hits()
   return self.answer and self.answer.hits or {}
 end
 
+M.names = workspace_of.names
+M.default_workspace = workspace_of.default
+
 --- What the open session shows, read-only (require('autodoc').picker_state()).
 ---@return table|nil
 function M.state()
-  local self = M.current
-  if not self then
-    return nil
-  end
-  local asked = self.answer and self.answer.stages or {}
-  return vim.deepcopy({ source = self.source, workspace = self.searched or self.workspace, root = self.root,
-    root_problem = self.root_problem, prompt = self.prompt, query = self.query, stages = self.stages,
-    available = self.available, level = self.level, tick = self.tick, performed = asked.performed or {},
-    requested = asked.requested,
-    hits = self:hits(), notice = self.notice, message = self.message, title = self:title(),
-    toggles = self:toggles(), status = self:status(), requests = self.requests, closed = self.closed,
-    related = self.related and { path = self.related.path, line = self.related.line } or nil,
-    previewed = self.previewed and { path = self.previewed.hit.path, line = self.previewed.hit.line_start,
-      buf = self.previewed.buf, win = self.previewed.win } or nil })
+  return M.current and require('autodoc.session.state').of(M.current)
 end
 
 return M
