@@ -226,10 +226,11 @@ def test_a_client_gone_mid_request_leaves_the_server_answering(served: tuple[Ser
     assert answer.status_code == 200 and answer.json()["result"]["structuredContent"]["hits"]
 
 
-def test_one_request_past_the_bound_gets_429_with_retry_after(tmp_path: Path, kb: Path) -> None:
+def test_past_the_bound_in_flight_429_with_retry_after_and_past_the_time_limit_a_tool_error(tmp_path: Path,
+                                                                                             kb: Path) -> None:
     write(kb, "storage.md", NOTES)
     setup_workspace(tmp_path / "a.db", "kb", kb)
-    with serving(tmp_path / "a.db", "--max-in-flight", "1") as server:
+    with serving(tmp_path / "a.db", "--max-in-flight", "1", "--request-seconds", "0.000001") as server:
         host, port = server.base.removeprefix("http://").split(":")
         head = "".join(f"{k}: {v}\r\n" for k, v in server.headers(Host=f"{host}:{port}").items())
         with socket.create_connection((host, int(port))) as slow:  # its body never ends: it stays in flight
@@ -239,15 +240,9 @@ def test_one_request_past_the_bound_gets_429_with_retry_after(tmp_path: Path, kb
             assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
             assert "--max-in-flight" in refused.json()["error"]["message"]
         server.wait_for_metric("autodoc_mcp_requests_in_flight", 0)
-        assert server.post(search_call("gecko")).status_code == 200
-        assert server.metric('autodoc_http_responses_total{status="429"}') == 1
-
-
-def test_a_call_past_the_time_limit_is_answered_with_an_error(tmp_path: Path, kb: Path) -> None:
-    write(kb, "storage.md", NOTES)
-    setup_workspace(tmp_path / "a.db", "kb", kb)
-    with serving(tmp_path / "a.db", "--request-seconds", "0.000001") as server:
-        result = server.post(search_call("gecko")).json()["result"]
+        answered = server.post(search_call("gecko"))
+        assert answered.status_code == 200 and server.metric('autodoc_http_responses_total{status="429"}') == 1
+        result = answered.json()["result"]  # no search answers within a microsecond
         assert result["isError"] is True
         assert "no answer within the server's limit of 1e-06 s" in result["content"][0]["text"]
         assert server.metric('autodoc_mcp_tool_calls_total{tool="search",outcome="timeout"}') == 1

@@ -95,6 +95,8 @@ def _silence_stdout() -> None:
 def _run(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.http and (args.words != ["mcp"] or args.call):
+        parser.error("--http goes with 'mcp' (autodoc mcp --http HOST:PORT)")
     if args.words == ["mcp"] and not args.call and args.http:
         return _serve_http(parser, args)
     if args.words == ["mcp"] and not args.call:
