@@ -326,9 +326,9 @@ def render(args: argparse.Namespace, corpus: dict[str, Any], serial_stdio: Run, 
         f"- Freshness: the last of {edits} edits (one every {EDIT_SECONDS} s from another process) was searchable "
         f"{caught_up:.1f} s after the edits stopped (the server scans every second and re-indexes what changed).",
         "",
-        "Little's law bounds the latency: with 32 clients that send again as soon as they are answered, each answer "
-        "waits for about 32 / throughput seconds, whatever the server does; p95 under 250 ms needs over 128 "
-        "searches/s on these cores.",
+        f"Little's law bounds the latency: with {args.clients} clients that send again as soon as they are answered, "
+        f"each answer waits for about {args.clients} / throughput seconds, whatever the server does; p95 under 250 ms "
+        f"needs over {args.clients / 0.25:.0f} searches/s on these cores.",
         "",
         "The server's own count (`/metrics`) at the end:",
         "",
