@@ -3,6 +3,7 @@
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
     autodoc [--db PATH] mcp [--allow-index] [--scan-seconds N]
+    autodoc [--db PATH] mcp --http HOST:PORT [--token-file FILE] [--allow-origin ORIGIN] [limits]
 
 The engine is imported where it is used, so `autodoc mcp` answers the tool list before numpy loads.
 """
@@ -43,11 +44,31 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--scan-seconds", type=float, default=DEFAULT_SCAN_SECONDS, metavar="N",
                         help="with 'mcp': re-index changed files every N seconds (at least 1), and when a search "
                              "meets one (default 30; 0: never)")
+    _http_arguments(parser.add_argument_group("mcp --http (one server for many agents; see doc/mcp-http.md)"))
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
     parser.add_argument("words", nargs="*", metavar="PARAMS | serve | mcp",
                         help="with --call: the params as a JSON array or object; or 'serve --stdio'; or 'mcp' "
                              "(Model Context Protocol on stdin/stdout)")
     return parser
+
+
+def _http_arguments(group: argparse._ArgumentGroup) -> None:
+    from autodoc_core.surface.http_options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT, DEFAULT_REQUEST_SECONDS
+
+    group.add_argument("--http", metavar="HOST:PORT", help="serve MCP over Streamable HTTP at http://HOST:PORT/mcp "
+                       "instead of stdio (port 0: any free port)")
+    group.add_argument("--token-file", metavar="FILE", help="the bearer token every request must carry (default: "
+                       "$AUTODOC_MCP_TOKEN); without one the server listens on loopback only")
+    group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="a browser origin allowed besides this server's own (repeatable)")
+    group.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a name clients reach the server by, besides its address and hostname (repeatable)")
+    group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
+                       help="larger requests are answered 413 (default 1 MiB)")
+    group.add_argument("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT, metavar="N",
+                       help="requests served at once; one more is answered 429 with Retry-After (default 64)")
+    group.add_argument("--request-seconds", type=float, default=DEFAULT_REQUEST_SECONDS, metavar="S",
+                       help="a tool call that takes longer is answered with an error (default 30)")
 
 
 # What a shell reports for a process that SIGPIPE ended (128 + 13): `autodoc ... | head` behaves like other tools.
@@ -74,6 +95,10 @@ def _silence_stdout() -> None:
 def _run(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.http and (args.words != ["mcp"] or args.call):
+        parser.error("--http goes with 'mcp' (autodoc mcp --http HOST:PORT)")
+    if args.words == ["mcp"] and not args.call and args.http:
+        return _serve_http(parser, args)
     if args.words == ["mcp"] and not args.call:
         from autodoc_core.surface.mcp import serve
 
@@ -97,6 +122,23 @@ def _run(argv: list[str] | None) -> int:
         parser.print_help(sys.stderr)
         return 2
     return _call_once(args.db, args.call, args.words[0] if args.words else None)
+
+
+def _serve_http(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from autodoc_core.surface.http_options import HttpOptions, SetupError, parse_address, read_token, refuse_open_port
+    from autodoc_core.surface.mcp_http import serve_http
+
+    if args.max_body_bytes < 1 or args.max_in_flight < 1 or not args.request_seconds > 0:
+        parser.error("--max-body-bytes, --max-in-flight and --request-seconds must be positive")
+    try:
+        address, token = parse_address(args.http), read_token(args.token_file)
+        refuse_open_port(address, token)  # before anything binds
+        options = HttpOptions(address, token, args.allow_origin, args.allow_host, args.max_body_bytes,
+                              args.max_in_flight, args.request_seconds)
+        return serve_http(args.db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
+    except SetupError as exc:
+        print(f"autodoc mcp: {exc}", file=sys.stderr)
+        return 2
 
 
 def _engine(db: str | None) -> Engine | None:

@@ -20,8 +20,10 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -33,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 
 from autodoc_core import __version__
 from autodoc_core.errors import (
+    BUSY,
     CODE_NAMES,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -98,6 +101,11 @@ class EngineHandle:
 
                     self.scanner = Scanner(engine, self.scan_seconds)
             return self._engine
+
+    @property
+    def opened(self) -> Engine | None:
+        """The engine once it is open, without waiting for it."""
+        return self._engine
 
     def file_changed(self) -> None:
         """A search met a file changed since it was indexed: scan now, not at the next round."""
@@ -281,11 +289,11 @@ class Tools:
 ERROR_META = "autodoc/error"
 
 
-def error_result(tool: str, exc: AutodocError) -> types.CallToolResult:
+def error_result(tool: str, exc: AutodocError, fix: str | None = None) -> types.CallToolResult:
     """An MCP tool error: the text names the problem, the code and the fix; `_meta` carries them as data.
     Not as structured content: clients on the TypeScript SDK's v1 check it against the tool's output
     schema even on an error (typescript-sdk#1943), and the agent would see that schema error instead."""
-    fix = FIXES.get(exc.code, "")
+    fix = FIXES.get(exc.code, "") if fix is None else fix
     name = CODE_NAMES.get(exc.code, "rpc.error")
     text = f"{tool} failed ({exc.code} {name}): {exc.reason}. {fix}".rstrip()
     error = {"code": exc.code, "name": name, "reason": exc.reason, "fix": fix, "data": exc.data}
@@ -293,23 +301,64 @@ def error_result(tool: str, exc: AutodocError) -> types.CallToolResult:
                                 _meta={ERROR_META: error})
 
 
-def build_server(tools: Tools) -> Server:
+@dataclass(frozen=True)
+class CallPolicy:
+    """How tool calls run. The stdio server takes the defaults; the HTTP server, shared by many clients, bounds
+    each call's time and counts every call by outcome."""
+
+    seconds: float | None = None  # a call that takes longer is answered with an error (its thread runs on)
+    observe: Callable[[str, str, float], None] | None = None  # (tool, outcome, seconds) after each call
+
+
+TIMEOUT_FIX = "Narrow the request (fewer hits, fewer stages) or call again; the server may be busy."
+
+
+def _outcome(result: types.CallToolResult) -> str:
+    if not result.is_error:
+        return "ok"
+    code = (result.meta or {}).get(ERROR_META, {}).get("code")
+    return "internal" if code == INTERNAL_ERROR else "error"
+
+
+def build_server(tools: Tools, policy: CallPolicy | None = None) -> Server:
+    policy = policy or CallPolicy()
+
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.listed)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in tools.handlers:
+            if policy.observe is not None:
+                policy.observe("unknown", "unknown_tool", 0.0)
             hint = " (start the server with --allow-index for it)" if params.name == "index" else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{hint}; tools: {', '.join(tools.handlers)}")
+        started = time.monotonic()
+        result = await _timed_call(params.name, params.arguments or {})
+        if policy.observe is not None:
+            outcome = "timeout" if result is None else _outcome(result)
+            policy.observe(params.name, outcome, time.monotonic() - started)
+        if result is None:
+            reason = f"no answer within the server's limit of {policy.seconds:g} s a call (--request-seconds)"
+            return error_result(params.name, AutodocError(BUSY, reason), TIMEOUT_FIX)
+        return result
+
+    async def _timed_call(name: str, arguments: dict[str, Any]) -> types.CallToolResult | None:
+        """The call's result, or None when it ran out of time."""
+        with anyio.move_on_after(policy.seconds):
+            return await _call(name, arguments)
+        return None
+
+    async def _call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
-            structured, text = await anyio.to_thread.run_sync(tools.run, params.name, params.arguments or {})
+            structured, text = await anyio.to_thread.run_sync(tools.run, name, arguments,
+                                                              abandon_on_cancel=policy.seconds is not None)
         except AutodocError as exc:
-            return error_result(params.name, exc)
+            return error_result(name, exc)
         except Exception as exc:  # a bug (or SQLite's disk, lock or permission failure): the server keeps serving
             if (known := from_sqlite(exc)) is not None:
-                return error_result(params.name, known)
-            log.exception("tool %s failed", params.name)
-            return error_result(params.name, AutodocError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
+                return error_result(name, known)
+            log.exception("tool %s failed", name)
+            return error_result(name, AutodocError(INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"))
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                     structured_content=structured)
 

@@ -1,0 +1,197 @@
+"""``autodoc mcp --http HOST:PORT``: the same MCP tools as on stdio, for many clients at once, over the MCP SDK's
+Streamable HTTP transport on uvicorn.
+
+One process serves every client: one open index, one warm encoder. It is the index's writer: it takes the
+writer lease at start and keeps it while no other process asks for it, and its scanner keeps the workspaces
+fresh as the editor's does (``--scan-seconds``). When another process holds the lease, it serves searches
+and reads all the same, and ``/health`` says who writes.
+
+Routes: ``/mcp`` (the token, then the bound on requests in flight, then the SDK's session manager with its
+body limit and its Host and Origin checks), ``/health`` (no token; nothing private: no paths, no
+processes), ``/metrics`` (the token; Prometheus text). The transport runs stateless with JSON answers: every
+tool here is one request and one answer, a restarted server needs no client to start over, and no session
+state grows with the number of agents.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import socket
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, request_response
+from starlette.types import ASGIApp
+
+from autodoc_core import __version__
+from autodoc_core.surface.http_guard import InFlightLimit, StaticToken, StatusCounter, transport_security
+from autodoc_core.surface.http_options import Address, HttpOptions, SetupError
+from autodoc_core.surface.mcp import CallPolicy, EngineHandle, Tools, build_server
+from autodoc_core.surface.mcp_answer import workspace_summary
+from autodoc_core.surface.prometheus import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("autodoc.mcp.http")
+
+# Threads that run tool calls at once; more calls wait for one in order. Searches hold the GIL between their
+# SQLite and numpy parts, so a few threads a core keep the cores busy without spreading every answer thin.
+CALL_THREADS = max(4, 2 * (os.cpu_count() or 1))
+STATUS_THREADS = 2  # /health and /metrics read the index on threads of their own, never behind the searches
+
+
+def writer(engines: EngineHandle) -> str:
+    engine = engines.opened
+    holder = engine.store.lease.holder() if engine is not None else None
+    if holder is None:
+        return "none"
+    return "this process" if holder["this_process"] else "another process"
+
+
+def workspace_states(engines: EngineHandle) -> list[dict[str, Any]]:
+    """Each workspace's counts and semantic state; no root, no error texts (they hold paths and URLs)."""
+    engine = engines.opened
+    if engine is None:
+        return []
+    states = []
+    for listed in engine.workspace_list():
+        status = engine.workspace_status(listed["name"])
+        summary = workspace_summary(status)
+        embedding = summary["embedding"] or {}
+        states.append({"name": summary["name"], "semantic": summary["semantic"], "documents": summary["documents"],
+                       "sections": summary["chunks"], "embedded": embedding.get("embedded"),
+                       "total": embedding.get("total"), "indexed_at": summary["indexed_at"],
+                       "indexing": status["indexing"] is not None})
+    return states
+
+
+class StatusPages:
+    """``/health`` and ``/metrics``."""
+
+    def __init__(self, engines: EngineHandle, metrics: Metrics, ready: threading.Event) -> None:
+        self.engines = engines
+        self.metrics = metrics
+        self.ready = ready
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    async def _read(self) -> tuple[list[dict[str, Any]], str]:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(STATUS_THREADS)
+        return await anyio.to_thread.run_sync(self._read_now, limiter=self._limiter)
+
+    def _read_now(self) -> tuple[list[dict[str, Any]], str]:
+        return workspace_states(self.engines), writer(self.engines)
+
+    async def health(self, request: Request) -> Response:
+        ready = self.ready.is_set()
+        workspaces, who_writes = await self._read()
+        body = {"ready": ready, "version": __version__, "writer": who_writes, "workspaces": workspaces}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
+    async def prometheus(self, request: Request) -> Response:
+        workspaces, who_writes = await self._read()
+        text = self.metrics.render(workspaces, who_writes, self.ready.is_set())
+        return Response(text, media_type=CONTENT_TYPE)
+
+
+def build_app(tools: Tools, options: HttpOptions, metrics: Metrics, ready: threading.Event,
+              on_listening: Any = None) -> Starlette:
+    server = build_server(tools, CallPolicy(seconds=options.request_seconds, observe=metrics.observe_call))
+    manager = StreamableHTTPSessionManager(
+        app=server, json_response=True, stateless=True, max_request_body_size=options.max_body_bytes,
+        security_settings=transport_security(options.address, options.allow_hosts, options.allow_origins))
+    pages = StatusPages(tools.engines, metrics, ready)
+
+    def guarded(app: ASGIApp) -> ASGIApp:
+        return RequireAuthMiddleware(app, required_scopes=[]) if options.token else app
+
+    mcp_app = InFlightLimit(StreamableHTTPASGIApp(manager), options.max_in_flight, metrics)
+    routes = [Route("/mcp", endpoint=guarded(mcp_app)),
+              Route("/health", endpoint=pages.health, methods=["GET"]),
+              Route("/metrics", endpoint=guarded(request_response(pages.prometheus)) if options.token
+                    else pages.prometheus, methods=["GET"])]
+    middleware = [Middleware(StatusCounter, metrics=metrics)]
+    if options.token:
+        middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticToken(options.token))))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = CALL_THREADS
+        async with manager.run():
+            if on_listening is not None:
+                on_listening()
+            yield
+
+    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+
+
+def open_writer(engines: EngineHandle, ready: threading.Event) -> None:
+    """Open the index, warm the encoder, and take the writer lease for as long as nobody else asks for it; then
+    the server is ready."""
+    try:
+        engine = engines.get()
+    except Exception as exc:  # noqa: BLE001 - said here; every tool call reports it (and retries the open)
+        log.warning("cannot open the database: %s", getattr(exc, "reason", exc))
+        return
+    lease = engine.store.lease
+    lease.idle_release_seconds = math.inf  # hand over only when another process asks
+    if not lease.try_acquire():
+        holder = lease.holder() or {}
+        log.warning("another process (pid %s on %s) writes this index: this server serves searches and reads, "
+                    "and takes over the writing when that process lets go", holder.get("pid"), holder.get("host"))
+    ready.set()
+
+
+def listening_socket(address: Address) -> socket.socket:
+    try:
+        family, kind, proto, _, where = socket.getaddrinfo(address.host, address.port, type=socket.SOCK_STREAM,
+                                                           flags=socket.AI_NUMERICSERV)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(where)
+        sock.listen(2048)
+    except OSError as exc:
+        raise SetupError(f"cannot listen on {address.url_host}:{address.port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve_http(db: str | None, options: HttpOptions, allow_index: bool = False, scan_seconds: float = 0.0) -> int:
+    """Serve MCP on HTTP until SIGINT or SIGTERM. The first line on stderr once it answers:
+    ``autodoc mcp: listening on http://HOST:PORT/mcp``."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+                        format="autodoc mcp: %(levelname)s %(name)s: %(message)s")
+    sock = listening_socket(options.address)
+    host, port = sock.getsockname()[:2]
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
+    engines = EngineHandle(db, scan_seconds)
+
+    def on_listening() -> None:
+        token = "a bearer token required" if options.token else "no token: loopback only"
+        print(f"autodoc mcp: listening on {url} ({token})", file=sys.stderr, flush=True)
+
+    ready = threading.Event()
+    app = build_app(Tools(engines, allow_index), options, Metrics(), ready, on_listening)
+    # The open runs beside the server: /health answers "not ready" meanwhile.
+    threading.Thread(target=open_writer, args=(engines, ready), name="autodoc-mcp-open", daemon=True).start()
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5,
+                            server_header=False)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        engines.close()
+        sock.close()
+    return 0
