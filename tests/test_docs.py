@@ -122,3 +122,16 @@ def test_the_pickers_walk_rules_are_the_indexers() -> None:
     assert (PROJECT / "lua" / "autodoc" / "walk_rules.lua").read_text(encoding="utf-8") == lua_rules()
     finder = (PROJECT / "lua" / "autodoc" / "picker" / "finder.lua").read_text(encoding="utf-8")
     assert "require('autodoc.walk_rules')" in finder and "node_modules'" not in finder
+
+
+def test_the_editors_stage_rules_are_the_engines() -> None:
+    """"One stage that finds hits stays on" is written once, in retrieve.options: lua/autodoc/stage_rules.lua is
+    generated from it (regenerating changes nothing), and no Lua module names the finders by hand."""
+    from autodoc_core.retrieve.options import lua_stage_rules
+
+    assert (PROJECT / "lua" / "autodoc" / "stage_rules.lua").read_text(encoding="utf-8") == lua_stage_rules()
+    stages = (PROJECT / "lua" / "autodoc" / "stages.lua").read_text(encoding="utf-8")
+    assert "require('autodoc.stage_rules')" in stages
+    hand_written = re.compile(r"lexical\b.*\band not\b.*\bsemantic|Lexical or Semantic")  # as stages.lua had it
+    for path in [*(PROJECT / "lua").rglob("*.lua"), *(PROJECT / "plugin").rglob("*.lua")]:
+        assert not hand_written.search(path.read_text(encoding="utf-8")), path

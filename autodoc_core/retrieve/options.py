@@ -20,6 +20,8 @@ from autodoc_core.store.workspace import Workspace
 # the lexical stage when a query is identifier-shaped (``retrieval.symbol`` turns it off), and the
 # answer's ``stages.performed`` lists it as "symbol" when it did.
 STAGES = (Stage.LEXICAL, Stage.SEMANTIC, Stage.RERANK)
+# The stages that find hits: a search keeps at least one of them (rerank only reorders what they found).
+FINDERS = (Stage.LEXICAL, Stage.SEMANTIC)
 MODES = {"lexical": [Stage.LEXICAL], "semantic": [Stage.SEMANTIC], "hybrid": list(STAGES), "auto": list(STAGES)}
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 200
@@ -129,8 +131,8 @@ def parse_stages(stages: Any, mode: Any) -> list[Stage]:
         raise invalid_params(f"'stages' must be a list drawn from {', '.join(STAGES)}, got {stages!r}")
     if not stages:
         return list(STAGES)
-    if Stage.LEXICAL not in stages and Stage.SEMANTIC not in stages:
-        raise invalid_params("'stages' must include lexical or semantic (rerank only reorders their hits)")
+    if not any(s in stages for s in FINDERS):
+        raise invalid_params(f"'stages' must include {' or '.join(FINDERS)} (rerank only reorders their hits)")
     return [s for s in STAGES if s in stages]
 
 
@@ -143,3 +145,18 @@ def wants_semantic(opts: Any) -> bool:
         return Stage.SEMANTIC in parse_stages(opts.get("stages"), opts.get("mode"))
     except AutodocError:
         return True
+
+
+def lua_stage_rules() -> str:
+    """The stage rules as the Lua module ``lua/autodoc/stage_rules.lua`` (the editor's toggles keep a finder on
+    as ``parse_stages`` demands); tests/test_docs.py fails when that file and these constants differ."""
+    def listed(names: tuple[Stage, ...]) -> str:
+        return "{ " + ", ".join(f"'{name}'" for name in names) + " }"
+
+    return ("-- Generated from autodoc_core/retrieve/options.py (lua_stage_rules): do not edit. Regenerate with\n"
+            "-- python -c 'from autodoc_core.retrieve.options import lua_stage_rules; "
+            "print(lua_stage_rules(), end=\"\")' > lua/autodoc/stage_rules.lua\n"
+            "return {\n"
+            f"  names = {listed(STAGES)}, -- the stages a search can ask for, in order\n"
+            f"  finders = {listed(FINDERS)}, -- at least one stays on; the first is turned on when none is\n"
+            "}\n")

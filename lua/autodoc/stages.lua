@@ -1,10 +1,27 @@
---- Which stages the picker asks for: kept across openings and restarts in
---- stdpath('state')/autodoc/stages.json. One of lexical and semantic always stays on.
+--- Which stages the picker asks for: kept across openings and restarts in stdpath('state')/autodoc/stages.json.
+--- The rule that one stage which finds hits stays on comes from the engine (autodoc.stage_rules, generated).
+local rules = require('autodoc.stage_rules')
+
 local M = {}
 
-local NAMES = { 'lexical', 'semantic', 'rerank' }
-M.names = NAMES
+M.names = rules.names
 M.labels = { lexical = 'Lexical', semantic = 'Semantic', rerank = 'Rerank' }
+
+--- What a toggle that would turn the last finder off says.
+M.KEEP_A_FINDER = 'autodoc: keep ' .. table.concat(vim.tbl_map(function(name) return M.labels[name] end,
+  rules.finders), ' or ') .. ' on: one must find the hits'
+
+--- Is one of the stages that find hits on in `on`?
+---@param on table<string, boolean>
+---@return boolean
+local function finds(on)
+  for _, name in ipairs(rules.finders) do
+    if on[name] then
+      return true
+    end
+  end
+  return false
+end
 
 local function file()
   return vim.fn.stdpath('state') .. '/autodoc/stages.json'
@@ -16,15 +33,15 @@ function M.load()
   if ok and #lines > 0 then
     local decoded_ok, saved = pcall(vim.json.decode, table.concat(lines, '\n'))
     if decoded_ok and type(saved) == 'table' then
-      for _, name in ipairs(NAMES) do
+      for _, name in ipairs(M.names) do
         if type(saved[name]) == 'boolean' then
           state[name] = saved[name]
         end
       end
     end
   end
-  if not state.lexical and not state.semantic then
-    state.lexical = true
+  if not finds(state) then
+    state[rules.finders[1]] = true
   end
   return state
 end
@@ -34,28 +51,29 @@ function M.save(state)
   vim.fn.writefile({ vim.json.encode(state) }, file())
 end
 
---- Flip one stage; returns false (and changes nothing) when that would leave no retriever.
+--- Flip one stage; returns false (and changes nothing) when that would leave no stage that finds hits.
 function M.toggle(state, name)
-  local next_state = vim.deepcopy(state)
-  next_state[name] = not next_state[name]
-  if not next_state.lexical and not next_state.semantic then
+  local flipped = vim.deepcopy(state)
+  flipped[name] = not flipped[name]
+  if not finds(flipped) then
     return false
   end
-  state[name] = next_state[name]
+  state[name] = flipped[name]
   M.save(state)
   return true
 end
 
 --- The stages to request, given what is available (a hidden stage keeps its saved value).
 function M.requested(state, available)
-  local list = {}
-  for _, name in ipairs(NAMES) do
+  local list, asked = {}, {}
+  for _, name in ipairs(M.names) do
     if state[name] and available[name] ~= false then
       table.insert(list, name)
+      asked[name] = true
     end
   end
-  if #list == 0 or (not vim.tbl_contains(list, 'lexical') and not vim.tbl_contains(list, 'semantic')) then
-    table.insert(list, 1, 'lexical')
+  if not finds(asked) then
+    table.insert(list, 1, rules.finders[1])
   end
   return list
 end

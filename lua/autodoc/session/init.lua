@@ -232,7 +232,7 @@ function Session:toggle(name)
     refusal = name == 'rerank' and 'autodoc: no ranker is configured: Rerank stays off'
       or 'autodoc: no embedding model: Semantic stays off'
   elseif not stages.toggle(self.stages, name) then
-    refusal = 'autodoc: keep Lexical or Semantic on: one must find the hits'
+    refusal = stages.KEEP_A_FINDER
   end
   if refusal then
     self:refuse(refusal)
