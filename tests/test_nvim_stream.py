@@ -4,7 +4,6 @@ list after; a newer keystroke stops the older search at a stage boundary, and no
 from __future__ import annotations
 
 import itertools
-import time
 
 from tests.model_servers import Behaviour, model_server
 from tests.test_nvim_plugin import lua, nvim, picker, ready, settled, wait_for  # noqa: F401 - nvim: the fixture
@@ -157,19 +156,53 @@ def test_a_keystroke_after_a_pause_searches_at_once_and_a_burst_waits_for_typing
     assert lua(nvim, "return _G.asked") == ["b"]
 
 
-def test_a_burst_of_keys_asks_each_text_once_and_ends_on_the_last(nvim) -> None:  # noqa: F811
-    """Keys about the debounce apart: however the machine's timing falls, no text is asked twice in a row, every
-    text asked was typed, and the last one asked is the prompt's."""
+RECORD_KEYSTROKES = """
+_G.keystrokes = {}
+local picker = require('autodoc.picker')
+vim.api.nvim_create_autocmd('TextChangedI', { buffer = picker.state.prompt_buf, callback = function()
+  -- after the picker's own autocmd: the time it took for this keystroke
+  table.insert(_G.keystrokes, { vim.api.nvim_get_current_line(), picker.state.last_keystroke / 1e6 })
+end })"""
+
+
+def type_burst(session, debounce_ms: int) -> tuple[list[str], list[list]]:
+    """Open the picker, type "bread" a key at a time (each key its own keystroke: the next is sent once the
+    prompt shows it), wait until the picker has asked for the prompt's text; the texts asked and, per keystroke,
+    the text and the time in ms the picker saw it."""
+    lua(session, f"require('autodoc').config.debounce_ms = {debounce_ms}; _G.asked = {{}}")
+    session.command("AutodocSearch")
+    wait_for(lambda: picker(session, "session ~= nil"), what="the picker open")
+    lua(session, RECORD_KEYSTROKES)
+    for typed in ("b", "br", "bre", "brea", "bread"):
+        session.input(typed[-1])
+        wait_for(lambda typed=typed: lua(session, "return #_G.keystrokes") == len(typed),
+                 what=f"the keystroke that makes {typed!r}")
+    wait_for(lambda: picker(session, "timer == nil") and picker(session, "query") == "bread",
+             what="the burst's last text asked")
+    asked, keystrokes = lua(session, "return _G.asked"), lua(session, "return _G.keystrokes")
+    session.input("<Esc>")
+    wait_for(lambda: picker(session, "session") is None, what="the picker closed")
+    return asked, keystrokes
+
+
+def test_a_burst_of_keys_asks_its_first_and_last_text_and_none_between(nvim) -> None:  # noqa: F811
+    """Without a debounce (the control) every keystroke asks; with one, a key typed within debounce_ms of the key
+    before it and of the key after it is never asked (decided from the times the picker saw the keys, so the
+    machine's speed cannot change the verdict), no text is asked twice in a row, and the last one asked is the
+    prompt's."""
     settled(nvim)
-    lua(nvim, "require('autodoc').config.debounce_ms = 8")
     lua(nvim, RECORD_ASKS)
-    nvim.command("AutodocSearch")
-    for key in "bread":
-        nvim.input(key)
-        time.sleep(0.008)  # makes a burst; the verdict does not depend on the gaps
-    wait_for(lambda: prompt_text(nvim) == "bread" and picker(nvim, "timer == nil") and picker(nvim, "query") == "bread")
-    asked = lua(nvim, "return _G.asked")
-    assert asked[-1] == "bread" and all(a != b for a, b in itertools.pairwise(asked)), asked
+    control, _ = type_burst(nvim, 0)
+    assert control == ["b", "br", "bre", "brea", "bread"]
+    debounce_ms = 2000  # far above the time between two keys here: the burst has keys between its ends
+    asked, keystrokes = type_burst(nvim, debounce_ms)
+    within = [later - earlier < debounce_ms for (_, earlier), (_, later) in itertools.pairwise(keystrokes)]
+    between = [text for (text, _), before, after in zip(keystrokes[1:-1], within[:-1], within[1:], strict=True)
+               if before and after]
+    assert between, keystrokes  # the keys came within the debounce of one another
+    assert not set(between) & set(asked), (asked, keystrokes)
+    assert asked[0] == "b" and asked[-1] == "bread" and asked != control, asked
+    assert all(a != b for a, b in itertools.pairwise(asked)), asked
     assert all("bread".startswith(text) for text in asked), asked
 
 

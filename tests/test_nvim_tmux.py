@@ -8,14 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import nvim_binary
+from tests.nvim import nvim_binary, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -39,33 +38,16 @@ def screen(session: str) -> str:
     return tmux("capture-pane", "-p", "-t", session)
 
 
-def wait_for_screen(session: str, text: str, timeout: float = 120.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        shown = screen(session)
-        if text in shown:
-            return shown
-        time.sleep(0.1)
-    raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen(session)}")
+def wait_for_screen(session: str, *texts: str, timeout: float = 120.0) -> str:
+    """The screen once it shows every one of `texts` at the same time."""
+    def shown() -> str | None:
+        now = screen(session)
+        return now if all(text in now for text in texts) else None
 
-
-def press_enter_until_the_file_opens(session: str, name: str, tries: int = 5) -> str:
-    """Enter, then wait for the file (or for the picker to go). A <CR> typed right after a stage toggle
-    was once lost on an idle machine (not yet explained); it is typed again only while the picker is
-    still open, so a late first <CR> can never land in the opened file."""
-    for _ in range(tries):
-        tmux("send-keys", "-t", session, "Enter")
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            shown = screen(session)
-            if name in shown:
-                return shown
-            if "AutoDoc · kb" not in shown:
-                break
-            time.sleep(0.1)
-        if "AutoDoc · kb" not in screen(session):
-            return wait_for_screen(session, name)
-    raise AssertionError(f"{name!r} never opened; the screen was:\n{screen(session)}")
+    try:
+        return wait_for(shown, timeout, what=f"{' and '.join(map(repr, texts))} on the screen")
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}; the screen was:\n{screen(session)}") from None
 
 
 def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
@@ -89,15 +71,20 @@ def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
         tmux("send-keys", "-t", session, "-l", "relational store")
         shown = wait_for_screen(session, "adr/0002.md:3-5")
         assert "[x] Lexical" in shown and "› Decision  " in shown  # 140 columns: the breadcrumb cut in the middle
+        # The vectors are in: Semantic alone finds the hit. Before they were, the Semantic-only search failed
+        # ("no document is fully embedded yet") and left the list empty; the checkbox used to be redrawn at the
+        # toggle, before the next answer, so an Enter typed on "[x] Lexical" met that empty list and did nothing.
+        wait_for_screen(session, "[lexical+semantic]")
         tmux("send-keys", "-t", session, "M-s")  # Alt-s: semantic off
-        wait_for_screen(session, "[ ] Semantic")
+        wait_for_screen(session, "[ ] Semantic", "[lexical]")
         tmux("send-keys", "-t", session, "M-s")
-        wait_for_screen(session, "[x] Semantic")
+        wait_for_screen(session, "[x] Semantic", "[lexical+semantic]")
         tmux("send-keys", "-t", session, "M-l")  # Alt-l: lexical off, semantic alone finds it
-        wait_for_screen(session, "[ ] Lexical")
+        wait_for_screen(session, "[ ] Lexical", "adr/0002.md:3-5", "[semantic]")
         tmux("send-keys", "-t", session, "M-l")
-        wait_for_screen(session, "[x] Lexical")
-        shown = press_enter_until_the_file_opens(session, "kb/adr/0002.md")  # its name in the status line
+        wait_for_screen(session, "[x] Lexical", "adr/0002.md:3-5", "[lexical")  # the list of this stage set
+        tmux("send-keys", "-t", session, "Enter")  # once: the list holds the hit
+        shown = wait_for_screen(session, "kb/adr/0002.md")  # its name in the status line
         assert "We keep every workspace in one embedded relational store." in shown
         assert "3,1" in shown  # the cursor on the hit's first line
         assert "AutoDoc · kb" not in shown  # the picker closed
@@ -184,18 +171,14 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
         selected, other = look_of(session, first), look_of(session, second)
         assert selected != other and selected != {()}, (selected, other)  # the selected row looks different
         tmux("send-keys", "-t", session, "Down")
-        deadline = time.monotonic() + 30
-        while look_of(session, second) != selected and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert look_of(session, second) == selected and look_of(session, first) == other  # the selection moved
+        wait_for(lambda: look_of(session, second) == selected, what="the selection on the second row")
+        assert look_of(session, first) == other  # the selection moved
         tmux("send-keys", "-t", session, "M-s")  # semantic off, then lexical off: refused, and said on screen
         wait_for_screen(session, "[ ] Semantic")
         tmux("send-keys", "-t", session, "M-l")
         wait_for_screen(session, "keep Lexical or Semantic on")
         tmux("send-keys", "-t", session, "-l", "s")  # the next keystroke clears it
-        deadline = time.monotonic() + 30
-        while "keep Lexical or Semantic on" in screen(session) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert "keep Lexical or Semantic on" not in screen(session)
+        wait_for(lambda: "relational stores" in (now := screen(session)) and "keep Lexical or Semantic" not in now,
+                 what="the prompt 'relational stores' without the refusal")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)

