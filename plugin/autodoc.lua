@@ -49,37 +49,39 @@ command('AutodocSearch', function(cmd)
 end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: search the knowledge base ([@workspace] query)' })
 
 -- The same search in the pickers people already use (each only when installed; none is a dependency).
-local picker_sources = {
-  telescope = 'autodoc.sources.telescope',
-  ['fzf-lua'] = 'autodoc.sources.fzf_lua',
-  snacks = 'autodoc.sources.snacks',
-  ['mini.pick'] = 'autodoc.sources.mini_pick',
-}
+local function picker_sources()
+  local sources = vim.tbl_filter(function(view) return view ~= 'builtin' end,
+    vim.tbl_keys(require('autodoc.pick').VIEWS))
+  table.sort(sources)
+  return sources
+end
 
 command('AutodocPick', function(cmd)
-  local name, what = cmd.fargs[1], cmd.fargs[2]
-  local module = picker_sources[name]
-  if not module or #cmd.fargs > 2 or (what and what ~= 'related') then
-    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(vim.tbl_keys(picker_sources), ', ')
-      .. ', then optionally related', vim.log.levels.ERROR)
+  local name, rest = cmd.args:match('^(%S+)%s*(.*)$')
+  if not vim.tbl_contains(picker_sources(), name) then
+    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(picker_sources(), ', ')
+      .. ', then related, or [@workspace] [query]', vim.log.levels.ERROR)
     return
   end
   if not pcall(require, name) then
     vim.notify('autodoc: ' .. name .. ' is not installed', vim.log.levels.ERROR)
     return
   end
-  if what == 'related' then
-    require('autodoc.related').pick(module) -- the sections related to the one under the cursor
+  if rest == 'related' then
+    require('autodoc.related').pick(require('autodoc.pick').VIEWS[name]) -- those of the section under the cursor
   else
-    require(module).search()
+    local workspace, query = workspace_and_query(rest) -- as :AutodocSearch takes them
+    require('autodoc').pick({ view = name, workspace = workspace, query = query })
   end
 end, {
   nargs = '+',
-  complete = function(lead, line) -- the source, then `related`
+  complete = function(lead, line) -- the source, then `related` or a workspace
     local before = #vim.split(line, '%s+', { trimempty = true }) - (lead == '' and 0 or 1)
-    return before >= 2 and { 'related' } or vim.tbl_keys(picker_sources)
+    local words = before < 2 and picker_sources()
+      or before == 2 and vim.list_extend({ 'related' }, complete_workspace('@')) or {}
+    return vim.tbl_filter(function(word) return vim.startswith(word, lead) end, words)
   end,
-  desc = 'AutoDoc: search (or the related sections) in telescope, fzf-lua, snacks or mini.pick',
+  desc = 'AutoDoc: search ([@workspace] query, or the related sections) in telescope, fzf-lua, snacks or mini.pick',
 })
 
 command('AutodocRelated', function()

@@ -56,6 +56,20 @@ def test_a_prompt_s_workspace_and_the_next_workspace_key(tmp_path: Path, view: s
 
 
 @pytest.mark.parametrize("view", VIEWS)
+def test_the_command_takes_a_workspace_and_a_query(tmp_path: Path, view: str) -> None:
+    """`:AutodocPick {source} @other bread` searches workspace other for bread, as `:AutodocSearch @other bread`
+    does (it was refused: the command took a source and `related` only)."""
+    with neovim(tmp_path, view_init(tmp_path, view, two_workspaces(tmp_path))) as nvim:
+        indexed_both(nvim)
+        command = "AutodocSearch" if view == "builtin" else f"AutodocPick {view}"
+        nvim.input(f":{command} @other bread<CR>")
+        wait_for(lambda: shows(nvim, "bakery/loaves.md:3-5", "AutoDoc · other"))
+        state = picker_state(nvim)
+        assert (state["workspace"], state["query"]) == ("other", "bread"), state
+        assert not shows(nvim, "notes/cooking.md:3-5")
+
+
+@pytest.mark.parametrize("view", VIEWS)
 def test_stage_toggles_show_their_state_and_a_refused_key_says_why(tmp_path: Path, notes: Path, view: str) -> None:
     setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
             f"path = {lua_string(notes)} }} }} }})"
