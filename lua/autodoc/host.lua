@@ -13,6 +13,7 @@ M.plugin_path = M.root .. '/rplugin/python3/autodoc'
 M.method = M.plugin_path .. ':function:AutodocRequest'
 local NAME = 'autodoc'
 local CHECK = 'import sys; sys.path = [p for p in sys.path if p != ""]; import autodoc_core, pynvim'
+local QUITTING = 'autodoc: Neovim is quitting; the Python host was not started'
 local START = 'import sys; sys.path = [p for p in sys.path if p != ""]; import pynvim; pynvim.start_host()'
 
 ---@class autodoc.PythonCandidate
@@ -157,7 +158,29 @@ local function fail(message)
   flush(message)
 end
 
+--- Neovim has begun to quit (`:qa`, `+qa`): it has already stopped its children and waits for them to end,
+--- running scheduled callbacks meanwhile, so a host started now would never be stopped and Neovim would wait
+--- for it forever.
+---@return boolean
+local function quitting()
+  return vim.v.exiting ~= vim.NIL
+end
+
+--- When Neovim quits, start nothing: the requests waiting for the host get QUITTING as their error.
+---@return boolean quitting
+local function stop_if_quitting()
+  if not quitting() then
+    return false
+  end
+  M.state.phase = 'idle'
+  flush(QUITTING)
+  return true
+end
+
 local function start_host()
+  if stop_if_quitting() then
+    return
+  end
   M.register()
   local ok, channel = pcall(vim.fn['remote#host#Require'], NAME)
   if not ok or channel == 0 then
@@ -207,6 +230,9 @@ local function choose()
   M.state.tried = candidates
   local index = 0
   local function next_candidate()
+    if stop_if_quitting() then
+      return
+    end
     index = index + 1
     local candidate = candidates[index]
     if not candidate then
@@ -253,6 +279,8 @@ function M.ensure(callback)
     callback(nil)
   elseif phase == 'failed' then
     callback(M.state.error)
+  elseif phase == 'idle' and quitting() then
+    callback(QUITTING)
   else
     table.insert(waiting, callback)
     if phase == 'idle' then
