@@ -41,7 +41,7 @@ def test_embedding_progress_updates_in_place_and_pauses(tmp_path: Path, kb: Path
     init = rtp(PROJECT) + python_line() + RECORD_PROGRESS + "require('autodoc').setup({ poll_ms = 100, " + \
         setup_call(tmp_path / "a.db", kb).removeprefix("require('autodoc').setup({ ")
     with model_server("tei", Behaviour(hold_after=1)) as server, neovim(tmp_path, init) as nvim:
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "ready")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "ready")
         nvim.exec_lua("""
             local embedder = { provider = 'tei', url = ..., batch_size = 2, timeout = 120 }
             require('autodoc.rpc').request('workspace.configure', { 'kb', { embedder = embedder } },
@@ -243,7 +243,7 @@ def test_a_host_that_dies_is_noticed_and_the_next_search_starts_another(tmp_path
         wait_for(lambda: (nvim.exec_lua("local s = require('autodoc.picker').state; return s and "
                                         "vim.api.nvim_buf_get_lines(s.list_buf, 0, 1, false)[1]") or "")
                  .startswith("n"), timeout=120)
-        assert nvim.exec_lua("return require('autodoc').phase") == "ready"
+        assert nvim.exec_lua("return require('autodoc').state.phase") == "ready"
         assert nvim.exec_lua("return require('autodoc.host').state.channel") not in (None, 0)
 
 

@@ -72,7 +72,7 @@ def test_setup_never_called_uses_the_workspaces_in_the_database(tmp_path: Path, 
     subprocess.run([*cli, "workspace.index", json.dumps(["kb", {"wait": "lexical"}])], check=True,
                    capture_output=True)
     with neovim(tmp_path, rtp(PROJECT) + python_line(), {"AUTODOC_DB": str(db)}) as nvim:
-        assert nvim.exec_lua("return require('autodoc').phase") == "idle"  # nothing starts by itself
+        assert nvim.exec_lua("return require('autodoc').state.phase") == "idle"  # nothing starts by itself
         search_and_jump(nvim)
 
 
@@ -113,7 +113,7 @@ def test_a_host_that_cannot_start_says_so_once(tmp_path: Path, notes: Path) -> N
     empty_path.mkdir()
     init = rtp(root) + setup_call(tmp_path / "a.db", notes) + "\n"
     with neovim(tmp_path, init, {"PATH": str(empty_path)}) as nvim:
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "failed")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "failed")
         nvim.command("AutodocSearch")
         nvim.input("relational")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith(MISSING))
@@ -181,7 +181,7 @@ def test_autodoc_install_builds_the_venv_and_the_next_search_uses_it(tmp_path: P
         "'autodoc install', callback = function(ev) table.insert(_G.install_events, ev.data.status) end })\n" + \
         setup_call(tmp_path / "a.db", notes) + "\n"
     with neovim(tmp_path, init, {"PATH": str(tools)}) as nvim:
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "failed")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "failed")
         nvim.command("AutodocInstall")
         wait_for(lambda: (root / ".venv").is_symlink(), timeout=60)
         wait_for(lambda: "success" in (nvim.exec_lua("return _G.install_events") or []), timeout=60)
@@ -217,7 +217,7 @@ def test_setup_db_in_a_folder_that_does_not_exist_says_so_and_creates_nothing(tm
     missing = tmp_path / "nonexistent" / "dir"
     init = rtp(PROJECT) + python_line() + setup_call(missing / "x.db", notes) + "\n"
     with neovim(tmp_path, init) as nvim:
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") not in ("idle", "starting"))
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") not in ("idle", "starting"))
         messages = nvim.exec_lua("return vim.fn.execute('messages')")
     assert f"the folder {missing} of the database {missing / 'x.db'} does not exist" in messages, messages
     assert "Traceback" not in messages

@@ -4,8 +4,9 @@
 --- factory of ours), so it runs the plugin's environment without touching g:python3_host_prog, which
 --- other remote plugins use. The interpreter is the first of, in order: setup({ python = ... }),
 --- g:autodoc_python, <plugin root>/.venv/bin/python, g:python3_host_prog, python3 on PATH, that can
---- import autodoc_core and pynvim (checked once per interpreter, asynchronously). Requests made before
---- the host is up wait in a queue; when no interpreter works, one message says why and what to run.
+--- import autodoc_core and pynvim (checked once per interpreter, asynchronously). The engine's opening
+--- requests (autodoc.lifecycle) wait for it to start; when no interpreter works, one message says why and
+--- what to run.
 local M = {}
 
 M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
@@ -34,13 +35,6 @@ local waiting = {} ---@type fun(err: string|nil)[]
 local checked = {} ---@type table<string, string|false> prog -> error, or false when it can run the host
 local registered = false
 local exit_listeners = {} ---@type fun(message: string)[]
-local start_listeners = {} ---@type fun()[]
-
---- Call `listener()` each time a host starts, before any queued request is sent to it.
----@param listener fun()
-function M.on_start(listener)
-  table.insert(start_listeners, listener)
-end
 
 --- Call `listener(message)` whenever a running host exits (killed, out of memory, a crash).
 ---@param listener fun(message: string)
@@ -193,9 +187,6 @@ local function start_host()
   -- anyone calling it from Vimscript; rpc.lua notifies the channel directly.
   pcall(vim.fn['remote#define#FunctionOnChannel'], channel, M.method, 0, 'AutodocRequest', vim.empty_dict())
   M.state.phase = 'ready'
-  for _, listener in ipairs(start_listeners) do
-    listener()
-  end
   flush(nil)
 end
 

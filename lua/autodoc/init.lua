@@ -1,7 +1,7 @@
 --- AutoDoc for Neovim: setup() and the functions commands and users call. The work is done by modules
 --- with one job each: lifecycle (opening the engine), workspaces (the registry), indexing (runs, saves,
---- scans), watch (one progress poller per workspace) and status (:AutodocStatus). The fields config,
---- workspaces, phase, error and indexing read autodoc.state, which those modules share.
+--- scans), watch (one progress poller per workspace) and status (:AutodocStatus). `state` is autodoc.state,
+--- which those modules share (phase, error, ...); config, workspaces and indexing are its tables.
 local config = require('autodoc.config')
 local state = require('autodoc.state')
 local lifecycle = require('autodoc.lifecycle')
@@ -14,6 +14,10 @@ local progress = require('autodoc.progress')
 local M = {}
 
 M.defaults = config.defaults
+M.state = state
+M.config = state.config
+M.workspaces = state.workspaces
+M.indexing = state.indexing
 M.when_ready = lifecycle.when_ready
 M.start = lifecycle.start
 M.add_workspace = workspaces.add
@@ -56,13 +60,14 @@ function M.setup(opts)
   local problems
   local before = state.config
   state.config, problems = config.resolve(opts)
+  M.config = state.config
   if #problems > 0 then
     state.notify('setup: ' .. table.concat(problems, '; ') .. ' (left out; the other options apply)',
       vim.log.levels.ERROR)
   end
   local open = state.phase == 'ready' or state.phase == 'starting'
   for _, key in ipairs({ 'db', 'python' }) do
-    if open and state.config[key] ~= before[key] then -- it was ignored without a word
+    if open and state.config[key] ~= before[key] then -- said, since it is not applied
       state.notify(string.format("setup: '%s' takes effect when Neovim restarts (the engine is open already)", key),
         vim.log.levels.WARN)
     end
@@ -75,19 +80,4 @@ function M.setup(opts)
   end
 end
 
--- config, workspaces, phase, error and indexing are autodoc.state's, read and written through here.
-local shared = { config = true, workspaces = true, phase = true, error = true, indexing = true }
-return setmetatable(M, {
-  __index = function(_, key)
-    if shared[key] then
-      return state[key]
-    end
-  end,
-  __newindex = function(t, key, value)
-    if shared[key] then
-      state[key] = value
-    else
-      rawset(t, key, value)
-    end
-  end,
-})
+return M

@@ -1,5 +1,6 @@
 --- The engine's life in this editor: opening it once (plugin.setup, the workspaces it holds, the configured
---- ones), running what waits for it, and opening it again in a new host after one exited.
+--- ones), running what waits for it, and opening it again in a new host after one exited. Whatever waits for
+--- the engine (a request, a picker, a command) waits in the one queue here, and runs in the order it came.
 local rpc = require('autodoc.rpc')
 local host = require('autodoc.host')
 local state = require('autodoc.state')
@@ -8,7 +9,7 @@ local workspaces = require('autodoc.workspaces')
 
 local M = {}
 
-local waiting = {} ---@type { ready: fun(), failed: fun(message: string)|nil }[]
+local waiting = {} ---@type { ready: fun(), failed: fun(message: string) }[]
 
 ---@param message string|nil nil when ready
 local function settle(message)
@@ -17,10 +18,10 @@ local function settle(message)
   local queue = waiting
   waiting = {}
   for _, entry in ipairs(queue) do
-    if not message then
-      entry.ready()
-    elseif entry.failed then
+    if message then
       entry.failed(message)
+    else
+      entry.ready()
     end
   end
 end
@@ -35,7 +36,7 @@ end
 --- scan of those it held (the ones just added are being indexed).
 function M.start()
   state.phase = 'starting'
-  rpc.request('plugin.setup', setup_params(), function(err)
+  rpc.send('plugin.setup', setup_params(), function(err)
     if err then
       if err.message ~= 'autodoc.host' then -- the host already said why, once
         state.notify(rpc.describe(err), vim.log.levels.ERROR)
@@ -43,7 +44,7 @@ function M.start()
       settle(rpc.describe(err))
       return
     end
-    rpc.request('workspace.list', {}, function(list_err, list)
+    rpc.send('workspace.list', {}, function(list_err, list)
       for _, ws in ipairs(list_err and {} or list) do
         state.workspaces[ws.name] = ws.root
       end
@@ -75,17 +76,11 @@ function M.when_ready(fn, on_error)
   end
 end
 
--- After the host exits, the next request opens the engine again (in a new host) the way the first did.
-host.on_exit(function()
+-- After the host exits, what was sent to it fails, and the next request opens the engine again (in a new host)
+-- the way the first did: plugin.setup first, on the configured database.
+host.on_exit(function(message)
   state.phase = 'idle'
-end)
-
--- Whatever request starts a new host after one exited (a status poll, a picker source, a save), its first
--- message opens the engine on the configured database; otherwise that request would open the default one.
-host.on_start(function()
-  if state.phase ~= 'starting' then -- the first start sends plugin.setup itself
-    rpc.request('plugin.setup', setup_params(), function() end)
-  end
+  rpc.fail_pending(message)
 end)
 
 return M

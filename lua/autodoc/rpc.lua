@@ -1,7 +1,8 @@
 --- Requests to the Python remote plugin, answered asynchronously.
 ---
---- A request made before the host runs waits for it (autodoc.host queues it); when the host cannot
---- start, the callback gets an 'autodoc.host' error whose reason says what to do.
+--- A request made before the engine is open waits in autodoc.lifecycle's queue (the one place that knows
+--- whether the engine is ready) and is sent, in order, once it is; when the engine cannot open, the callback
+--- gets an 'autodoc.host' error whose reason says what to do.
 ---
 --- `request(method, params, callback, lane, on_partial)` sends (id, method, params, lane) to the plugin's
 --- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
@@ -32,8 +33,8 @@ local function append_to_log(text)
 end
 
 --- Run a callback of `method`'s answer. Its error is said in one line, once per place it was raised, and its
---- traceback is logged (otherwise it went to the Python host's log only, as the failure of the call that
---- delivered the answer, and the picker just stopped).
+--- traceback is logged: unhandled, it would reach only the Python host's log (as the failure of the call
+--- that delivered the answer) and the view waiting for it would stop without a word.
 local function protected(method, callback, ...)
   local ok, message = xpcall(callback, debug.traceback, ...)
   if ok then
@@ -50,25 +51,45 @@ local function protected(method, callback, ...)
   end
 end
 
+---@param reason string
+---@return table the error a request gets when the host cannot run it
+local function host_error(reason)
+  return { code = -1, message = 'autodoc.host', data = { reason = reason } }
+end
+
+--- Send now, starting the host if none runs: for the requests that open the engine (autodoc.lifecycle);
+--- every other one is a `request`.
 ---@param method string
 ---@param params table
 ---@param callback fun(err: table|nil, result: any)
 ---@param lane string|nil
 ---@param on_partial fun(result: any)|nil called with each partial answer before the final one
----@return integer request id
-function M.request(method, params, callback, lane, on_partial)
+function M.send(method, params, callback, lane, on_partial)
   next_id = next_id + 1
   local id = next_id
   pending[id] = { callback = callback, lane = lane, on_partial = on_partial, method = method }
-  host.ensure(function(host_error)
-    if host_error then
+  host.ensure(function(reason)
+    if reason then
       pending[id] = nil
-      protected(method, callback, { code = -1, message = 'autodoc.host', data = { reason = host_error } })
+      protected(method, callback, host_error(reason))
     else
       host.notify({ id, method, params, lane or vim.NIL })
     end
   end)
-  return id
+end
+
+--- Send once the engine is open (opening it if nobody has).
+---@param method string
+---@param params table
+---@param callback fun(err: table|nil, result: any)
+---@param lane string|nil
+---@param on_partial fun(result: any)|nil called with each partial answer before the final one
+function M.request(method, params, callback, lane, on_partial)
+  require('autodoc.lifecycle').when_ready(function()
+    M.send(method, params, callback, lane, on_partial)
+  end, function(reason)
+    protected(method, callback, host_error(reason))
+  end)
 end
 
 --- How many requests still wait for their answer (dropped ones included: every request is answered).
@@ -105,14 +126,16 @@ function M._resolve(id, result, err)
   protected(entry.method, entry.callback, err, result)
 end
 
--- A host that exits answers nothing more: its requests fail with why, as a host that cannot start does.
-host.on_exit(function(message)
+--- The host exited: it answers nothing more, so every request still waiting fails with why (as when the host
+--- cannot start). autodoc.lifecycle calls it once it has marked the engine closed.
+---@param message string
+function M.fail_pending(message)
   local unanswered = pending
   pending = {}
   for _, entry in pairs(unanswered) do
-    protected(entry.method, entry.callback, { code = -1, message = 'autodoc.host', data = { reason = message } })
+    protected(entry.method, entry.callback, host_error(message))
   end
-end)
+end
 
 --- A readable message for an error object from the engine.
 ---@param err table

@@ -34,7 +34,8 @@ function M.add(name, path, callback)
   end)
 end
 
---- The configured workspaces the engine does not know yet: add and index them, then call `done`.
+--- The configured workspaces the engine does not know yet: add and index them, then call `done`. Part of
+--- opening the engine (autodoc.lifecycle), so its requests are sent at once rather than queued behind it.
 ---@param done fun()
 function M.add_configured(done)
   local remaining = 1
@@ -48,7 +49,7 @@ function M.add_configured(done)
     local root = M.absolute(ws.path)
     if state.workspaces[ws.name] ~= root then
       remaining = remaining + 1
-      rpc.request('workspace.add', { ws.name, root }, function(err, result)
+      rpc.send('workspace.add', { ws.name, root }, function(err, result)
         if err then
           state.notify(rpc.describe(err), vim.log.levels.ERROR)
         else

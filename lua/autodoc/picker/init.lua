@@ -159,7 +159,7 @@ function M.open_hit(how)
       vim.log.levels.ERROR)
     return
   end
-  if not vim.uv.fs_stat(file) then -- deleted since it was indexed: an empty new buffer said nothing
+  if not vim.uv.fs_stat(file) then -- deleted since it was indexed: say so, not an empty buffer
     vim.notify(string.format('autodoc: %s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
     autodoc.index(state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
@@ -209,7 +209,7 @@ local function watch(state)
     end,
   })
   -- When the embedding model finishes filling or the workspace's files change, refresh the open query. A
-  -- scan that found nothing new does not: it re-ran the search (and a paid ranker) every scan_ms.
+  -- scan that found nothing new does not: an idle picker asks nothing (a paid ranker costs per search).
   local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })
   vim.api.nvim_create_autocmd('User', {
     group = group,

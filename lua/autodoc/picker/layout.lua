@@ -30,8 +30,8 @@ local function scratch(filetype)
   return buf
 end
 
---- Below this many columns the preview goes under the list: side by side, an 80-column terminal left the
---- list 36 cells, too few for a hit's path, span, relevance and stages.
+--- Below this many columns the preview goes under the list: side by side, an 80-column terminal would leave
+--- the list 36 cells, too few for a hit's path, span, relevance and stages.
 M.SIDE_BY_SIDE_COLUMNS = 120
 
 --- 90% of the editor: prompt, list and toggles on the left half, the preview on the right; in a narrow

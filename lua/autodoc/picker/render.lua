@@ -102,8 +102,8 @@ function M.preview_lines(hit, root)
 end
 
 --- Put `win` on `line` of `buf` and centre it, once the window shows `buf`. A picker may put its new
---- preview buffer in the window a tick after the preview is filled (telescope does): the cursor set at
---- once landed in the window's previous, shorter buffer ("Cursor position outside buffer").
+--- preview buffer in the window a tick after the preview is filled (telescope does), and a cursor set
+--- before that would land in the window's previous, shorter buffer.
 ---@param win integer
 ---@param buf integer
 ---@param line integer
@@ -137,7 +137,7 @@ function M.show_section(buf, win, hit, words)
   end
   M.mark_words(buf, words)
   if win and vim.api.nvim_win_is_valid(win) then
-    vim.wo[win].linebreak, vim.wo[win].breakindent = true, true -- 'opened throu|gh apsw' no more
+    vim.wo[win].linebreak, vim.wo[win].breakindent = true, true -- long lines wrap between words
     centre_when_shown(win, buf, hit.line_start)
   end
 end
@@ -194,8 +194,8 @@ function M.message(state, text)
 end
 
 --- Replace the list with `answer`. A selection the user moved stays on the same hit when the list updates
---- in place (the full answer after the lexical one, a refresh); otherwise the first hit is selected: kept on
---- the lexical answer's first hit, Enter opened what the full answer ranked second.
+--- in place (the full answer after the lexical one, a refresh); otherwise the first hit is selected, so Enter
+--- opens what the newest answer ranks first.
 ---@param state autodoc.PickerState
 ---@param answer autodoc.Answer
 function M.answer(state, answer)

@@ -7,6 +7,7 @@
 --- older tick (or to a closed session) is dropped, as mini.pick's querytick does.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
+local state = require('autodoc.state')
 local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
 local workspace_of = require('autodoc.session.workspace')
@@ -113,8 +114,6 @@ local function take(self, answer, level)
     engine_ms = answer.timing and answer.timing.total or nil, render_ms = ms(answered, drawn) } })
 end
 
-local failed_with_message
-
 --- Run `fn` on the next turn of the loop if `tick` is still wanted: a view that asked from inside its own
 --- finder call is not redrawn from inside it.
 ---@param self autodoc.Session
@@ -128,22 +127,14 @@ local function later(self, tick, fn)
   end)
 end
 
+--- What an ask that failed shows, in place of hits (while `tick` is still wanted).
 ---@param self autodoc.Session
 ---@param tick integer
 ---@return fun(err: table)
 local function failed(self, tick)
   return function(err)
-    failed_with_message(self, tick)(rpc.describe(err or {}))
-  end
-end
-
----@param self autodoc.Session
----@param tick integer
----@return fun(message: string)
-failed_with_message = function(self, tick)
-  return function(message)
     if self:wanted(tick) then
-      self.answer, self.message = nil, message
+      self.answer, self.message = nil, rpc.describe(err or {})
       self.on_update(self)
     end
   end
@@ -156,24 +147,16 @@ function Session:ask(prompt, typed_at)
   self.tick = self.tick + 1
   local tick = self.tick
   self.prompt, self.asked_at, self.typed_at = prompt, vim.uv.hrtime(), typed_at
-  if autodoc.phase ~= 'ready' then -- the host exited since the session began: open the engine again, then ask
-    autodoc.when_ready(function()
-      if self:wanted(tick) then
-        self:ask(prompt)
-      end
-    end, failed_with_message(self, tick))
-    return
-  end
   local workspace, query, problem = text.parse_prompt(prompt, self.workspace, workspace_of.names())
   self.query, self.answer, self.level, self.message = query, nil, 0, problem
   if problem or not workspace then
-    self.message = problem or autodoc.error or text.NO_WORKSPACE
+    self.message = problem or state.error or text.NO_WORKSPACE
     later(self, tick, function() self.on_update(self) end)
     return
   end
   search_in(self, workspace)
   local options = { limit = autodoc.config.limit, stages = stages.requested(self.stages, self.available),
-    snippets = false } -- no view shows snippets, and they were a fifth of a lexical search's time
+    snippets = false } -- no view shows snippets: none are made
   if self.related then -- the prompt narrows the related sections; they are asked afresh each time
     local source = self.related
     self:request('search.related', { source.workspace, source.path,
