@@ -51,8 +51,10 @@ from autodoc_core.store.workspace import Workspace
 # tables of contents are not indexed, and sections with no text are no chunks; 5: empty anchors and rules are not
 # indexed either, and a block over four budgets is cut between lines; 6: without a schema file, frontmatter fields
 # are facets (strings), and a non-ASCII facet value is kept case-folded too; 7: CJK runs are indexed as bigrams and
-# full-width forms folded (parse.cjk): the word index of every chunk is rewritten, its rows and vectors kept
-PARSER_VERSION = 7
+# full-width forms folded (parse.cjk): the word index of every chunk is rewritten, its rows and vectors kept; 8:
+# inline code in headings keeps its underscores and asterisks (breadcrumbs): only sections under such headings are
+# rewritten (their text hash holds the breadcrumb), the rest kept
+PARSER_VERSION = 8
 CJK_BIGRAMS_SINCE = 7
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
