@@ -186,14 +186,15 @@ def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: M
     For an identifier pasted alone (``pasted``) that the symbol retriever matched, the semantic leader is not
     kept on top: the embedding blurs names, and its best guess (a release note sharing the name's words) would
     push a second page that holds the name out of the first places. With words around the identifier
-    (``sentence``) the symbol retriever is a backstop, not a retriever of its own (see ``symbol_only_last``)."""
+    (``sentence``) the symbol leader is kept only when another retriever found it too: a chunk only the symbol
+    retriever found matches none of the sentence's words the others ranked (see ``symbol_only_last``)."""
     rankings = {name: candidates.chunk_ids for name, candidates in found.items()}
-    if sum(1 for name, ids in rankings.items() if ids and not (name == Stage.SYMBOL and sentence)) < 2:
+    if sum(1 for ids in rankings.values() if ids) < 2:
         return fused
     present = {entry.chunk_id for entry in fused}
     checked = Stage.SYMBOL not in rankings and cosines is not None and not one_word
     leaders = {ids[0] for name, ids in rankings.items() if ids and ids[0] in present
-               and not (name == Stage.SYMBOL and sentence)
+               and not (name == Stage.SYMBOL and sentence and _found_by_symbol_alone(ids[0], rankings))
                and not (name == Stage.LEXICAL and checked and not embedding_agrees(ids[0], fused, cosines, agreement))
                and not (name == Stage.SEMANTIC and pasted and rankings.get(Stage.SYMBOL))}
     head: list[Fused] = []
@@ -208,6 +209,10 @@ def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: M
         else:
             tail.append(entry)
     return head + tail
+
+
+def _found_by_symbol_alone(chunk_id: int, rankings: Mapping[str, list[int]]) -> bool:
+    return not any(chunk_id in ids for name, ids in rankings.items() if name != Stage.SYMBOL)
 
 
 def symbol_only_last(fused: list[Fused]) -> list[Fused]:
