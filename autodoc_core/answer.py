@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from autodoc_core.rank.hits import Hit
+from autodoc_core.rank.hits import Hit, in_relevance_order
 from autodoc_core.retrieve.query import FacetFilter, ParsedQuery
 from autodoc_core.retrieve.symbols import QueryShape
 from autodoc_core.stages import RETRIEVERS, Stage
@@ -139,7 +139,7 @@ class SearchAnswer:
         kept = StageReport(list(report.requested), list(report.performed), dict(report.skipped),
                            dataclasses.replace(report.rank), dataclasses.replace(report.query_info))
         kept_query = dataclasses.replace(query, problems=list(query.problems))
-        return cls(list(hits), mode_used, semantic, kept, kept_query, list(facets), dict(timing))
+        return cls(in_relevance_order(hits), mode_used, semantic, kept, kept_query, list(facets), dict(timing))
 
     def as_partial(self, pending: list[Stage]) -> SearchAnswer:
         """This answer handed over before the ``pending`` stages ran."""

@@ -235,15 +235,18 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> list[Hit]:
         fused = fuse.rrf(found)
     most_inbound = documents.most_inbound(run.conn, ws.id)
     query = run.query
+    sentence = Stage.SYMBOL in found and not run.shape.pasted  # words around its identifiers
     words = set(query.words) | {f.value.lower() for f in query.facets if f.field == "tag" and not f.negated}
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound, words)
     fused = fuse.keep_leaders(fused, found, found[Stage.SEMANTIC].scores if linear else None,
-                              one_word=one_word(query), pasted=run.shape.pasted)
+                              one_word=one_word(query), pasted=run.shape.pasted, sentence=sentence)
     holding = pasted_holders(run, found, [f.chunk_id for f in fused])
     if holding is not None:
         run.report.query_info.holding_pasted = len(holding)
         fused = fuse.holders_first(fused, holding)
+    if sentence:
+        fused = fuse.symbol_only_last(fused)
     return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
 
 

@@ -112,6 +112,8 @@ def report_ranker(report: StageReport, ranker: Ranker | None) -> None:
 def facet_only(run: SearchRun, ranker: Ranker | None) -> list[Hit]:
     """A query of facets alone lists the documents that have them."""
     listed = hits.document_hits(run.conn, run.ws.id, run.filters.document, run.options.limit)
+    if run.options.demote_superseded:
+        listed = hits.demote_superseded(listed)
     run.timer.lap("facet")
     run.report.performed.append(Stage.FACET)
     for stage in (Stage.LEXICAL, Stage.SEMANTIC):

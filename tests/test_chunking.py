@@ -221,3 +221,37 @@ def test_empty_anchors_and_rules_are_not_text() -> None:
         ("Guide › Setup", "Install it."),
         ("Guide › Sync › Sticky", 'Sticky learn text.\n\n<span id="x">kept</span>')]
     assert_spans_exact(raw.encode(), doc.chunks)
+
+
+def test_a_heading_keeps_what_its_inline_code_holds() -> None:
+    doc = parse("# RFC\n\n### Identify `-` and `_` on crates.io\n\nBoth.\n\n## The `_equiv` and `a*b*` forms of "
+                "*emphasis* and __strong__\n\nText.\n")
+    assert [c.breadcrumb for c in doc.chunks] == [
+        "RFC › Identify - and _ on crates.io",
+        "RFC › The _equiv and a*b* forms of emphasis and strong",
+    ]
+
+
+def test_an_index_of_headings_parsed_before_is_rewritten_where_they_change(engine, kb: Path) -> None:
+    """An index whose breadcrumbs lost inline code's underscores (parser 7) is re-parsed at its next run: the
+    sections under such headings get the heading as written, every other section keeps its row (its vector)."""
+    from autodoc_core.parse.chunk import text_hash
+
+    write(kb, "a.md", "# A\n\n## Set `max_batch`\n\nThe batch.\n\n## Plain\n\nOther text.\n")
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none"})
+    engine.workspace_index("kb")
+    ws = engine._workspace("kb")
+    with engine.store.exclusive(), engine.store.write() as conn:  # as parser 7 wrote it
+        conn.execute("UPDATE documents SET chunked_with = 'p7' || substr(chunked_with, 3) WHERE ws_id = ?", (ws.id,))
+        for chunk_id, body in conn.execute("SELECT id, body FROM chunks WHERE breadcrumb = 'A › Set max_batch'"
+                                           ).fetchall():
+            conn.execute("UPDATE chunks SET breadcrumb = ?, text_hash = ? WHERE id = ?",
+                         ("A › Set maxbatch", text_hash("A › Set maxbatch", body), chunk_id))
+        before = dict(conn.execute("SELECT breadcrumb, id FROM chunks WHERE ws_id = ?", (ws.id,)).fetchall())
+    report = engine.workspace_index("kb")
+    assert (report["changed"], report["chunks_written"]) == (1, 1)
+    with engine.store.snapshot() as conn:
+        after = dict(conn.execute("SELECT breadcrumb, id FROM chunks WHERE ws_id = ?", (ws.id,)).fetchall())
+    assert set(after) == {"A › Set max_batch", "A › Plain"}
+    assert after["A › Plain"] == before["A › Plain"]

@@ -224,3 +224,21 @@ def test_hostile_files_are_reported_with_reasons_and_the_rest_indexed(engine: En
     assert engine.search_query("kb", "ordinary", None).to_wire()["hits"][0]["path"] == "good.md"
     assert engine.search_query("kb", "x9999", None).to_wire()["hits"][0]["path"] == "headings.md"
     assert engine.doc_list("kb", "long")[0]["path"] == "longline.md"
+
+
+def test_a_problems_reason_does_not_repeat_its_kind(engine: Engine, kb: Path) -> None:
+    """Surfaces show a problem as ``kind: reason`` (the quickfix list of :AutodocStatus): the reason must not
+    start with the kind again ("skipped: skipped: binary content")."""
+    write(kb, "good.md", "# Good\n\nwords\n")
+    write(kb, "nul.md", b"# Bin\n\x00\x01 binary")
+    write(kb, "huge.md", b"# Huge\n\n" + b"z " * 600_000)
+    engine.workspace_add("kb", str(kb))
+    engine.workspace_configure("kb", {"embedder": "none", "max_file_bytes": 1_000_000})
+    report = engine.workspace_index("kb")
+    problems = engine.workspace_status("kb")["problems"]
+    assert {p["path"] for p in problems} == {"nul.md", "huge.md"}
+    for problem in [*problems, *report["problems"]]:
+        assert problem["kind"] == "skipped"
+        assert not problem["reason"].lower().startswith(problem["kind"]), problem
+    shown = {p["path"]: f"{p['kind']}: {p['reason']}" for p in problems}  # as lua/autodoc/status.lua writes it
+    assert shown["nul.md"] == "skipped: binary content (NUL bytes), not Markdown text"

@@ -51,8 +51,10 @@ from autodoc_core.store.workspace import Workspace
 # tables of contents are not indexed, and sections with no text are no chunks; 5: empty anchors and rules are not
 # indexed either, and a block over four budgets is cut between lines; 6: without a schema file, frontmatter fields
 # are facets (strings), and a non-ASCII facet value is kept case-folded too; 7: CJK runs are indexed as bigrams and
-# full-width forms folded (parse.cjk): the word index of every chunk is rewritten, its rows and vectors kept
-PARSER_VERSION = 7
+# full-width forms folded (parse.cjk): the word index of every chunk is rewritten, its rows and vectors kept; 8:
+# inline code in headings keeps its underscores and asterisks (breadcrumbs): only sections under such headings are
+# rewritten (their text hash holds the breadcrumb), the rest kept
+PARSER_VERSION = 8
 CJK_BIGRAMS_SINCE = 7
 BATCH_SIZE = 200
 BINARY_SNIFF_BYTES = 8192
@@ -170,7 +172,7 @@ class Indexer:
     def _read(self, item: FoundFile) -> tuple[bytes | None, str | None]:
         limit = self.ws.option("max_file_bytes")
         if item.size > limit:
-            return None, f"skipped: {item.size / 1e6:.1f} MB is over the {limit / 1e6:g} MB limit (max_file_bytes)"
+            return None, f"{item.size / 1e6:.1f} MB is over the {limit / 1e6:g} MB limit (max_file_bytes)"
         try:
             with open_inside(self.ws.root, item.abspath) as handle:
                 # Ask for about the file's size, not the limit: read(n) allocates n bytes up front, and
@@ -178,15 +180,15 @@ class Indexer:
                 # exhausted vm.max_map_count).
                 raw = handle.read(min(limit + 1, item.size + 65536))
         except FileNotFoundError:
-            return None, "skipped: the file disappeared while it was being indexed"
+            return None, "the file disappeared while it was being indexed"
         except OutsideRoot:
-            return None, "skipped: the file now resolves outside the workspace root"
+            return None, "the file now resolves outside the workspace root"
         except OSError as exc:
-            return None, f"skipped: cannot read the file: {exc.strerror or exc}"
+            return None, f"cannot read the file: {exc.strerror or exc}"
         if len(raw) > limit:
-            return None, f"skipped: the file grew past the {limit / 1e6:g} MB limit (max_file_bytes)"
+            return None, f"the file grew past the {limit / 1e6:g} MB limit (max_file_bytes)"
         if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
-            return None, "skipped: binary content (NUL bytes), not Markdown text"
+            return None, "binary content (NUL bytes), not Markdown text"
         return raw, None
 
     def _pair_renames(self, gone: dict[str, _Existing], pending: list) -> dict[str, tuple[str, _Existing]]:

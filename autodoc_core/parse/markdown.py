@@ -107,9 +107,23 @@ def resolve_relative(href: str, from_relpath: str) -> str | None:
 
 
 def heading_plain_text(inline: Token) -> str:
+    """The heading as a reader sees it: links as their text, emphasis marks and backslash escapes gone, and
+    inline code as written without its backticks (``Identify `-` and `_` on crates.io`` keeps its ``_``)."""
     text = _MARKDOWN_LINK.sub(lambda m: m.group(0)[1 : m.group(0).index("](")], inline.content)
-    text = _HEADING_MARKUP.sub("", text.replace("`", ""))
-    return _HEADING_ANCHOR.sub("", text).strip()
+    parts, position = [], 0
+    for start, end, length in code_spans(text):
+        parts += [_HEADING_MARKUP.sub("", text[position:start]), _code_text(text[start + length : end - length])]
+        position = end
+    parts.append(_HEADING_MARKUP.sub("", text[position:].replace("`", "")))
+    return _HEADING_ANCHOR.sub("", "".join(parts)).strip()
+
+
+def _code_text(inside: str) -> str:
+    """An inline code span's text, as CommonMark gives it: one space stripped from each side when both have one
+    and the span is not all spaces."""
+    if len(inside) > 1 and inside[0] == inside[-1] == " " and inside.strip(" "):
+        return inside[1:-1]
+    return inside
 
 
 def parse_structure(text: str, relpath: str) -> MarkdownStructure:

@@ -171,7 +171,7 @@ def apply_boosts(fused: list[Fused], doc_tags: dict[int, Sequence[str]], inbound
 
 def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: Mapping[int, float] | None,
                  agreement: float | None = LEADER_AGREEMENT, *, one_word: bool = False,
-                 pasted: bool = False) -> list[Fused]:
+                 pasted: bool = False, sentence: bool = False) -> list[Fused]:
     """When several retrievers found chunks, each one's best chunk is among the first N hits (N = the number
     of distinct such chunks); the rest keep the fused order. A confident semantic match that no query word
     reaches (or an exact identifier the embedding misses) is not buried by the other list.
@@ -185,13 +185,16 @@ def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: M
 
     For an identifier pasted alone (``pasted``) that the symbol retriever matched, the semantic leader is not
     kept on top: the embedding blurs names, and its best guess (a release note sharing the name's words) would
-    push a second page that holds the name out of the first places."""
+    push a second page that holds the name out of the first places. With words around the identifier
+    (``sentence``) the symbol leader is kept only when another retriever found it too: a chunk only the symbol
+    retriever found matches none of the sentence's words the others ranked (see ``symbol_only_last``)."""
     rankings = {name: candidates.chunk_ids for name, candidates in found.items()}
     if sum(1 for ids in rankings.values() if ids) < 2:
         return fused
     present = {entry.chunk_id for entry in fused}
     checked = Stage.SYMBOL not in rankings and cosines is not None and not one_word
     leaders = {ids[0] for name, ids in rankings.items() if ids and ids[0] in present
+               and not (name == Stage.SYMBOL and sentence and _found_by_symbol_alone(ids[0], rankings))
                and not (name == Stage.LEXICAL and checked and not embedding_agrees(ids[0], fused, cosines, agreement))
                and not (name == Stage.SEMANTIC and pasted and rankings.get(Stage.SYMBOL))}
     head: list[Fused] = []
@@ -206,6 +209,17 @@ def keep_leaders(fused: list[Fused], found: Mapping[str, Candidates], cosines: M
         else:
             tail.append(entry)
     return head + tail
+
+
+def _found_by_symbol_alone(chunk_id: int, rankings: Mapping[str, list[int]]) -> bool:
+    return not any(chunk_id in ids for name, ids in rankings.items() if name != Stage.SYMBOL)
+
+
+def symbol_only_last(fused: list[Fused]) -> list[Fused]:
+    """The chunks only the symbol retriever found below the rest, each part in its order: for a query with
+    words around its identifier ("restrict what a crates.io API token is allowed to publish"), those chunks
+    hold the identifier but none of the words, and every section that matches the sentence comes first."""
+    return sorted(fused, key=lambda entry: entry.via == [Stage.SYMBOL])  # stable: each part keeps its order
 
 
 def holders_first(fused: list[Fused], holding: set[int]) -> list[Fused]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -188,6 +189,20 @@ def demote_superseded(hits: list[Hit]) -> list[Hit]:
             result.insert(index + 1, hit)
             pending.remove(hit)
     return result
+
+
+def in_relevance_order(shown: list[Hit]) -> list[Hit]:
+    """The hits as listed, each shown with at most the relevance of the hit above it. The order also follows
+    rules a section's own match does not see (its document's other sections, boosts, a retriever's leader kept
+    on top, superseded documents below their successor, a cross-encoder), so a lower match can rank above a
+    higher one; the number shown is then the one the order follows: the hit below it shows no more than it."""
+    settled, ceiling = [], math.inf
+    for hit in shown:
+        if hit.relevance > ceiling:
+            hit = dataclasses.replace(hit, relevance=ceiling)
+        ceiling = hit.relevance
+        settled.append(hit)
+    return settled
 
 
 def with_snippets(conn: apsw.Connection, hits: list[Hit], words: list[str]) -> list[Hit]:

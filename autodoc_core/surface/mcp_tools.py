@@ -123,8 +123,9 @@ HIT = _object({
     "line_start": {"type": "integer"},
     "line_end": {"type": "integer"},
     "relevance": {"type": "number", "description": "0..1: how well this section alone matches, in the stages "
-                                                   "that ran; hits are ordered by a score that also counts the "
-                                                   "document's other sections, so it need not fall with rank"},
+                                                   "that ran, and never more than the hit above it (the order "
+                                                   "also counts the document's other sections and boosts), so "
+                                                   "it never rises down the list"},
     "via": {**STRINGS, "description": "the retrievers that found it: lexical, semantic, symbol, rank, facet; "
                                          "for related also link"},
     "superseded_by": {"type": ["string", "null"]},

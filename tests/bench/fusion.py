@@ -322,12 +322,15 @@ def replay(record: dict, fusion: FusionFn, limit: int = 50) -> list[str]:
                               {f.chunk_id: rows[f.chunk_id][3] for f in fused}, raw["most_inbound"],
                               set(raw["words"]))
     checked = fusion if isinstance(fusion, LeaderCheck) else LeaderCheck(fusion, fuse.LEADER_AGREEMENT)
+    sentence = "symbol" in inputs.found and not inputs.pasted  # words around its identifiers: a backstop
     fused = fuse.keep_leaders(fused, {name: candidates.kept(rows) for name, candidates in inputs.found.items()},
                               inputs.cosines, checked.leader_agreement,
                               one_word=inputs.one_word and checked.one_word_exempt,
-                              pasted=inputs.pasted and checked.pasted_rule)
+                              pasted=inputs.pasted and checked.pasted_rule, sentence=sentence)
     if inputs.holding is not None and checked.holders_first and (checked.phrase_holders or not inputs.phrase):
         fused = fuse.holders_first(fused, inputs.holding)
+    if sentence:
+        fused = fuse.symbol_only_last(fused)
     shown = []
     for f in fused:
         doc_id, path, _tags, _inbound, successor_id, status, kind = rows[f.chunk_id]
