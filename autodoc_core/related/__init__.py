@@ -22,7 +22,6 @@ from typing import Any, cast
 import apsw
 import numpy as np
 
-from autodoc_core.answer import FusionWeight, SearchAnswer, StageReport, Timer
 from autodoc_core.errors import NOT_FOUND, AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.parse.walk import resolve_inside
@@ -36,7 +35,8 @@ from autodoc_core.retrieve.linked import linked_documents
 from autodoc_core.retrieve.options import parse_options
 from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search_run import (
+from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageReport, Timer
+from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
     report_ranker,
@@ -44,7 +44,7 @@ from autodoc_core.search_run import (
     report_unmatched_paths,
     rerank_hits,
 )
-from autodoc_core.stages import Candidates, Stage
+from autodoc_core.search.stages import Candidates, Stage
 from autodoc_core.store import chunks, documents
 from autodoc_core.store.chunks import Section
 from autodoc_core.store.workspace import Workspace

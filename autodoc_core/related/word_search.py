@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
-from autodoc_core.search_run import SearchRun
-from autodoc_core.stages import Stage
+from autodoc_core.search.search_run import SearchRun
+from autodoc_core.search.stages import Stage
 from autodoc_core.store import chunks
 from autodoc_core.store.filters import NOT_ABSTRACT
 

@@ -15,16 +15,17 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
-from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller
 from autodoc_core.service.roots import root_problem
@@ -35,7 +36,6 @@ from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.embeddings import SemanticState
 from autodoc_core.store.workspace import Workspace
-from autodoc_core.stream import SearchStream
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
 

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autodoc_core import pipeline
 from autodoc_core.rank import fuse, hits
 from autodoc_core.retrieve import lexical, symbols
+from autodoc_core.search import pipeline
+from autodoc_core.search.stages import Candidates
 from autodoc_core.service.engine import Engine
-from autodoc_core.stages import Candidates
 from autodoc_core.store import workspace as workspace_settings
 from autodoc_core.store.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options

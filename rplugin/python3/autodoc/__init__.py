@@ -87,7 +87,7 @@ class AutodocPlugin:
                 result = call(self._get_engine(), method, params)
             self._reply(request_id, result, None)
         except Exception as exc:
-            from autodoc_core.stream import SearchCancelled
+            from autodoc_core.search.stream import SearchCancelled
 
             if isinstance(exc, SearchCancelled):
                 self._cancel(request_id, exc.stage)
@@ -105,7 +105,7 @@ class AutodocPlugin:
 
     def _stream(self, request_id: int, lane: str | None, params: Any) -> dict:
         """search.query's answer, its lexical answer pushed first; stopped once a newer request takes the lane."""
-        from autodoc_core.stream import SearchStream
+        from autodoc_core.search.stream import SearchStream
         from autodoc_core.surface.rpc import call
 
         stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),

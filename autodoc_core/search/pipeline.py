@@ -17,7 +17,6 @@ from typing import Any
 import apsw
 import numpy as np
 
-from autodoc_core.answer import FusionWeight, SearchAnswer, StageReport, Timer
 from autodoc_core.errors import AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.providers.base import Pending
@@ -29,7 +28,8 @@ from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.options import parse_options, wants_semantic
 from autodoc_core.retrieve.query import ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search_run import (
+from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageReport, Timer
+from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
     facet_only,
@@ -40,10 +40,10 @@ from autodoc_core.search_run import (
     rows_of,
     with_snippets,
 )
-from autodoc_core.stages import Candidates, Stage
+from autodoc_core.search.stages import Candidates, Stage
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.store import documents
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
-from autodoc_core.stream import SearchStream
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
