@@ -14,7 +14,7 @@ from autodoc_core.store import chunks
 from autodoc_core.store.filters import NOT_ABSTRACT
 
 if TYPE_CHECKING:
-    from autodoc_core.related import Source
+    from autodoc_core.related.sections import Source
 
 OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
 
