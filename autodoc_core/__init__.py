@@ -49,7 +49,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("index", "retrieve"),
     ("rank",),
-    ("search.answer",),
+    ("search.answer", "search.caches"),
     ("search.search_run", "search.stream"),
     ("search.pipeline",),
     ("related",),

@@ -36,6 +36,7 @@ from autodoc_core.retrieve.options import parse_options
 from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageReport, Timer
+from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
@@ -89,14 +90,15 @@ class Source:
 
 def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path: Any, opts: Any,
                 frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-                ranker: Ranker | None = None) -> SearchAnswer:
+                ranker: Ranker | None = None, caches: SearchCaches | None = None) -> SearchAnswer:
     timer = Timer()
     line, search_opts = _split_options(opts)
     options = parse_options(search_opts, ws, schema)
     source = locate(conn, ws, path, line)
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
     query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
-    run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer)
+    run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer,
+                    caches or SearchCaches())
     report_unmatched_paths(run)
     report_unmatched_facets(run)
     report_ranker(run.report, ranker)

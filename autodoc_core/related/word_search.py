@@ -55,9 +55,6 @@ def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, want
     return result
 
 
-WORDS = more_like_this.WordsMemo()
-
-
 def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
           least: int) -> list[more_like_this.WeightedWord]:
     """The source's most distinctive words, those written at least ``least`` times first (memoised)."""
@@ -65,10 +62,7 @@ def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenci
     key = (*asked, hash(source.text), more_like_this.MORE_LIKE_THIS_TERMS, least,
            more_like_this.MORE_LIKE_THIS_POSTINGS)
     workspace, version = (run.conn.filename, run.ws.id), _version(run)
-    found = WORDS.get(workspace, version, key)
-    if found is None:
-        found = _distinctive_words(run, source, frequencies, least)
-        WORDS.put(workspace, version, key, found)
+    found = run.caches.words(workspace, version, key, lambda: _distinctive_words(run, source, frequencies, least))
     run.timer.lap("words")
     return found
 
@@ -90,15 +84,10 @@ def _version(run: SearchRun) -> tuple[float | None, int]:
     return run.ws.indexed_at, run.ws.next_generation
 
 
-# (database, workspace id) -> (its index's version when measured, its mean section length in words)
-_AVERAGE_TOKENS: dict[tuple[str, int], tuple[tuple[float | None, int], float]] = {}
 CHARS_PER_WORD = 6.0
 
 
 def _average_tokens(run: SearchRun) -> float:
-    key, version = (run.conn.filename, run.ws.id), _version(run)
-    measured, average = _AVERAGE_TOKENS.get(key, (None, 0.0))
-    if measured != version:
-        average = chunks.mean_body_chars(run.conn, run.ws.id) / CHARS_PER_WORD
-        _AVERAGE_TOKENS[key] = (version, average)
-    return average
+    """The workspace's mean section length in words, as of this version of its index."""
+    return run.caches.average_tokens.get((run.conn.filename, run.ws.id), _version(run),
+                                         lambda: chunks.mean_body_chars(run.conn, run.ws.id) / CHARS_PER_WORD)

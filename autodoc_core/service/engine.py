@@ -24,6 +24,7 @@ from autodoc_core.providers.http import ProviderError
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
 from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
@@ -45,6 +46,7 @@ class Engine:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
+        self.caches = SearchCaches()  # what searches remember between them; this engine's alone
         self._semantic = SemanticRuntimes()
         self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
@@ -302,7 +304,8 @@ class Engine:
             # their old documents for this one answer.
             ws = self._workspace(name)
             source = runtime.source(conn, ws, failure)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream)
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
+                              self.caches)
 
     def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
@@ -313,7 +316,8 @@ class Engine:
         with self.store.snapshot() as conn:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
             source = runtime.source(conn, ws, failure)
-            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws))
+            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws),
+                               self.caches)
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)
