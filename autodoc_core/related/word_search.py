@@ -43,7 +43,7 @@ ABSTRACTS_ALLOWED_FOR = 20  # the fast path asks for this many more candidates, 
 
 def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, wanted: int) -> lexical.LexicalResult:
     """The ranking with abstracts left out, as the filtered search ranks it, but from FTS5's fast path (the
-    index scored alone, no join per matching section: 0.8 ms of 1.9 on techdocs) with the abstracts dropped
+    index scored alone, no join per matching section) with the abstracts dropped
     afterwards. When they took so many places that fewer than ``wanted`` are left, the filtered search."""
     asked = wanted + ABSTRACTS_ALLOWED_FOR
     result = lexical.search(run.conn, run.ws.id, run.query, Filters(), frequencies, asked)
@@ -69,8 +69,9 @@ def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenci
 
 def _distinctive_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
                        least: int) -> list[more_like_this.WeightedWord]:
-    # A section's words are not read in the rest of its document (that took longer than the word search):
-    # a word only its own document has finds nothing and just takes a place. A section holds each of its own.
+    # A section's words are not read in the rest of its document (reading it costs more than the word search
+    # saves): a word only its own document has finds nothing and just takes a place. A section holds each of
+    # its own.
     own = Counter() if source.section is not None else \
         more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
     return more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies, _average_tokens(run),

@@ -245,8 +245,8 @@ class Engine:
     def workspace_status(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
-        # A remote model this process has not asked yet has no fingerprint: status said "switching", 0 of 0
-        # embedded, model "tei::?:l2" for a workspace fully embedded by another process. Ask it (once; a
+        # A remote model this process has not asked yet has no fingerprint, and without one a workspace fully
+        # embedded by another process would read as switching models with nothing embedded. Ask it (once; a
         # failure is kept for a while and said below).
         runtime = self._semantic.of(ws)
         unreachable = runtime.probe_remote_model(ws)
