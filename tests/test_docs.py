@@ -136,3 +136,20 @@ def test_the_pickers_walk_rules_are_the_indexers() -> None:
     assert (PROJECT / "lua" / "autodoc" / "walk_rules.lua").read_text(encoding="utf-8") == lua_rules()
     finder = (PROJECT / "lua" / "autodoc" / "picker" / "finder.lua").read_text(encoding="utf-8")
     assert "require('autodoc.walk_rules')" in finder and "node_modules'" not in finder
+
+
+NOQA = re.compile(r"#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
+
+
+def test_no_noqa_names_a_rule_ruff_does_not_check() -> None:
+    """A ``noqa`` for a rule outside pyproject's select list silences nothing and only misleads (issue 40)."""
+    import tomllib
+
+    selected = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]["select"]
+    unchecked = [f"{path.relative_to(PROJECT)}: {code}"
+                 for folder in ("autodoc_core", "rplugin", "tests", "scripts")
+                 for path in sorted((PROJECT / folder).rglob("*.py"))
+                 for codes in NOQA.findall(path.read_text(encoding="utf-8"))
+                 for code in re.split(r"\s*,\s*", codes)
+                 if not any(code.startswith(prefix) for prefix in selected)]
+    assert unchecked == []

@@ -15,7 +15,7 @@ from autodoc_core.rank.hits import first_word_at
 from autodoc_core.retrieve.semantic import VectorIndex, sign_bits, to_words
 from autodoc_core.service.engine import Engine
 from tests.conftest import paths, write
-from tests.test_related import lexical_workspace, notes, related
+from tests.related_corpus import lexical_workspace, notes, related
 
 
 def test_a_document_s_words_are_remembered_until_an_edit(engine: Engine, kb: Path) -> None:

@@ -156,7 +156,7 @@ class SemanticRuntime:
         """Whether the background filler has work here: vectors missing, or a remote model not checked."""
         try:
             source = self.semantic_state(conn, ws)
-        except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
+        except Exception:  # e.g. a model folder that vanished: reported by status, not here
             return False
         if source.embedder is None:
             return False
