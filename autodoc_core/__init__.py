@@ -13,23 +13,23 @@ The folders follow a document's way in and a query's way out, one floor above an
     retrieve/   options, query (parsing), filters, lexical (FTS5), symbols (identifier-shaped queries),
                 semantic (vectors), semantic_stage, linked, more_like_this
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records), rerank
-    answer.py   the answer as typed records (SearchAnswer, its StageReport, QueryInfo, RankState, Timer) and
-                its JSON shape, made in one place (SearchAnswer.to_wire)
-    search_run.py  what one search works with (SearchRun), the stages search and related share (reports,
-                facet-only listing, re-ranking), the answer as the run stands
-    stream.py   following one search: its lexical answer handed over first, stopped between stages
-    pipeline.py one search: options in, stages run and fused, a SearchAnswer that says what ran and why
+    search/     one search: stages (the ``Stage`` names, and ``Candidates``: one retriever's chunk ids in rank
+                order with their scores, what ``rank/fuse`` takes), answer (the answer as typed records:
+                SearchAnswer, its StageReport, QueryInfo, RankState, Timer, and its JSON shape, made in one
+                place: SearchAnswer.to_wire), search_run (what one search works with, SearchRun, and the
+                stages search and related share), stream (following one search: its lexical answer handed
+                over first, stopped between stages), pipeline (options in, stages run and fused, a
+                SearchAnswer that says what ran and why)
     related/    related sections: a section's stored vector, distinctive words and links, fused the same way
     service/    engine: the facade every surface calls; semantic_runtime (each workspace's embedder, ranker,
                 vectors in memory), documents, changes, filler, scanner
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
 
-``errors`` (the JSON-RPC codes and the one exception callers see) and ``stages`` (the ``Stage`` names, and
-``Candidates``: one retriever's chunk ids in rank order with their scores, what ``rank/fuse`` takes) are
-shared by all of them. ``FLOORS`` is
-the map as data: a module imports only from its own folder and from floors below its own, never from a
-folder beside it on the same floor (``index`` and ``retrieve`` do not import each other); tests/test_docs.py
-holds the code to it.
+``errors`` (the JSON-RPC codes and the one exception callers see) and ``search.stages`` are shared by all of
+them. ``FLOORS`` is the map as data (each module of search/ has a floor of its own, named ``search.module``):
+a module imports only from its own folder or module and from floors below its own, never from one beside it
+on the same floor (``index`` and ``retrieve`` do not import each other); tests/test_docs.py holds the code
+to it.
 """
 
 import os
@@ -44,14 +44,14 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 __version__ = "0.1.0"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "stages"),
+    ("__init__", "errors", "search", "search.stages"),
     ("parse", "providers"),
     ("store",),
     ("index", "retrieve"),
     ("rank",),
-    ("answer",),
-    ("search_run", "stream"),
-    ("pipeline",),
+    ("search.answer", "search.caches"),
+    ("search.search_run", "search.stream"),
+    ("search.pipeline",),
     ("related",),
     ("service",),
     ("surface",),

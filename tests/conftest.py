@@ -10,10 +10,11 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
 
 from autodoc_core.service.engine import Engine
@@ -114,8 +115,10 @@ class LineReader:
         return line
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "the condition") -> Any:
-    """Poll ``condition`` until it is true; the deadline only bounds a hang, it never decides a pass."""
+def wait_until(condition: Callable[[], Any], timeout: float = 60, *, what: str, every: float = 0.02) -> Any:
+    """Poll ``condition`` until it is true and return its value; ``what`` names the state waited for, in the
+    failure. The deadline only bounds a hang, it never decides a pass. A condition may raise to say the state
+    can no longer come (a process that ended)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
@@ -123,7 +126,32 @@ def wait_until(condition: Callable[[], Any], timeout: float = 60, what: str = "t
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+        time.sleep(every)
+
+
+async def wait_until_async(condition: Callable[[], Awaitable[Any]], timeout: float = 60, *, what: str,
+                           every: float = 0.2) -> Any:
+    """``wait_until`` for a test that talks to a server in an event loop: ``condition`` is awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await anyio.sleep(every)
+
+
+def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autodoc_core", "--db", str(db), *args],
+        input=stdin, capture_output=True, cwd=PROJECT, timeout=60,
+    )
+
+
+def call(db: Path, method: str, params: list) -> tuple[int, object]:
+    done = autodoc(db, "--call", method, json.dumps(params))
+    return done.returncode, json.loads(done.stdout)
 
 
 class StdioServer:

@@ -67,7 +67,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:  # the http.server API
         if self.path == "/info":
             self._send(200, {"model_id": "toy/bag-of-words", "model_type": {"embedding": {"pooling": "mean"}},
                              "max_input_length": 512, "max_client_batch_size": 32})
@@ -76,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": "not found", "error_type": "Validation"})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         behaviour = self.behaviour

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from autodoc_core.answer import SearchAnswer
 from autodoc_core.rank.hits import Hit
-from autodoc_core.stages import Stage
-from autodoc_core.stream import SearchStream
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.stages import Stage
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.surface import rpc
 from tests.conftest import write
 

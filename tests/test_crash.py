@@ -16,7 +16,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import apsw
@@ -25,7 +24,7 @@ import pytest
 from autodoc_core.index.indexer import BATCH_SIZE, content_hash
 from autodoc_core.index.vectors import MODEL_CHECK_TEXT
 from autodoc_core.service.engine import Engine
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, wait_until
 from tests.model_servers import model_server
 
 FILES = 300
@@ -194,16 +193,15 @@ def test_parse_workers_exit_when_the_indexer_is_killed(tmp_path: Path) -> None:
         engine.workspace_configure("kb", {"embedder": {"provider": "none"}})
     proc = autodoc(db, "workspace.index", ["kb"], {"AUTODOC_TEST_PAUSE_AT": "index.document:5"})
     try:
-        deadline = time.monotonic() + RUN_SECONDS
-        while process_state(proc.pid) != "T":
-            assert proc.poll() is None and time.monotonic() < deadline, "never reached the checkpoint"
-            time.sleep(0.05)
+        def paused() -> bool:
+            assert proc.poll() is None, "the run ended before its checkpoint"
+            return process_state(proc.pid) == "T"
+
+        wait_until(paused, RUN_SECONDS, every=0.05, what="the run stopped at its checkpoint")
         workers = children_of(proc.pid)
         assert workers, "a run of 300 files parses in worker processes"
     finally:
         proc.kill()
         proc.wait()
-    deadline = time.monotonic() + 20
-    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [pid for pid in workers if alive(pid)]
+    wait_until(lambda: not [pid for pid in workers if alive(pid)], 20, every=0.1,
+               what=f"the worker processes {workers} gone with their parent")

@@ -30,17 +30,31 @@ def test_the_layout_map_names_every_folder() -> None:
         assert (PROJECT / "autodoc_core" / folder / "__init__.py").read_text().startswith('"""')
 
 
+def _on_the_map(parts: tuple[str, ...] | list[str]) -> str:
+    """The name a module has on the layer map: ``search.pipeline`` where the map gives a package's module a
+    floor of its own, else its folder (or top-level module)."""
+    import autodoc_core
+
+    mapped = {name for names in autodoc_core.FLOORS for name in names}
+    dotted = ".".join(parts[:2])
+    return dotted if dotted in mapped else parts[0]
+
+
 def _folder_imports() -> set[tuple[str, str, str]]:
-    """(importing folder or top-level module, imported one, importing file) for every import within the engine."""
+    """(importing folder or module, imported one, importing file) for every import within the engine, each
+    named as the layer map names it."""
     found = set()
     for path in (PROJECT / "autodoc_core").rglob("*.py"):
         parts = path.relative_to(PROJECT / "autodoc_core").with_suffix("").parts
-        source = parts[0]
+        source = _on_the_map(parts)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autodoc_core"):
-                names = node.module.split(".")[1:2] or [alias.name if (PROJECT / "autodoc_core" / alias.name).exists()
-                                                        or alias.name == "errors" else "__init__"
-                                                        for alias in node.names]
+                module = node.module.split(".")[1:]
+                if module:
+                    names = [_on_the_map([*module, alias.name]) for alias in node.names]
+                else:
+                    names = [alias.name if (PROJECT / "autodoc_core" / alias.name).exists()
+                             or alias.name == "errors" else "__init__" for alias in node.names]
                 found.update((source, name, str(path)) for name in names if name != source)
     return found
 
@@ -135,3 +149,20 @@ def test_the_editors_stage_rules_are_the_engines() -> None:
     hand_written = re.compile(r"lexical\b.*\band not\b.*\bsemantic|Lexical or Semantic")  # as stages.lua had it
     for path in [*(PROJECT / "lua").rglob("*.lua"), *(PROJECT / "plugin").rglob("*.lua")]:
         assert not hand_written.search(path.read_text(encoding="utf-8")), path
+
+
+NOQA = re.compile(r"#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
+
+
+def test_no_noqa_names_a_rule_ruff_does_not_check() -> None:
+    """A ``noqa`` for a rule outside pyproject's select list silences nothing and only misleads (issue 40)."""
+    import tomllib
+
+    selected = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]["select"]
+    unchecked = [f"{path.relative_to(PROJECT)}: {code}"
+                 for folder in ("autodoc_core", "rplugin", "tests", "scripts")
+                 for path in sorted((PROJECT / folder).rglob("*.py"))
+                 for codes in NOQA.findall(path.read_text(encoding="utf-8"))
+                 for code in re.split(r"\s*,\s*", codes)
+                 if not any(code.startswith(prefix) for prefix in selected)]
+    assert unchecked == []

@@ -9,7 +9,7 @@ from pathlib import Path
 from autodoc_core.service.engine import Engine
 from tests.conftest import paths, search, wait_until, write
 from tests.model_servers import Behaviour, model_server
-from tests.test_semantic import embed_with_tei, notes
+from tests.semantic_corpus import embed_with_tei, notes
 
 # Longer than any deadline below; the provider's own timeout is longer still. A search must answer
 # within HANG / 3 of a 0.3 s deadline: the duration is the behaviour here, with 30x slack.
@@ -78,7 +78,8 @@ def test_the_background_fill_runs_below_searches(tmp_path: Path) -> None:
 
     with Engine(tmp_path / "autodoc.db") as engine:
         engine.start_background()
-        filler = wait_until(lambda: next((t for t in threading.enumerate() if t.name == "autodoc-embedder"), None))
+        filler = wait_until(lambda: next((t for t in threading.enumerate() if t.name == "autodoc-embedder"), None),
+                            what="the embedder thread")
         wait_until(lambda: os.getpriority(os.PRIO_PROCESS, filler.native_id) == 10, timeout=30,
                    what="the filler to lower its priority")
         assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == 0  # this (search) thread is not

@@ -14,7 +14,7 @@ from autodoc_core.rank.fuse import (
     linear,
 )
 from autodoc_core.rank.hits import Hit, demote_superseded
-from autodoc_core.stages import Candidates
+from autodoc_core.search.stages import Candidates
 
 
 def found(rankings: dict[str, list[int]], bm25: dict[int, float] | None = None,

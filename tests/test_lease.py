@@ -9,7 +9,6 @@ stale fails the silent-holder test; ``pid_alive`` always True fails both killed-
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -26,6 +25,7 @@ from autodoc_core.errors import BUSY, AutodocError
 from autodoc_core.service.engine import Engine
 from autodoc_core.store.lease import WriterLease, lease_path
 from tests.conftest import PROJECT, LineReader, wait_until
+from tests.lease_file import lease_record
 from tests.workers import PAUSE_FILE, write_round
 
 FILES = 40
@@ -56,16 +56,6 @@ class Worker:
             return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except (OSError, IndexError):
             return None
-
-
-def lease_record(db: Path) -> dict:
-    """The lease file's record, read under its flock as the lease itself reads it (never torn)."""
-    if not lease_path(db).exists():
-        return {}
-    with open(lease_path(db), "rb") as handle:
-        fcntl.flock(handle, fcntl.LOCK_SH)
-        raw = handle.read()
-    return json.loads(raw) if raw.strip() else {}
 
 
 def kill(worker: Worker) -> None:
@@ -184,7 +174,7 @@ class SearchLoop(threading.Thread):
         while not self.stop.is_set():
             try:
                 answer = self.engine.search_query("kb", "marker part1 part2", {"limit": 30}).to_wire()
-            except Exception as exc:  # noqa: BLE001 - any error fails the test below
+            except Exception as exc:  # any error fails the test below
                 self.errors.append(repr(exc))
                 continue
             self.answers += 1

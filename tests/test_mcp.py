@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,44 +22,8 @@ from autodoc_core.service.engine import Engine
 from autodoc_core.store.lease import WriterLease
 from autodoc_core.surface.mcp import ERROR_META
 from autodoc_core.surface.mcp_answer import BY_MEANING_ONLY
-from tests.conftest import PROJECT, write
-
-NOTES = """\
----
-title: Storage notes
-tags: [storage]
----
-# Storage
-
-We keep the gecko index in SQLite.
-
-## Write-ahead log
-
-The write-ahead log lets readers see one snapshot
-while a writer commits; geckos never wait.
-
-## Backups
-
-Copy the file with the online backup API.
-"""
-
-NETWORK = """\
-# Network
-
-## Transport
-
-Gecko replicas talk HTTP/2 to each other.
-A second line about the transport.
-"""
-
-
-def setup_workspace(db: Path, name: str, root: Path, embedder: str = "none", index: bool = True) -> None:
-    """Register (and index) a folder with an engine that is closed again, so the server starts alone."""
-    with Engine(db) as engine:
-        engine.workspace_add(name, str(root))
-        engine.workspace_configure(name, {"embedder": embedder})
-        if index:
-            engine.workspace_index(name)
+from tests.conftest import PROJECT, wait_until, wait_until_async, write
+from tests.mcp_corpus import NETWORK, NOTES, file_lines, setup_workspace
 
 
 @pytest.fixture
@@ -91,10 +54,6 @@ def talk(db: Path, log: Path, scenario: Callable[[ClientSession], Awaitable[None
 
 async def call(session: ClientSession, tool: str, arguments: dict[str, Any]) -> Any:
     return await session.call_tool(tool, arguments)
-
-
-def file_lines(path: Path, first: int, last: int) -> str:
-    return "\n".join(path.read_text(encoding="utf-8").splitlines()[first - 1 : last])
 
 
 def test_lists_the_tools_with_input_and_output_schemas(tmp_path: Path, notes: Path) -> None:
@@ -224,13 +183,11 @@ def test_the_server_re_indexes_a_file_edited_on_disk(tmp_path: Path, notes: Path
         storage.write_text("# Moved down\n\nzorblax lines\n\n" + storage.read_text(encoding="utf-8"),
                            encoding="utf-8")
         await call(session, "search", {"query": "gecko"})  # meets the changed file: the scan starts now
-        deadline = time.monotonic() + 50  # the interval is an hour: only the wake can re-index it in time
-        while True:
-            found = (await call(session, "search", {"query": "zorblax"})).structured_content["hits"]
-            if found:
-                break
-            assert time.monotonic() < deadline, "the edit was never indexed"
-            await anyio.sleep(0.2)
+        async def edit_found() -> list:
+            return (await call(session, "search", {"query": "zorblax"})).structured_content["hits"]
+
+        # The interval is an hour: only the wake can re-index it in time.
+        found = await wait_until_async(edit_found, 50, what="the edit indexed")
         assert found[0]["path"] == "storage.md" and found[0]["line_start"] == 1
         assert found[0]["text"].startswith("# Moved down") and "text_problem" not in found[0]
 
@@ -497,11 +454,11 @@ def generate_notes(root: Path, files: int) -> None:
 def wait_for_lease_holder(db: Path, pid: int, process: subprocess.Popen) -> None:
     lease = WriterLease(db)
     try:
-        deadline = time.monotonic() + 60
-        while (lease.holder() or {}).get("pid") != pid:
+        def holding() -> bool:
             assert process.poll() is None, "the indexer ended before it was seen holding the lease"
-            assert time.monotonic() < deadline, "the indexer never took the writer lease"
-            time.sleep(0.005)
+            return (lease.holder() or {}).get("pid") == pid
+
+        wait_until(holding, every=0.005, what="the indexer holding the writer lease")
     finally:
         lease.close()
 
@@ -553,13 +510,11 @@ def test_the_server_embeds_in_the_background_and_reports_progress(tmp_path: Path
     async def scenario(session: ClientSession) -> None:
         first = (await call(session, "search", {"query": "geckos waiting for writers"})).structured_content
         assert first["semantic"] in ("partial", "ready")
-        deadline = time.monotonic() + 90
-        while True:
+        async def filled() -> list | None:
             spaces = (await call(session, "workspaces", {})).structured_content["workspaces"]
-            if spaces[0]["semantic"] == "ready":
-                break
-            assert time.monotonic() < deadline, f"the background embedder never finished: {spaces}"
-            await anyio.sleep(0.2)
+            return spaces if spaces[0]["semantic"] == "ready" else None
+
+        spaces = await wait_until_async(filled, 90, what="the background embedder to finish")
         embedding = spaces[0]["embedding"]
         assert embedding["provider"] == "local" and embedding["embedded"] == embedding["total"] > 0
         answer = (await call(session, "search", {"query": "readers are not blocked by commits",

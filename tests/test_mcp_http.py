@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -24,8 +23,8 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from autodoc_core.store.lease import WriterLease
-from tests.conftest import PROJECT
-from tests.test_mcp import NETWORK, NOTES, file_lines, setup_workspace, write
+from tests.conftest import PROJECT, wait_until, write
+from tests.mcp_corpus import NETWORK, NOTES, file_lines, setup_workspace
 
 TOKEN = "test-token-0123456789abcdef"
 PROTOCOL = "2025-06-18"
@@ -49,10 +48,8 @@ class Server:
         self.url = re.search(r"http://\S+/mcp", self.lines[-1]).group(0)
         self.base = self.url.removesuffix("/mcp")
         self.token = token
-        deadline = time.monotonic() + 60
-        while not httpx2.get(f"{self.base}/health", timeout=60).json()["ready"]:  # the index open, the lease tried
-            assert time.monotonic() < deadline, f"the server never became ready: {self.lines}"
-            time.sleep(0.02)
+        wait_until(lambda: httpx2.get(f"{self.base}/health", timeout=60).json()["ready"],  # the index open, the
+                   what="the server ready")  # lease tried
 
     def _read_stderr(self) -> None:
         for line in self.process.stderr:
@@ -78,11 +75,11 @@ class Server:
         return None
 
     def wait_for_metric(self, line_start: str, value: float) -> None:
-        deadline = time.monotonic() + 60
-        while self.metric(line_start) != value:
+        def reached() -> bool:
             assert self.process.poll() is None, "the server ended"
-            assert time.monotonic() < deadline, f"{line_start} never reached {value}"
-            time.sleep(0.01)
+            return self.metric(line_start) == value
+
+        wait_until(reached, every=0.01, what=f"{line_start} at {value}")
 
     def health(self) -> dict[str, Any]:
         return httpx2.get(f"{self.base}/health", timeout=60).json()
@@ -274,9 +271,7 @@ def test_with_another_process_writing_it_serves_reads_and_says_so(tmp_path: Path
             assert any("another process" in line and "serves searches" in line for line in server.lines)
             assert server.post(search_call("gecko")).json()["result"]["structuredContent"]["hits"]
             editor.release()
-            deadline = time.monotonic() + 60
-            while server.health()["writer"] != "this process":  # its next scan round takes the lease
-                assert time.monotonic() < deadline, "the server never took the lease over"
-                time.sleep(0.05)
+            wait_until(lambda: server.health()["writer"] == "this process",  # its next scan round takes it
+                       every=0.05, what="the server taking the lease over")
     finally:
         editor.close()

@@ -21,7 +21,7 @@ end })"""
 
 
 def host_stats(session) -> dict:
-    lua(session, "_G.stats = nil; require('autodoc.rpc').request('plugin.stats', {}, "
+    lua(session, "_G.stats = nil; require('autodoc.rpc').request('host.state', {}, "
               "function(err, r) _G.stats = r or { error = err } end)")
     return wait_for(lambda: lua(session, "return _G.stats"))
 

@@ -83,7 +83,7 @@ def test_a_corrupt_cached_graph_is_rebuilt_once_and_works(tmp_path: Path) -> Non
     assert OnnxEncoder(default_model_dir(), cache_dir=cache).graph.cached  # good from now on
 
 
-def indexed_engine(engine, kb: Path):  # noqa: ANN201 - the conftest fixture's Engine
+def indexed_engine(engine, kb: Path):  # the conftest fixture's Engine
     write(kb, "proxy.md", "# Reverse proxy\n\nThe cache keeps partial byte ranges of large downloads.\n")
     write(kb, "lease.md", "# Writer lease\n\nOne process writes at a time; the others wait for the lease.\n")
     engine.workspace_add("kb", str(kb))

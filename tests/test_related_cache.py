@@ -12,11 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autodoc_core.rank.hits import first_word_at
-from autodoc_core.related import word_search as related_lexical
 from autodoc_core.retrieve.semantic import VectorIndex, sign_bits, to_words
 from autodoc_core.service.engine import Engine
 from tests.conftest import paths, write
-from tests.test_related import lexical_workspace, notes, related
+from tests.related_corpus import lexical_workspace, notes, related
 
 
 def test_a_document_s_words_are_remembered_until_an_edit(engine: Engine, kb: Path) -> None:
@@ -26,14 +25,14 @@ def test_a_document_s_words_are_remembered_until_an_edit(engine: Engine, kb: Pat
     lexical_workspace(engine, kb)
     first = related(engine, "zoo.md")
     assert "gecko" in first["query"]["terms"] and "walrus" not in first["query"]["terms"]
-    hits_before = related_lexical.WORDS.hits
+    hits_before = engine.caches.words_remembered
     assert related(engine, "zoo.md")["query"]["terms"] == first["query"]["terms"]
-    assert related_lexical.WORDS.hits == hits_before + 1  # the second ask read them from the memo
+    assert engine.caches.words_remembered == hits_before + 1  # the second ask read them from the memo
     write(kb, "zoo.md", "# Zoo\n\n## Pool\n\nThe gecko swims past the gecko enclosure.\n\n"
                         "## Ice\n\nA walrus naps; the walrus snores.\n")  # the same document, a section more
     engine.workspace_index("kb")
     after = related(engine, "zoo.md")
-    assert related_lexical.WORDS.hits == hits_before + 1  # the edit moved the generation: made anew
+    assert engine.caches.words_remembered == hits_before + 1  # the edit moved the generation: made anew
     assert "walrus" in after["query"]["terms"] and "ocean.md" in paths(after)
 
 
@@ -51,6 +50,26 @@ def test_a_workspace_made_again_in_the_same_place_does_not_get_the_old_words(eng
         answer = engine.search_related(name, "a.md", {"line": 5}).to_wire()
         assert answer["query"]["terms"] == [word] and paths(answer) == ["b.md"]
         engine.workspace_remove(name)
+
+
+def test_two_engines_on_two_databases_remember_apart(tmp_path: Path) -> None:
+    # Each engine owns what its searches remember: a memo shared between them would count both engines'
+    # workspaces and both engines' second asks.
+    engines = [Engine(tmp_path / f"{word}.db") for word in ("gecko", "walrus")]
+    try:
+        for engine, word in zip(engines, ("gecko", "walrus"), strict=True):
+            root = tmp_path / word
+            write(root, "a.md", f"# A\n\n## Part\n\nThe {word} naps in the {word} house.\n")
+            write(root, "b.md", f"# B\n\nA {word} again.\n")
+            lexical_workspace(engine, root)
+            for _ in range(2):
+                assert engine.search_related("kb", "a.md", {"line": 5}).to_wire()["query"]["terms"] == [word]
+        for engine in engines:
+            assert engine.caches.words_remembered == 1  # its own second ask, not the other engine's
+            assert len(engine.caches.average_tokens) == 1  # its own workspace only
+    finally:
+        for engine in engines:
+            engine.close()
 
 
 def test_a_document_and_its_sections_are_remembered_apart(engine: Engine, kb: Path) -> None:

@@ -12,20 +12,8 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import AutodocError
-from tests.conftest import PROJECT, StdioServer, wait_until, write
+from tests.conftest import PROJECT, StdioServer, autodoc, call, wait_until, write
 from tests.model_servers import Behaviour, model_server
-
-
-def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "autodoc_core", "--db", str(db), *args],
-        input=stdin, capture_output=True, cwd=PROJECT, timeout=60,
-    )
-
-
-def call(db: Path, method: str, params: list) -> tuple[int, object]:
-    done = autodoc(db, "--call", method, json.dumps(params))
-    return done.returncode, json.loads(done.stdout)
 
 
 def test_call_round_trip(tmp_path: Path, kb: Path) -> None:

@@ -14,7 +14,7 @@ from autodoc_core.errors import BUSY, AutodocError
 from autodoc_core.service.engine import Engine
 from autodoc_core.service.scanner import Scanner
 from tests.conftest import paths, search, wait_until, write
-from tests.test_lease import lease_record
+from tests.lease_file import lease_record
 
 
 @pytest.fixture

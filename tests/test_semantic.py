@@ -15,14 +15,9 @@ from autodoc_core.service.engine import Engine
 from autodoc_core.store import embeddings
 from tests.conftest import database_bytes, paths, search, write
 from tests.model_servers import Behaviour, model_server, toy_vector
+from tests.semantic_corpus import embed_with_tei, notes, tei_config
 
 SECRET = "sk-never-stored-4242"
-
-
-def notes(kb: Path) -> None:
-    write(kb, "storage.md", "# Storage\n\n## Decision\n\nWe keep the index in an embedded relational database file.\n")
-    write(kb, "network.md", "# Network\n\n## Sockets\n\nPackets travel over sockets between hosts.\n")
-    write(kb, "cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
 
 
 def embedded_rows(engine) -> int:
@@ -53,19 +48,6 @@ def test_local_model_gives_hybrid_search(engine, kb: Path) -> None:
     assert status["embedder"]["embedded"] == status["embedder"]["total"] == 3
 
 
-def tei_config(url: str) -> dict:
-    # A search waits up to 60 s for the query's vector (the default 2 s can pass on a starved machine);
-    # the tests of the deadline itself set their own.
-    return {"embedder": {"provider": "tei", "url": url, "retries": 0, "timeout": 5}, "semantic_deadline": 60}
-
-
-def embed_with_tei(engine, kb: Path, url: str, **settings) -> dict:
-    """Add the kb folder with the toy TEI server as its embedder and fill every vector."""
-    engine.workspace_add("kb", str(kb))
-    engine.workspace_configure("kb", {**tei_config(url), **settings})
-    return engine.workspace_index("kb", {"wait": "semantic"})
-
-
 def index_in_batches_of_4(engine, kb: Path, url: str) -> dict:
     """Add and index the kb folder (lexically) with the toy TEI server as its embedder, 4 texts a batch, so a
     test can hold the fill at a batch; the workspace's configuration."""
@@ -84,7 +66,7 @@ def fill_in_a_thread(engine) -> tuple[threading.Thread, list[BaseException]]:
     def fill() -> None:
         try:
             engine.workspace_index("kb", {"wait": "semantic"})
-        except BaseException as exc:  # noqa: BLE001 - the test looks at it
+        except BaseException as exc:  # the test looks at it
             raised.append(exc)
 
     thread = threading.Thread(target=fill)

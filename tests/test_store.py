@@ -76,7 +76,7 @@ def test_readers_never_see_a_mix_of_generations(engine: Engine, kb: Path) -> Non
                 with observed:
                     observations.append(({h["generation"] for h in hits}, versions))
                     observed.notify_all()
-        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+        except BaseException as exc:  # reported by the main thread
             errors.append(exc)
 
     thread = threading.Thread(target=reader)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from autodoc_core.search.stream import SearchCancelled, SearchStream
 from autodoc_core.service.engine import Engine
-from autodoc_core.stream import SearchCancelled, SearchStream
 from tests.conftest import wait_until, write
 from tests.model_servers import Behaviour, model_server
 

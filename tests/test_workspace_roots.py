@@ -10,9 +10,8 @@ import pytest
 
 from autodoc_core.errors import AutodocError
 from autodoc_core.service.engine import Engine
-from tests.conftest import paths, search, write
+from tests.conftest import call, paths, search, write
 from tests.model_servers import model_server
-from tests.test_rpc import call
 
 
 def two_folders(tmp_path: Path) -> tuple[Path, Path]:

@@ -22,11 +22,12 @@ _WIKI_LINK = re.compile(r"\[\[([^\[\]|#\n]+)(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]
 _URL_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BACKTICK_RUN = re.compile(r"`+")
 # Possessive where giving characters back can never lead to a match, and a destination or title never reads past
-# a "[" (the next link): from every "](" the pattern had read on to the text's end, so "[](" 16,000 times took
-# 89 s; now each character is read from at most one "](".
+# a "[" (the next link), so that each character is read from at most one "](": a pattern reading on from every
+# "](" to the text's end is quadratic in a text of many of them.
 _MARKDOWN_LINK = re.compile(
     r"\[(?:[^\[\]]|\[[^\[\]]*\])*+\]\(\s*+<?([^)\s>\[]++)>?(?:\s+[\"'(][^)\[]*+)?\)")
-# Emphasis marks, not snake_case; possessive, and a closing run starts a run: "a" then 100,000 "*" took minutes.
+# Emphasis marks, not snake_case; possessive, and a closing run starts a run, so that a long run of marks is
+# read once, not once from each of its characters.
 _HEADING_MARKUP = re.compile(r"(?<![\w*_~])[*_~]++|(?<![*_~])[*_~]++(?![\w*_~])|\\(?=[^\w\s])")
 
 

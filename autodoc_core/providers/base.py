@@ -77,7 +77,7 @@ class Pending(Generic[T]):
     def _run(self, call: Callable[[], T]) -> None:
         try:
             self._outcome.append((True, call()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
+        except BaseException as exc:  # handed to the caller in result()
             self._outcome.append((False, exc))
         self.seconds = time.monotonic() - self.started
         self._done.set()

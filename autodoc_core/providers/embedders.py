@@ -234,7 +234,7 @@ def load_encoder(model_dir: Path) -> tuple[Encoder | None, str | None]:
     except ImportError as exc:
         reason = (f"the local encoder cannot run: {exc.name or 'onnxruntime'} cannot be imported ({exc}); "
                   "reinstall with make install (or pip install onnxruntime onnx)")
-    except Exception as exc:  # noqa: BLE001 - onnxruntime and onnx raise types of their own; any of them ends here
+    except Exception as exc:  # onnxruntime and onnx raise types of their own; any of them ends here
         reason = f"cannot load the model in {model_dir} on onnxruntime: {exc}"
     else:
         if encoder.graph.problem:

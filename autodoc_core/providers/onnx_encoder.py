@@ -134,7 +134,7 @@ def open_session(model_dir: Path, cache_dir: Path | None = None) -> tuple[Any, G
     if path.is_file():
         try:
             return _session(str(path)), GraphStatus(str(path), cached=True)
-        except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own error types for a bad file
+        except Exception as exc:  # onnxruntime raises its own error types for a bad file
             problem = f"the cached graph {path} could not be loaded ({_short(exc)}); rebuilt"
             path.unlink(missing_ok=True)
     data = onnx_graph.build_model(model_dir).SerializeToString()
@@ -147,7 +147,7 @@ def open_session(model_dir: Path, cache_dir: Path | None = None) -> tuple[Any, G
         where = None
     try:
         session = _session(data)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise ValueError(f"onnxruntime refused the graph written for {model_dir}: {_short(exc)}") from None
     return session, GraphStatus(where, cached=False, problem=problem)
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from autodoc_core.stages import Candidates, Stage, scores_of
+from autodoc_core.search.stages import Candidates, Stage, scores_of
 
 RRF_K = 60
 TAG_BOOST = 1.2

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
-from autodoc_core.search_run import SearchRun
-from autodoc_core.stages import Stage
+from autodoc_core.search.search_run import SearchRun
+from autodoc_core.search.stages import Stage
 from autodoc_core.store import chunks
 from autodoc_core.store.filters import NOT_ABSTRACT
 
 if TYPE_CHECKING:
-    from autodoc_core.related import Source
+    from autodoc_core.related.sections import Source
 
 OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidates at most, for the source's own
 
@@ -43,7 +43,7 @@ ABSTRACTS_ALLOWED_FOR = 20  # the fast path asks for this many more candidates, 
 
 def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, wanted: int) -> lexical.LexicalResult:
     """The ranking with abstracts left out, as the filtered search ranks it, but from FTS5's fast path (the
-    index scored alone, no join per matching section: 0.8 ms of 1.9 on techdocs) with the abstracts dropped
+    index scored alone, no join per matching section) with the abstracts dropped
     afterwards. When they took so many places that fewer than ``wanted`` are left, the filtered search."""
     asked = wanted + ABSTRACTS_ALLOWED_FOR
     result = lexical.search(run.conn, run.ws.id, run.query, Filters(), frequencies, asked)
@@ -55,9 +55,6 @@ def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, want
     return result
 
 
-WORDS = more_like_this.WordsMemo()
-
-
 def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
           least: int) -> list[more_like_this.WeightedWord]:
     """The source's most distinctive words, those written at least ``least`` times first (memoised)."""
@@ -65,18 +62,16 @@ def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenci
     key = (*asked, hash(source.text), more_like_this.MORE_LIKE_THIS_TERMS, least,
            more_like_this.MORE_LIKE_THIS_POSTINGS)
     workspace, version = (run.conn.filename, run.ws.id), _version(run)
-    found = WORDS.get(workspace, version, key)
-    if found is None:
-        found = _distinctive_words(run, source, frequencies, least)
-        WORDS.put(workspace, version, key, found)
+    found = run.caches.words(workspace, version, key, lambda: _distinctive_words(run, source, frequencies, least))
     run.timer.lap("words")
     return found
 
 
 def _distinctive_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
                        least: int) -> list[more_like_this.WeightedWord]:
-    # A section's words are not read in the rest of its document (that took longer than the word search):
-    # a word only its own document has finds nothing and just takes a place. A section holds each of its own.
+    # A section's words are not read in the rest of its document (reading it costs more than the word search
+    # saves): a word only its own document has finds nothing and just takes a place. A section holds each of
+    # its own.
     own = Counter() if source.section is not None else \
         more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
     return more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies, _average_tokens(run),
@@ -90,15 +85,10 @@ def _version(run: SearchRun) -> tuple[float | None, int]:
     return run.ws.indexed_at, run.ws.next_generation
 
 
-# (database, workspace id) -> (its index's version when measured, its mean section length in words)
-_AVERAGE_TOKENS: dict[tuple[str, int], tuple[tuple[float | None, int], float]] = {}
 CHARS_PER_WORD = 6.0
 
 
 def _average_tokens(run: SearchRun) -> float:
-    key, version = (run.conn.filename, run.ws.id), _version(run)
-    measured, average = _AVERAGE_TOKENS.get(key, (None, 0.0))
-    if measured != version:
-        average = chunks.mean_body_chars(run.conn, run.ws.id) / CHARS_PER_WORD
-        _AVERAGE_TOKENS[key] = (version, average)
-    return average
+    """The workspace's mean section length in words, as of this version of its index."""
+    return run.caches.average_tokens.get((run.conn.filename, run.ws.id), _version(run),
+                                         lambda: chunks.mean_body_chars(run.conn, run.ws.id) / CHARS_PER_WORD)

@@ -24,9 +24,8 @@ MORE_LIKE_THIS_TERMS = 25
 MORE_LIKE_THIS_POSTINGS = 1500
 BM25_K1, BM25_B = 1.2, 0.75
 # From this many sections a stem's count is read only up to the postings budget (``counts_up_to``), unless the
-# choice depends on more. Measured, first asks: 10,634 sections (techdocs) 0.5 -> 0.9 ms a section (a query a
-# stem costs more than the vocabulary's few postings), a million (generated) 24.0 -> 16.8 ms. Not measured
-# between; the answer is the same either way.
+# choice depends on more: in a small index a query per stem costs more than the vocabulary's few postings, in a
+# large one the bound saves reading long posting lists. The answer is the same either way.
 BOUNDED_COUNTS_FROM = 100_000
 MIN_WORD_CHARS = 3
 

@@ -13,7 +13,7 @@ from autodoc_core.errors import AutodocError, invalid_params, whole_number
 from autodoc_core.parse.frontmatter import CoercionError, FacetSchema, coerce
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
-from autodoc_core.stages import Stage
+from autodoc_core.search.stages import Stage
 from autodoc_core.store.workspace import Workspace
 
 # The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside

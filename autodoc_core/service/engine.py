@@ -15,16 +15,18 @@ from typing import Any
 
 import apsw
 
-from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
-from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.caches import SearchCaches
+from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller
 from autodoc_core.service.roots import root_problem
@@ -35,7 +37,6 @@ from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.embeddings import SemanticState
 from autodoc_core.store.workspace import Workspace
-from autodoc_core.stream import SearchStream
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
 
@@ -45,6 +46,7 @@ class Engine:
         self.store = Store(db_path)
         self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
         self._frequencies = lexical.DocumentFrequencies()
+        self.caches = SearchCaches()  # what searches remember between them; this engine's alone
         self._semantic = SemanticRuntimes()
         self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
@@ -243,8 +245,8 @@ class Engine:
     def workspace_status(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
-        # A remote model this process has not asked yet has no fingerprint: status said "switching", 0 of 0
-        # embedded, model "tei::?:l2" for a workspace fully embedded by another process. Ask it (once; a
+        # A remote model this process has not asked yet has no fingerprint, and without one a workspace fully
+        # embedded by another process would read as switching models with nothing embedded. Ask it (once; a
         # failure is kept for a while and said below).
         runtime = self._semantic.of(ws)
         unreachable = runtime.probe_remote_model(ws)
@@ -302,7 +304,8 @@ class Engine:
             # their old documents for this one answer.
             ws = self._workspace(name)
             source = runtime.source(conn, ws, failure)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream)
+            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
+                              self.caches)
 
     def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
@@ -313,7 +316,8 @@ class Engine:
         with self.store.snapshot() as conn:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
             source = runtime.source(conn, ws, failure)
-            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws))
+            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws),
+                               self.caches)
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

@@ -67,7 +67,7 @@ class BackgroundFiller:
         with self.store.snapshot() as conn:
             spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
         # Forget schedules of workspaces that need nothing now (filled by another process, removed):
-        # a past-due entry would wake this loop every 50 ms for nothing.
+        # a past-due entry would keep waking this loop, at its shortest wait, for nothing.
         needed = {ws.id for ws in spaces}
         self._retry_at = {ws_id: at for ws_id, at in self._retry_at.items() if ws_id in needed}
         self._backoff = {ws_id: delay for ws_id, delay in self._backoff.items() if ws_id in needed}
@@ -81,7 +81,7 @@ class BackgroundFiller:
             return
         try:
             self._fill(ws, background=True)
-        except Exception:  # noqa: BLE001 - recorded in the workspace's progress; a background thread survives
+        except Exception:  # recorded in the workspace's progress; a background thread survives
             delay = self._backoff[ws.id] = min(self._backoff.get(ws.id, 0.5) * 2, MAX_BACKOFF_SECONDS)
             self._retry_at[ws.id] = time.monotonic() + delay
         else:

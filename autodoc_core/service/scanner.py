@@ -22,8 +22,8 @@ log = logging.getLogger(__name__)
 DEFAULT_SCAN_SECONDS = 30.0
 MIN_SCAN_SECONDS = 1.0
 # A round a search asked for (it met a changed file) waits this long for another process's lease, which
-# passes between its batches of vectors: while an editor or the CLI filled for hours, a round that only took
-# a free lease never ran, and the agent was told to search again in a few seconds.
+# passes between its batches of vectors: a round that only took a free lease would never run while another
+# process fills for hours, though the agent is told to search again in a few seconds.
 ASKED_LEASE_WAIT = 30.0
 
 
@@ -55,7 +55,7 @@ class Scanner:
         while not self._stop.is_set():
             try:
                 self.scan_once()
-            except Exception:  # noqa: BLE001 - a lease file or database fault: said, and tried next round
+            except Exception:  # a lease file or database fault: said, and tried next round
                 log.exception("scanning the workspaces failed")
             self.rounds += 1
             self._wake.wait(timeout=self.interval)

@@ -15,12 +15,12 @@ from typing import Any, TypeVar
 import apsw
 
 from autodoc_core.index.vectors import Progress, semantic_state
-from autodoc_core.pipeline import SemanticSource
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.rankers import Ranker, make_ranker
 from autodoc_core.retrieve.semantic import VectorIndex
+from autodoc_core.search.pipeline import SemanticSource
 from autodoc_core.store.embeddings import SemanticState, counts
 from autodoc_core.store.workspace import Workspace
 
@@ -156,7 +156,7 @@ class SemanticRuntime:
         """Whether the background filler has work here: vectors missing, or a remote model not checked."""
         try:
             source = self.semantic_state(conn, ws)
-        except Exception:  # noqa: BLE001 - e.g. a model folder that vanished: reported by status, not here
+        except Exception:  # e.g. a model folder that vanished: reported by status, not here
             return False
         if source.embedder is None:
             return False

@@ -34,8 +34,8 @@ def counts(conn: apsw.Connection, ws_id: int, model_fp: str) -> tuple[int, int]:
     return embedded, total
 
 
-# INDEXED BY: left to itself SQLite took chunks_hash and sorted every missing chunk for each batch (1.2 s a
-# batch at 200,000 chunks); walking chunks_doc from the cursor reads only what the batch needs.
+# INDEXED BY: left to itself SQLite picks chunks_hash and sorts every missing chunk for each batch, a cost that
+# grows with the workspace; walking chunks_doc from the cursor reads only what the batch needs.
 MISSING_TEXTS_SQL = (
     "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM chunks c INDEXED BY chunks_doc "
     "WHERE c.ws_id = ? AND c.doc_id >= ? "

@@ -47,7 +47,7 @@ from autodoc_core.errors import (
 )
 
 if TYPE_CHECKING:
-    from autodoc_core.answer import SearchAnswer
+    from autodoc_core.search.answer import SearchAnswer
     from autodoc_core.service.engine import Engine
     from autodoc_core.service.scanner import Scanner
 

@@ -8,11 +8,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from autodoc_core.errors import AutodocError
-from autodoc_core.stages import Stage
+from autodoc_core.search.stages import Stage
 
 if TYPE_CHECKING:
-    from autodoc_core.answer import SearchAnswer
     from autodoc_core.rank.hits import Hit
+    from autodoc_core.search.answer import SearchAnswer
     from autodoc_core.service.engine import Engine
 
 

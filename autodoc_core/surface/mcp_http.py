@@ -143,7 +143,7 @@ def open_writer(engines: EngineHandle, ready: threading.Event) -> None:
     the server is ready."""
     try:
         engine = engines.get()
-    except Exception as exc:  # noqa: BLE001 - said here; every tool call reports it (and retries the open)
+    except Exception as exc:  # said here; every tool call reports it (and retries the open)
         log.warning("cannot open the database: %s", getattr(exc, "reason", exc))
         return
     lease = engine.store.lease

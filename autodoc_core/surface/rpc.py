@@ -14,7 +14,6 @@ import traceback
 from collections.abc import Callable
 from typing import IO, Any
 
-from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -24,8 +23,9 @@ from autodoc_core.errors import (
     AutodocError,
     from_sqlite,
 )
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.service.engine import Engine
-from autodoc_core.stream import SearchStream
 from autodoc_core.surface.wire import to_json
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024

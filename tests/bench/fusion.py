@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autodoc_core import pipeline
 from autodoc_core.rank import fuse, hits
 from autodoc_core.retrieve import lexical, symbols
+from autodoc_core.search import pipeline
+from autodoc_core.search.stages import Candidates
 from autodoc_core.service.engine import Engine
-from autodoc_core.stages import Candidates
 from autodoc_core.store import workspace as workspace_settings
 from autodoc_core.store.workspace import CONFIG_DEFAULTS
 from tests.bench.retrieval import documents_in_order, load_queries, ndcg_at_10, recall_at, search_options
@@ -166,13 +166,13 @@ class FuseRecorder:
         """Before each search."""
         self.last, self.rounds = None, 0
 
-    def _record_holders(self, run, found, chunk_ids):  # noqa: ANN001, ANN202
+    def _record_holders(self, run, found, chunk_ids):
         holding = self.original_holders(run, found, chunk_ids)
         if self.last is not None and self.rounds == 1:
             self.last["holding"] = None if holding is None else sorted(holding)
         return holding
 
-    def _record(self, run, found):  # noqa: ANN001, ANN202
+    def _record(self, run, found):
         self.rounds += 1
         if self.rounds > 1:  # the engine topping the answer up past the cap (pipeline._filled): a replay
             return self.original(run, found)  # reproduces the first round
@@ -213,7 +213,7 @@ class FuseRecorder:
 DEEP_LEXICAL = 3000
 
 
-def _deep_shares(run, rankings: dict[str, list[int]], union: list[int]) -> dict[str, float] | None:  # noqa: ANN001
+def _deep_shares(run, rankings: dict[str, list[int]], union: list[int]) -> dict[str, float] | None:
     """The lexical shares every candidate would have if the lexical list were ``DEEP_LEXICAL`` long (the third
     round's question: a semantic candidate outside the lexical top 50 gets share 0 today)."""
     if "lexical" not in rankings or "semantic" not in rankings:

@@ -88,7 +88,7 @@ def serial(client: Any, queries: list[str], ask: Any) -> Run:
         try:
             ask(client, query)
             run.latencies.append((time.perf_counter() - start) * 1000)
-        except Exception as exc:  # noqa: BLE001 - counted
+        except Exception as exc:  # counted
             run.errors.append(str(exc)[:200])
     run.seconds = time.perf_counter() - began
     return run
@@ -151,7 +151,7 @@ async def http_client(url: str, queries: list[str], run: Run) -> None:
                     "name": "search", "arguments": {"query": query, "limit": LIMIT, "workspace": WORKSPACE}}})
                 problem = f"HTTP {answer.status_code}" if answer.status_code != 200 else \
                     answer.json()["result"]["content"][0]["text"] if answer.json()["result"].get("isError") else None
-            except Exception as exc:  # noqa: BLE001 - counted
+            except Exception as exc:  # counted
                 problem = repr(exc)
             if problem:
                 run.errors.append(problem[:200])

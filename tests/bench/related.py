@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autodoc_core import related
+from autodoc_core.related import sections as related
 from autodoc_core.retrieve import more_like_this
 from autodoc_core.service.engine import Engine
 from tests.bench import related_million, related_speed

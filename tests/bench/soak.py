@@ -142,7 +142,7 @@ class Editor(threading.Thread):
             (self.root / relpath).write_text(text, encoding="utf-8")
             try:
                 self.engine.workspace_index("soak", {"paths": [relpath]})
-            except Exception as exc:  # noqa: BLE001 - counted and reported
+            except Exception as exc:  # counted and reported
                 self.errors.append(repr(exc))
             self.edits += 1
             self.last_token = token

@@ -8,7 +8,7 @@ answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answ
 Within a lane only the newest request runs; older ones still queued are answered as cancelled.
 ``search.stream`` (the picker's one request per query) pushes its lexical answer through ``rpc._partial``
 before the final one, and a newer request in its lane stops it at the next stage boundary.
-``plugin.stats`` counts the requests run and the searches cancelled (tests, benchmarks).
+``host.state`` answers what the host has done so far, read-only (:help autodoc-host.state).
 Nothing is printed: stdout is the RPC pipe. Logs go to ``stdpath('log')/autodoc.log``.
 """
 
@@ -76,9 +76,8 @@ class AutodocPlugin:
         try:
             if method == "plugin.setup":
                 result = self._setup(params[0] if params else {})
-            elif method == "plugin.stats":
-                with self._latest_lock:
-                    result = {"runs": dict(self._runs), "cancelled": dict(self._cancelled), "partials": self._partials}
+            elif method == "host.state":
+                result = self._state()
             elif method == "search.stream":
                 result = self._stream(request_id, lane, params)
             else:
@@ -87,15 +86,21 @@ class AutodocPlugin:
                 result = call(self._get_engine(), method, params)
             self._reply(request_id, result, None)
         except Exception as exc:
-            from autodoc_core.stream import SearchCancelled
+            from autodoc_core.search.stream import SearchCancelled
 
             if isinstance(exc, SearchCancelled):
                 self._cancel(request_id, exc.stage)
-                return  # noqa: BLE001 - every failure is reported to the user
+                return  # every failure is reported to the user
             from autodoc_core.surface.rpc import error_object
 
             LOG.exception("request %s %s failed", request_id, method)
             self._reply(request_id, None, error_object(exc))
+
+    def _state(self) -> dict:
+        """host.state: the requests run by method, the searches cancelled by the stage they stopped before, the
+        partial answers handed over (a copy: the caller cannot change the host's counts)."""
+        with self._latest_lock:
+            return {"runs": dict(self._runs), "cancelled": dict(self._cancelled), "partials": self._partials}
 
     def _cancel(self, request_id: int, stage: str) -> None:
         with self._latest_lock:
@@ -105,7 +110,7 @@ class AutodocPlugin:
 
     def _stream(self, request_id: int, lane: str | None, params: Any) -> dict:
         """search.query's answer, its lexical answer pushed first; stopped once a newer request takes the lane."""
-        from autodoc_core.stream import SearchStream
+        from autodoc_core.search.stream import SearchStream
         from autodoc_core.surface.rpc import call
 
         stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
@@ -129,7 +134,7 @@ class AutodocPlugin:
         def deliver() -> None:
             try:
                 self.nvim.exec_lua(PARTIAL, request_id, answer)
-            except Exception:  # noqa: BLE001 - Neovim may be closing
+            except Exception:  # Neovim may be closing
                 LOG.exception("could not deliver the partial answer to request %s", request_id)
 
         self.nvim.async_call(deliver)
@@ -160,7 +165,7 @@ class AutodocPlugin:
         def deliver() -> None:
             try:
                 self.nvim.exec_lua(RESOLVE, request_id, result, error)
-            except Exception:  # noqa: BLE001 - Neovim may be closing
+            except Exception:  # Neovim may be closing
                 LOG.exception("could not deliver the answer to request %s", request_id)
 
         self.nvim.async_call(deliver)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-class SearchCancelled(Exception):  # noqa: N818 - a cancellation, not an error the user sees
+class SearchCancelled(Exception):  # a cancellation, not an error the user sees
     """A newer query replaced this one; ``stage`` is the stage it stopped before."""
 
     def __init__(self, stage: str) -> None:
@@ -33,7 +33,7 @@ class SearchStream:
     on_partial: Callable[[dict[str, Any]], None] | None = None
     cancelled: Callable[[], bool] = field(default=_never)
     # Set when the query's embedding ends, and by the caller when a newer query replaces this one: a wait
-    # for the embedding wakes at once for either (it polled every 5 ms, a picker's keystroke waiting 2.5 ms more).
+    # for the embedding wakes at once for either, so neither waits for a poll to notice it.
     woken: threading.Event = field(default_factory=threading.Event)
     replaced: bool = False  # set by cancel()
 

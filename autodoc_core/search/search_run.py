@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from autodoc_core.answer import SearchAnswer, StageReport, Timer
 from autodoc_core.parse.frontmatter import folded_twin
 from autodoc_core.providers.rankers import Ranker
 from autodoc_core.rank import hits
@@ -17,7 +16,9 @@ from autodoc_core.retrieve import symbols
 from autodoc_core.retrieve.options import SearchOptions
 from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.stages import Stage
+from autodoc_core.search.answer import SearchAnswer, StageReport, Timer
+from autodoc_core.search.caches import SearchCaches
+from autodoc_core.search.stages import Stage
 from autodoc_core.store import documents, facets
 from autodoc_core.store.filters import Filters
 from autodoc_core.store.workspace import Workspace
@@ -38,6 +39,7 @@ class SearchRun:
     semantic: SemanticSource
     report: StageReport
     timer: Timer
+    caches: SearchCaches = field(default_factory=SearchCaches)  # the engine's; a fresh one remembers nothing
     shape: symbols.QueryShape = field(default_factory=lambda: symbols.QueryShape("text"))
     folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
     rows: dict[int, hits.HitRow] = field(default_factory=dict)  # read once, for the hand-over and the final answer

@@ -17,7 +17,6 @@ from typing import Any
 import apsw
 import numpy as np
 
-from autodoc_core.answer import FusionWeight, SearchAnswer, StageReport, Timer
 from autodoc_core.errors import AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import FacetSchema
 from autodoc_core.providers.base import Pending
@@ -29,7 +28,9 @@ from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.options import parse_options, wants_semantic
 from autodoc_core.retrieve.query import ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search_run import (
+from autodoc_core.search.answer import FusionWeight, QueryInfo, SearchAnswer, StageReport, Timer
+from autodoc_core.search.caches import SearchCaches
+from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
     facet_only,
@@ -40,10 +41,10 @@ from autodoc_core.search_run import (
     rows_of,
     with_snippets,
 )
-from autodoc_core.stages import Candidates, Stage
+from autodoc_core.search.stages import Candidates, Stage
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.store import documents
 from autodoc_core.store.workspace import Workspace, median_sections_per_document
-from autodoc_core.stream import SearchStream
 
 __all__ = ["SemanticSource", "run_search", "wants_semantic"]
 
@@ -52,9 +53,11 @@ FILL_FACTOR, FILL_ROUNDS = 4, 2  # see _filled
 
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
                frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-               ranker: Ranker | None = None, stream: SearchStream | None = None) -> SearchAnswer:
+               ranker: Ranker | None = None, stream: SearchStream | None = None,
+               caches: SearchCaches | None = None) -> SearchAnswer:
     """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
-    the next stage boundary once ``stream.cancelled()``."""
+    the next stage boundary once ``stream.cancelled()``. ``caches``: what the engine remembers between
+    searches (none when not given)."""
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -62,7 +65,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     query = parse_query(text, schema)
     facets = query.facets + options.facets
     filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
-    run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer)
+    run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer,
+                    caches or SearchCaches())
     report_unmatched_paths(run)
     report_unmatched_facets(run)
     timer.lap("parse")
@@ -99,7 +103,9 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     nearest = _semantic(run, embedding, pool) if semantic_runs else None
     if nearest is not None:
         found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
-    ranked = _fused_and_filled(run, found, pool, frequencies, nearest)
+    fused = _fused_and_filled(run, found, pool, frequencies, nearest)
+    fused.tell(run.report.query_info)
+    ranked = fused.hits
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:
         if stream is not None:
@@ -117,22 +123,41 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, 
     """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
     if later and Stage.LEXICAL in found and stream.on_partial is not None:
-        info = dataclasses.replace(run.report.query_info)
-        shown = _shown(run, _fused_and_filled(run, found, pool, frequencies, None))
-        answer = answer_of(run, shown, run.report.mode_used)
-        run.report.query_info = info  # what this fusion found out is the partial answer's alone
+        fused = _fused_and_filled(run, found, pool, frequencies, None)
+        answer = answer_of(run, _shown(run, fused.hits), run.report.mode_used)
+        fused.tell(answer.report.query_info)  # what this fusion found out is the partial answer's alone
         stream.hand_over(answer.as_partial(later).to_wire())
         run.timer.lap("partial")
     stream.check(later[0] if later else Stage.FUSE)
 
 
+@dataclass
+class Fused:
+    """A fusion's hits, best first, and what it found out on the way, for the query info of the answer made
+    from them: how many candidates hold what was pasted, the blend's weight, what a fill added."""
+
+    hits: list[Hit]
+    holding_pasted: int | None = None
+    fusion_weight: FusionWeight | None = None
+    filled: tuple[int, int] | None = None
+
+    def tell(self, info: QueryInfo) -> None:
+        """Write what this fusion found out into ``info`` (what it did not find leaves ``info`` as it is)."""
+        if self.holding_pasted is not None:
+            info.holding_pasted = self.holding_pasted
+        if self.fusion_weight is not None:
+            info.fusion_weight = self.fusion_weight
+        if self.filled is not None:
+            info.filled = self.filled
+
+
 def _fused_and_filled(run: SearchRun, found: dict[Stage, Candidates], pool: int,
-                      frequencies: lexical.DocumentFrequencies, nearest: SemanticFound | None) -> list[Hit]:
+                      frequencies: lexical.DocumentFrequencies, nearest: SemanticFound | None) -> Fused:
     """The fused hits, filled from wider rounds when fewer than the limit."""
-    ranked = _fused_hits(run, found)
-    if len(ranked) < run.options.limit:
-        ranked = _filled(run, ranked, found, pool, frequencies, nearest)
-    return ranked
+    fused = _fused_hits(run, found)
+    if len(fused.hits) < run.options.limit:
+        fused.hits, fused.filled = _filled(run, fused.hits, found, pool, frequencies, nearest)
+    return fused
 
 
 def _shown(run: SearchRun, ranked: list[Hit]) -> list[Hit]:
@@ -219,7 +244,7 @@ def _blended(run: SearchRun, found: SemanticFound, lexical_ids: list[int]) -> Ca
     return Candidates(found.chunk_ids, {**found.cosines, **run.semantic.index.exact_cosines(found.vector, missing)})
 
 
-def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> list[Hit]:
+def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> Fused:
     """Fused, boosted hits, at most MAX_PER_DOCUMENT per document, best first."""
     ws = run.ws
     rows = rows_of(run, list(dict.fromkeys(c for candidates in found.values() for c in candidates.chunk_ids)))
@@ -228,9 +253,11 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> list[Hit]:
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
     found = {stage: candidates.kept(rows) for stage, candidates in found.items()}
     linear = ws.option("fusion") == "linear" and Stage.SEMANTIC in found
+    weight_used = None
     if linear:
         doc_of = {chunk_id: row.doc_id for chunk_id, row in rows.items()}
-        fused = fuse.linear(found, doc_of, _fusion_weight(run, found))
+        weight, weight_used = _fusion_weight(run, found)
+        fused = fuse.linear(found, doc_of, weight)
     else:
         fused = fuse.rrf(found)
     most_inbound = documents.most_inbound(run.conn, ws.id)
@@ -243,21 +270,22 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> list[Hit]:
                               one_word=one_word(query), pasted=run.shape.pasted, sentence=sentence)
     holding = pasted_holders(run, found, [f.chunk_id for f in fused])
     if holding is not None:
-        run.report.query_info.holding_pasted = len(holding)
         fused = fuse.holders_first(fused, holding)
     if sentence:
         fused = fuse.symbol_only_last(fused)
-    return hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+    shown = hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+    return Fused(shown, None if holding is None else len(holding), weight_used)
 
 
 def _filled(run: SearchRun, ranked: list[Hit], found: dict[Stage, Candidates], pool: int,
-            frequencies: lexical.DocumentFrequencies, nearest: SemanticFound | None) -> list[Hit]:
+            frequencies: lexical.DocumentFrequencies,
+            nearest: SemanticFound | None) -> tuple[list[Hit], tuple[int, int] | None]:
     """Hits up to the limit where the per-document cap left fewer: a few long documents can fill a
     retriever's candidates. When one came back full, the retrievers are asked again for ``FILL_FACTOR`` times
     as many (twice at most), and the sections that adds go below the ranked ones, so the fused order of the
-    first hits does not depend on the limit (demotion and re-ranking come after, over the whole list). The
-    query info keeps the first round's figures and says what the fill added."""
-    info = dataclasses.replace(run.report.query_info)
+    first hits does not depend on the limit (demotion and re-ranking come after, over the whole list). Returns
+    the hits and, when the fill added some, (candidates asked for, hits added): the query info keeps the first
+    round's figures."""
     before = len(ranked)
     for _ in range(FILL_ROUNDS):
         if len(ranked) >= run.options.limit or not any(len(c.chunk_ids) >= pool for c in found.values()):
@@ -265,13 +293,10 @@ def _filled(run: SearchRun, ranked: list[Hit], found: dict[Stage, Candidates], p
         found, nearest = _wider(run, found, nearest, pool, frequencies)
         pool *= FILL_FACTOR
         shown = {hit.chunk_id for hit in ranked}
-        more = [hit for hit in _fused_hits(run, found) if hit.chunk_id not in shown]
+        more = [hit for hit in _fused_hits(run, found).hits if hit.chunk_id not in shown]
         ranked = hits.cap_per_document(ranked + more)
-    run.report.query_info = info
     added = min(len(ranked), run.options.limit) - before
-    if added:
-        info.filled = (pool, added)
-    return ranked
+    return ranked, (pool, added) if added else None
 
 
 def _wider(run: SearchRun, found: dict[Stage, Candidates], nearest: SemanticFound | None, pool: int,
@@ -316,17 +341,12 @@ def one_word(query: ParsedQuery) -> bool:
     return len(query.semantic_text.split()) == 1
 
 
-# (database, workspace id, root) -> (the workspace's generation when counted, its median chunks per document)
-_SECTIONS_PER_DOCUMENT: dict[tuple[str, int, str], tuple[int, int]] = {}
-
-
-def _fusion_weight(run: SearchRun, found: dict[Stage, Candidates]) -> float:
-    """The workspace's lexical weight, for ``fuse.linear``; the answer's query info says what the blend used
-    (an identifier-shaped query's own weight, see ``fuse.blend_weight``) and where it came from."""
+def _fusion_weight(run: SearchRun, found: dict[Stage, Candidates]) -> tuple[float, FusionWeight]:
+    """The workspace's lexical weight, for ``fuse.linear``, and what the answer's query info says of it: what
+    the blend used (an identifier-shaped query's own weight, see ``fuse.blend_weight``) and where it came from."""
     weight, said = workspace_weight(run)
-    run.report.query_info.fusion_weight = dataclasses.replace(
-        said, value=fuse.blend_weight(found, weight), identifier_query=Stage.SYMBOL in found)
-    return weight
+    return weight, dataclasses.replace(said, value=fuse.blend_weight(found, weight),
+                                       identifier_query=Stage.SYMBOL in found)
 
 
 def workspace_weight(run: SearchRun) -> tuple[float, FusionWeight]:
@@ -335,10 +355,8 @@ def workspace_weight(run: SearchRun) -> tuple[float, FusionWeight]:
     setting = run.ws.option("fusion_weight")
     if setting != "auto":
         return float(setting), FusionWeight(setting, auto=False)
-    key = (run.conn.filename, run.ws.id, run.ws.root)
-    generation, median = _SECTIONS_PER_DOCUMENT.get(key, (-1, 0))
-    if generation != run.ws.next_generation:
-        median = median_sections_per_document(run.conn, run.ws.id)
-        _SECTIONS_PER_DOCUMENT[key] = (run.ws.next_generation, median)
+    median = run.caches.sections_per_document.get((run.conn.filename, run.ws.id, run.ws.root),
+                                                  run.ws.next_generation,
+                                                  lambda: median_sections_per_document(run.conn, run.ws.id))
     weight = round(fuse.auto_weight(median), 3)
     return weight, FusionWeight(weight, auto=True, sections_per_document=median)

@@ -15,7 +15,7 @@ from typing import Any
 from autodoc_core.rank.hits import Hit, in_relevance_order
 from autodoc_core.retrieve.query import FacetFilter, ParsedQuery
 from autodoc_core.retrieve.symbols import QueryShape
-from autodoc_core.stages import RETRIEVERS, Stage
+from autodoc_core.search.stages import RETRIEVERS, Stage
 
 
 class Timer:
