@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from autodoc_core.search.stream import SearchStream
 from autodoc_core.service.engine import Engine
-from autodoc_core.stream import SearchStream
 from tests.model_servers import model_server
 
 ROOT = Path(__file__).resolve().parents[1]
