@@ -214,6 +214,10 @@ function M.open_hit(how)
     return
   end
   M.close()
+  if state.on_choose then -- a caller takes the hit (the /autodoc slash command)
+    state.on_choose({ hit }, { workspace = state.workspace, root = state.root })
+    return
+  end
   actions.jump(file, hit.line_start, hit.line_end, how)
 end
 
@@ -275,6 +279,8 @@ end
 ---@field query string|nil pre-fills the prompt
 ---@field workspace string|nil default: the first workspace
 ---@field related autodoc.RelatedSource|nil for mode 'related'
+---@field on_choose fun(hits: autodoc.Hit[], where: { workspace: string, root: string })|nil takes the chosen hit
+---  instead of opening it
 
 --- Open the picker.
 ---@param opts autodoc.PickerOpenOptions|nil
@@ -296,6 +302,7 @@ function M.open(opts)
     seq = 0,
     typed_at = {},
     related = opts.related,
+    on_choose = opts.on_choose,
   }
   layout.open(state)
   M.state = state

@@ -46,8 +46,12 @@ local function open(session, opts)
     attach_mappings = function(prompt_bufnr, map)
       actions.select_default:replace(function()
         local selected = action_state.get_selected_entry()
+        local marked = action_state.get_current_picker(prompt_bufnr):get_multi_selection()
         actions.close(prompt_bufnr)
-        if selected then
+        if opts.on_choose then -- a caller takes the hits (the /autodoc slash command): the marked ones, else this
+          local hits = vim.tbl_map(function(item) return item.value end, #marked > 0 and marked or { selected })
+          opts.on_choose(hits, session)
+        elseif selected then
           sources.jump(session, selected.value)
         end
       end)
@@ -65,7 +69,8 @@ local function open(session, opts)
 end
 
 --- Open the picker (telescope must be installed).
----@param opts table|nil telescope picker options
+---@param opts table|nil telescope picker options; `on_choose(hits, session)` takes the chosen hits instead
+---  of opening them
 function M.search(opts)
   opts = opts or {}
   sources.start('telescope', function() end, function(session) open(session, opts) end)
