@@ -4,6 +4,7 @@ calls a tool, and the test reads what CodeCompanion sent back to it."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pynvim
@@ -53,6 +54,8 @@ def test_the_search_tool_answers_from_the_editors_engine(tmp_path: Path, notes: 
     replies = (tool_call("autodoc_search", {"query": QUESTION}), text_reply("It is in ADR 0002."))
     with chat_server(*replies) as server, start(tmp_path, notes, server) as nvim:
         wait_indexed(nvim)
+        approval = "return require('codecompanion.config').interactions.chat.tools.autodoc_search.opts"
+        assert nvim.exec_lua(approval)["require_approval_before"] is False  # they only read
         sent_before = nvim.exec_lua("return vim.deepcopy(require('autodoc.rpc').sent)")
         channels_before = nvim.exec_lua(CHANNELS)
         ask(nvim, "@{autodoc} " + QUESTION)
@@ -118,8 +121,10 @@ def test_the_slash_command_puts_chosen_sections_into_the_chat(tmp_path: Path, no
 
 def test_the_slash_command_with_telescope_takes_several_hits(tmp_path: Path, notes: Path) -> None:
     with chat_server() as server, start(tmp_path, notes, server, "telescope.nvim",
-                                        extension_opts="{ provider = 'telescope' }") as nvim:
+                                        extension_opts="{ provider = 'telescope', require_approval = true }") as nvim:
         nvim.exec_lua("require('telescope').setup({})")
+        approval = "return require('codecompanion.config').interactions.chat.tools.autodoc_search.opts"
+        assert nvim.exec_lua(approval)["require_approval_before"] is True  # off unless asked (the default test)
         wait_indexed(nvim)
         nvim.exec_lua("vim.cmd('CodeCompanionChat')")
         nvim.exec_lua("""
@@ -188,3 +193,24 @@ def test_no_workspace_is_a_tool_error(tmp_path: Path, notes: Path) -> None:
         answer = wait_for(lambda: nvim.exec_lua("return _G.a"))
         assert answer["is_error"] and "search failed" in answer["text"] and "no workspace" in answer["text"]
 
+
+
+def test_the_mcp_route_through_codecompanions_own_client(tmp_path: Path, notes: Path) -> None:
+    """`autodoc mcp` as a CodeCompanion MCP server (no extension): its search tool answers the same stand-in."""
+    replies = (tool_call("autodoc_search", {"query": QUESTION}), text_reply("ADR 0002."))
+    with chat_server(*replies) as server:
+        command = [sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "mcp"]
+        mcp = f"mcp = {{ servers = {{ autodoc = {{ cmd = {{ {', '.join(map(lua_string, command))} }} }} }} }},"
+        setup = codecompanion_setup(server).replace("extensions = { autodoc = { opts = {} } },", mcp)
+        init = picker_init(tmp_path, notes, "plenary.nvim", "codecompanion.nvim", after=setup)
+        with neovim(tmp_path, init) as nvim:
+            wait_indexed(nvim)
+            nvim.exec_lua("_G.loaded = false; require('codecompanion.mcp').enable_server('autodoc', "
+                          "{ on_tools_loaded = function() _G.loaded = true end })")
+            wait_for(lambda: nvim.exec_lua("return _G.loaded"), timeout=60)
+            ask(nvim, "@{mcp:autodoc} " + QUESTION)  # CodeCompanion names an MCP server's group mcp:NAME
+            wait_for(lambda: server.tool_messages(), timeout=60)
+            offered = sorted(t["function"]["name"] for t in server.requests[0]["tools"])
+            assert "autodoc_search" in offered and "autodoc_related" in offered
+            output = server.tool_messages()[0]["content"]
+            assert "adr/0002.md:3-5" in output and ADR_LINE in output
