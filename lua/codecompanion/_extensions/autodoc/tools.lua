@@ -49,6 +49,9 @@ local function cleaned(args, max_tokens)
     end
   end
   out.max_tokens = out.max_tokens or max_tokens
+  if type(out.stages) == 'string' then -- avante's parameters are strings: "lexical, semantic"
+    out.stages = vim.split(out.stages, '[,%s]+', { trimempty = true })
+  end
   return out
 end
 
@@ -116,7 +119,7 @@ function M.avante(opts)
     local params = {}
     for key, prop in pairs(def[3].properties) do
       table.insert(params, { name = key, description = prop.description,
-        type = prop.type == 'array' and 'string' or prop.type,
+        type = prop.type == 'array' and 'string' or prop.type, -- no arrays: stages as "lexical,semantic"
         optional = not vim.tbl_contains(def[3].required, key) })
     end
     table.sort(params, function(a, b) return a.name < b.name end)
