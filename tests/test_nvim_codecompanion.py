@@ -184,15 +184,20 @@ def test_avante_tools_answer_through_the_same_engine(tmp_path: Path, notes: Path
         assert "notes/cooking.md:3-5" in nvim.exec_lua("return _G.sync[1]")
 
 
-def test_no_workspace_is_a_tool_error(tmp_path: Path, notes: Path) -> None:
-    init = picker_init(tmp_path, notes, "plenary.nvim", "codecompanion.nvim").replace(
-        f"workspaces = {{ {{ name = 'kb', path = {lua_string(notes)} }} }}", "workspaces = {}")
+def test_the_engine_starting_and_no_workspace_are_tool_errors(tmp_path: Path, notes: Path) -> None:
+    init = picker_init(tmp_path, notes, "plenary.nvim", "codecompanion.nvim")
+    init = init[:init.index("require('autodoc').setup(")]  # set up below, in the same call as the tool's
     with neovim(tmp_path, init) as nvim:
+        starting = nvim.exec_lua("""
+            require('autodoc').setup({ db = ..., workspaces = {} })
+            local answer
+            require('autodoc.agents').call('search', { query = 'store' }, function(a) answer = a end)
+            return answer""", str(tmp_path / "a.db"))
+        assert starting["is_error"] and "still starting" in starting["text"]
         wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "ready", timeout=60)
         nvim.exec_lua("require('autodoc.agents').call('search', { query = 'store' }, function(a) _G.a = a end)")
         answer = wait_for(lambda: nvim.exec_lua("return _G.a"))
         assert answer["is_error"] and "search failed" in answer["text"] and "no workspace" in answer["text"]
-
 
 
 def test_the_mcp_route_through_codecompanions_own_client(tmp_path: Path, notes: Path) -> None:
