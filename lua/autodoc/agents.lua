@@ -135,7 +135,10 @@ function M.choose_hits(on_choose, opts)
     local name = session and session.workspace or workspace
     on_choose(hits, session and session.root or autodoc.workspaces[name] or '')
   end
-  if opts.provider and opts.provider ~= 'autodoc' then
+  if autodoc.pick then -- the pickers' one entry point, every view with multi-select (when present)
+    autodoc.pick({ view = (opts.provider == nil or opts.provider == 'autodoc') and 'builtin' or opts.provider,
+      query = opts.query, workspace = workspace, on_choose = chosen })
+  elseif opts.provider and opts.provider ~= 'autodoc' then
     require('autodoc.sources.' .. opts.provider).search({ on_choose = chosen, query = opts.query })
   else
     require('autodoc.picker').open({ query = opts.query, workspace = workspace, on_choose = chosen })
