@@ -6,6 +6,7 @@ methods are answered with JSON-RPC errors, and the server keeps going.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -26,6 +27,7 @@ from autodoc_core.errors import (
 from autodoc_core.search.answer import SearchAnswer
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service.engine import Engine
+from autodoc_core.surface.agent_tool import agent_tool
 from autodoc_core.surface.wire import to_json
 
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
@@ -48,12 +50,18 @@ METHODS: dict[str, str] = {
     "embedding.resume": "embedding_resume",
 }
 
+# Methods that are not the engine's own: functions of (engine, *params).
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "agent.tool": agent_tool,  # an MCP tool's answer from this engine (the editor's agents)
+}
+
 
 def resolve(engine: Engine, method: Any) -> Callable[..., Any]:
+    if isinstance(method, str) and method in FUNCTIONS:
+        return functools.partial(FUNCTIONS[method], engine)
     if not isinstance(method, str) or method not in METHODS:
-        raise AutodocError(
-            METHOD_NOT_FOUND, f"unknown method {method!r}; methods: {', '.join(METHODS)}", method=str(method)[:100]
-        )
+        known = ", ".join([*METHODS, *FUNCTIONS])
+        raise AutodocError(METHOD_NOT_FOUND, f"unknown method {method!r}; methods: {known}", method=str(method)[:100])
     return getattr(engine, METHODS[method])
 
 

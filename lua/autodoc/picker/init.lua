@@ -166,6 +166,10 @@ function M.open_hit(how)
     return
   end
   M.close()
+  if state.on_choose then -- a caller takes the hit (the /autodoc slash command)
+    state.on_choose({ hit }, { workspace = state.workspace, root = state.root })
+    return
+  end
   actions.jump(file, hit.line_start, hit.line_end, how)
 end
 

@@ -1,0 +1,155 @@
+--- AutoDoc for the coding agents that live in Neovim (CodeCompanion, avante.nvim): the knowledge base's
+--- search and related sections as tools, answered by the editor's own engine (the host and index the picker
+--- uses; no second process, no second model). The hits' texts, their token budget and the plain-text answer
+--- are the MCP tools' own (the engine's `agent.tool` method runs them), so the three routes say the same.
+---
+--- Every failure is an answer the model reads (`is_error` and a text saying what to do), never a Lua error.
+local autodoc = require('autodoc')
+local rpc = require('autodoc.rpc')
+local state = require('autodoc.state')
+
+local M = {}
+
+---@class autodoc.AgentAnswer
+---@field is_error boolean
+---@field text string what the model reads
+---@field result table|nil the structured answer (hits with text, stages, notes)
+
+---@param text string
+---@return autodoc.AgentAnswer
+local function failed(text)
+  return { is_error = true, text = text }
+end
+
+--- The workspace a call is about when the model names none: the one holding the last edited file, else the
+--- first configured, else the engine's only one (the engine says which there are when it cannot tell).
+---@return string|nil
+function M.default_workspace()
+  local alt = vim.fn.bufnr('#')
+  for _, buf in ipairs({ vim.api.nvim_get_current_buf(), alt }) do
+    local name = buf > 0 and vim.api.nvim_buf_is_valid(buf) and vim.api.nvim_buf_get_name(buf) or ''
+    local found = name ~= '' and autodoc.workspaces_of(name)[1]
+    if found then
+      return found[1]
+    end
+  end
+  local configured = (autodoc.config.workspaces[1] or {}).name
+  if configured and autodoc.workspaces[configured] then
+    return configured
+  end
+end
+
+--- Run the MCP tool `tool` ('search', 'related', 'read', ...) with `args` on the editor's engine.
+---@param tool string
+---@param args table
+---@param callback fun(answer: autodoc.AgentAnswer)
+function M.call(tool, args, callback)
+  if state.phase ~= 'ready' then
+    local why = state.phase == 'failed' and state.error
+      or "AutoDoc's engine is still starting (opening its index); call again in a few seconds"
+    if state.phase ~= 'starting' and state.phase ~= 'failed' then
+      autodoc.when_ready(function() end, function() end)
+    end
+    callback(failed(string.format('%s failed: %s', tool, why)))
+    return
+  end
+  args = vim.deepcopy(args or {})
+  if args.workspace == nil or args.workspace == vim.NIL or args.workspace == '' then
+    args.workspace = M.default_workspace()
+  end
+  rpc.request('agent.tool', { tool, args }, function(err, answer)
+    if err then
+      callback(failed(string.format('%s failed: %s', tool, rpc.describe(err))))
+    else
+      callback({ is_error = answer.is_error, text = answer.text, result = answer.result ~= vim.NIL and answer.result or nil })
+    end
+  end)
+end
+
+--- `call`, waiting for its answer (at most `timeout_ms`, default 15 s): for hosts whose callbacks must
+--- return the text (an editor context is read as the message is sent).
+---@param tool string
+---@param args table
+---@param timeout_ms integer|nil
+---@return autodoc.AgentAnswer
+function M.call_sync(tool, args, timeout_ms)
+  local answer
+  M.call(tool, args, function(a) answer = a end)
+  vim.wait(timeout_ms or 15000, function() return answer ~= nil end, 10)
+  return answer or failed(string.format('%s failed: no answer from the engine within %d ms', tool, timeout_ms or 15000))
+end
+
+--- A chosen hit as chat context: its path and line span, breadcrumb, and the section's lines as on disk.
+---@param root string the workspace root
+---@param hit table a hit of the picker (path, line_start, line_end, breadcrumb)
+---@return string text, string id
+function M.section_context(root, hit)
+  local span = string.format('%s:%d-%d', hit.path, hit.line_start, hit.line_end)
+  local ok, lines = pcall(vim.fn.readfile, root .. '/' .. hit.path)
+  local body = ok and table.concat(vim.list_slice(lines, hit.line_start, hit.line_end), '\n')
+    or '(the file could not be read: it was moved or deleted since it was indexed)'
+  local text = string.format('<autodoc_section path="%s" lines="%d-%d">\n%s\n\n```markdown\n%s\n```\n</autodoc_section>',
+    hit.path, hit.line_start, hit.line_end, hit.breadcrumb or hit.title or '', body)
+  return text, '<autodoc>' .. span .. '</autodoc>'
+end
+
+--- The section under the cursor of `buf` (the last buffer before the chat), with what else the knowledge base
+--- says about it, as text for the model.
+---@param buf integer|nil
+---@return string
+function M.cursor_context(buf)
+  buf = buf and vim.api.nvim_buf_is_valid(buf) and buf or vim.api.nvim_get_current_buf()
+  local file = vim.api.nvim_buf_get_name(buf)
+  local found = file ~= '' and autodoc.workspaces_of(file)[1]
+  if not found then
+    return string.format('(AutoDoc: %s is not in a knowledge base workspace, so it has no section to share)',
+      file ~= '' and vim.fn.fnamemodify(file, ':~:.') or 'the buffer')
+  end
+  local line = 1
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    line = vim.api.nvim_win_get_cursor(win)[1]
+    break
+  end
+  local answer = M.call_sync('related', { workspace = found[1], path = found[2], line = line })
+  if answer.is_error then
+    return answer.text
+  end
+  local section = answer.result and answer.result.section
+  local about = string.format('The user is at %s line %d', found[2], line)
+  if section and section ~= vim.NIL then
+    local lines = vim.api.nvim_buf_get_lines(buf, section.line_start - 1, section.line_end, false)
+    about = string.format('%s, in the section %s (%s:%d-%d):\n\n```markdown\n%s\n```',
+      about, section.breadcrumb, found[2], section.line_start, section.line_end, table.concat(lines, '\n'))
+  end
+  return about .. '\n\nWhat else the knowledge base says about it:\n' .. answer.text
+end
+
+--- Let the user choose hits in a picker; `on_choose(hits, root)` gets them (several when several were marked).
+--- The one place that knows how a picker hands its chosen hits back.
+---@param on_choose fun(hits: table[], root: string)
+---@param opts { provider: string|nil, query: string|nil, workspace: string|nil }|nil
+function M.choose_hits(on_choose, opts)
+  opts = opts or {}
+  local workspace = opts.workspace or M.default_workspace()
+  local function chosen(hits, session)
+    local name = session and session.workspace or workspace
+    on_choose(hits, session and session.root or autodoc.workspaces[name] or '')
+  end
+  if autodoc.pick then -- the pickers' one entry point, every view with multi-select (when present)
+    autodoc.pick({ view = (opts.provider == nil or opts.provider == 'autodoc') and 'builtin' or opts.provider,
+      query = opts.query, workspace = workspace, on_choose = chosen })
+  elseif opts.provider and opts.provider ~= 'autodoc' then
+    require('autodoc.sources.' .. opts.provider).search({ on_choose = chosen, query = opts.query })
+  else
+    require('autodoc.picker').open({ query = opts.query, workspace = workspace, on_choose = chosen })
+  end
+end
+
+--- The tools autodoc_search and autodoc_related as avante.nvim `custom_tools` entries.
+---@param opts { max_tokens: integer|nil }|nil
+---@return table[]
+function M.avante_tools(opts)
+  return require('codecompanion._extensions.autodoc.tools').avante(opts) -- AutoDoc's file; needs no CodeCompanion
+end
+
+return M
