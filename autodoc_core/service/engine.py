@@ -17,12 +17,14 @@ import apsw
 
 from autodoc_core.answer import SearchAnswer
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.index import checkpoints
 from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import fill
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.providers.http import ProviderError
+from autodoc_core.providers.idle_core import SEARCHES
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
 from autodoc_core.service import changes, documents
@@ -283,7 +285,8 @@ class Engine:
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
         failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
-        with self.store.snapshot() as conn:
+        with SEARCHES.searching(), self.store.snapshot() as conn:
+            checkpoints.reached("search.running")
             # Read again inside the search's snapshot (nested reads share it): a batch committed since the
             # first read would leave the vector index at the previous epoch, mapping reused chunk ids to
             # their old documents for this one answer.
@@ -297,7 +300,7 @@ class Engine:
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
         failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
-        with self.store.snapshot() as conn:
+        with SEARCHES.searching(), self.store.snapshot() as conn:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
             source = runtime.source(conn, ws, failure)
             return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws))
