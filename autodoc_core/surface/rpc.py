@@ -46,6 +46,7 @@ METHODS: dict[str, str] = {
     "changes.since": "changes_since",
     "embedding.pause": "embedding_pause",
     "embedding.resume": "embedding_resume",
+    "embedding.focus": "embedding_focus",
 }
 
 
