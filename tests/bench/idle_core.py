@@ -49,7 +49,9 @@ def main() -> None:
     lines = ["# The background fill: one worker, or one plus the idle core", "",
              f"{len(texts)} techdocs chunk texts in fill batches of {FILL_BATCH}, all-MiniLM-L6-v2 fp32 on "
              f"onnxruntime, {os.cpu_count()} cores, {args.rounds} alternating rounds ({time.strftime('%Y-%m-%d')}), "
-             "medians, no search running.", "",
+             "medians, no search running. Per round: " + ", ".join(
+                 f"{a:.0f} s against {b:.0f} s" for a, b in zip(seconds[False], seconds[True], strict=True))
+             + ". A loaded machine swings both; compare the rows of one run.", "",
              "| fill | seconds | texts/s | ratio |", "|---|---|---|---|",
              f"| one worker (today's) | {today:.1f} | {len(texts) / today:.1f} | 1.00x |",
              f"| steady + idle-core worker | {ours:.1f} | {len(texts) / ours:.1f} | {today / ours:.2f}x |"]
