@@ -56,6 +56,7 @@ SCALE ?= 50
 FUSION_DB ?=
 bench: dev
 	$(BIN)/python -m tests.bench.encoder --shared $(SHARED) $(if $(ST_PYTHON),--st-python $(ST_PYTHON)) --out doc/benchmarks/encoder.md
+	$(BIN)/python -m tests.bench.idle_core --shared $(SHARED) --out doc/benchmarks/idle-core.md
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
 	$(BIN)/python -m tests.bench.mcp_http --shared $(SHARED) --out doc/benchmarks/mcp-http.md

@@ -18,6 +18,7 @@ import apsw
 import numpy as np
 
 from autodoc_core.index import checkpoints
+from autodoc_core.index.wanted import WantedDocuments
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, Embedder
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.store import embeddings
@@ -70,8 +71,9 @@ def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: s
 
 
 def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
-         stop: Callable[[], bool] | None = None) -> bool:
-    """Embed every chunk text that lacks a vector for this model. True when complete.
+         stop: Callable[[], bool] | None = None, wanted: WantedDocuments | None = None) -> bool:
+    """Embed every chunk text that lacks a vector for this model. True when complete. The documents
+    ``wanted`` names (a search's hits, open buffers) go first, each batch asking again.
 
     Works one provider batch at a time and stores each before asking for the next, so a provider
     that fails (or a process killed mid-fill) keeps what it already answered. ``stop`` is asked
@@ -96,13 +98,16 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
             with store.snapshot() as conn:
                 if not _configured(conn, ws_id, embedder.config):  # re-configured (here or elsewhere): stop now
                     return False
-                missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
+                missing = _wanted_texts(conn, ws_id, fingerprint, wanted, embedder.batch_size)
+                if not missing:
+                    missing = _missing_texts(conn, ws_id, fingerprint, from_document, embedder.batch_size)
+                    if missing:
+                        from_document = missing[-1][3]
             if not missing and from_document:  # once more from the start: an edit adds chunks to earlier documents
                 from_document = 0
                 continue
             if not missing:
                 return _activate(store, ws_id, fingerprint, embedder.config)
-            from_document = missing[-1][3]
             _embed_and_store(store, ws_id, fingerprint, embedder, missing, progress)
         checkpoints.reached("embed.batch")  # after the batch's commit
         progress.embedded += len(missing)
@@ -110,6 +115,21 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         elapsed = time.monotonic() - progress.started
         progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
     return False
+
+
+def _wanted_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, wanted: WantedDocuments | None,
+                  size: int) -> list[tuple[str, str, str, int]]:
+    """Texts without a vector in the wanted documents; those found complete leave the list."""
+    paths = wanted.paths(ws_id) if wanted is not None else []
+    if not paths:
+        return []
+    rows = embeddings.missing_texts_of(conn, ws_id, fingerprint, paths, size * 2)
+    distinct: dict[str, tuple[str, str, str, int]] = {}
+    for row in rows:
+        distinct.setdefault(row[0], row)
+    if len(rows) < size * 2 and len(distinct) <= size:  # all of these documents' missing texts are in this batch
+        wanted.done(ws_id, paths)
+    return list(distinct.values())[:size]
 
 
 def _missing_texts(conn: apsw.Connection, ws_id: int, fingerprint: str, from_document: int,

@@ -42,7 +42,8 @@ DEFAULT_EMBEDDER = {"provider": "local"}
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
 BULK_WORKERS = max(1, min(os.cpu_count() or 1, 4))
 # The background fill leaves one core to searches and the editor: with both cores busy encoding (even at
-# nice 10) a search competes for caches and memory bandwidth, not only for the CPU.
+# nice 10) a search competes for caches and memory bandwidth, not only for the CPU. While no search runs
+# in this process, an idle-core worker takes that core too (``idle_core``).
 BACKGROUND_WORKERS = max(1, min((os.cpu_count() or 1) - 1, BULK_WORKERS))
 QUERY_CACHE_SIZE = 256
 RETRY_LOAD_SECONDS = 60.0  # a local encoder that failed to load is tried again after this
@@ -207,7 +208,9 @@ class LocalEmbedder(Embedder):
         return self._encoder.runtime if self._encoder is not None else "onnxruntime"
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "encoder": self.encoder_state()}
+        from autodoc_core.providers.idle_core import SEARCHES
+
+        return {**super().describe(), "encoder": self.encoder_state(), "fill": SEARCHES.state()}
 
     def encoder_state(self) -> dict[str, Any]:
         """The encoder, its graph and whether the graph is cached; without loading anything."""
@@ -220,6 +223,8 @@ class LocalEmbedder(Embedder):
                 **({"problem": self._failure} if self._failure else {})}
 
     def _embed_batch(self, texts: list[str], kind: str) -> np.ndarray:
+        if kind != "query" and in_background_thread() and BACKGROUND_WORKERS < BULK_WORKERS:
+            return self.encoder.embed(texts, workers=BACKGROUND_WORKERS, idle_core=True)
         workers = 1 if kind == "query" else bulk_workers()
         return self.encoder.embed(texts, workers=workers)
 

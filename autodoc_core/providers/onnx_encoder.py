@@ -8,7 +8,8 @@ cannot load is rebuilt once; a folder that cannot be written keeps the graph in 
 
 One session serves every caller with one intra-op thread and no spinning, so a query takes one core
 and leaves the other to the background filler; bulk embedding runs its batches in worker threads
-on that same session (``Session.run`` is thread-safe).
+on that same session (``Session.run`` is thread-safe), and the background fill takes the second core
+only while no search runs (``idle_core``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ from typing import Any
 import numpy as np
 
 from autodoc_core.providers import onnx_graph
+from autodoc_core.providers.idle_core import run_sharing
 
 MAX_TOKENS = 256
 BATCH_TOKENS = 4096  # padded tokens per batch (texts are sorted by length, so padding stays small)
+# The background fill's batches are smaller: a search ends the idle-core worker's pass and it is redone.
+IDLE_CORE_BATCH_TOKENS = 1024
 CACHE_ENV = "AUTODOC_ONNX_CACHE"
 SAMPLE_BYTES = 1 << 20
 
@@ -184,15 +188,24 @@ class OnnxEncoder:
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(e.ids) for e in self.tokenizer.encode_batch(texts)]
 
-    def embed(self, texts: list[str], batch_tokens: int = BATCH_TOKENS, workers: int = 1) -> np.ndarray:
+    def embed(self, texts: list[str], batch_tokens: int = BATCH_TOKENS, workers: int = 1,
+              idle_core: bool = False) -> np.ndarray:
         """One L2-normalised float32 row per text, in input order; batches of similar lengths, run in
-        ``workers`` threads when there are several."""
+        ``workers`` threads when there are several, or (``idle_core``: the background fill) in this thread
+        and, while no search runs, an idle-core worker beside it (``idle_core.run_sharing``)."""
         if not texts:
             return np.zeros((0, self.hidden), dtype=np.float32)
         ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
-        batches = _batches(ids, batch_tokens)
+        batches = _batches(ids, IDLE_CORE_BATCH_TOKENS if idle_core else batch_tokens)
         result = np.empty((len(ids), self.hidden), dtype=np.float32)
-        if workers > 1 and len(batches) > 1:
+        if idle_core and len(batches) > 1:
+            import onnxruntime as ort
+
+            rows = run_sharing(batches, lambda b, options: self._run([ids[i] for i in b], options), ort.RunOptions,
+                               steady=workers)
+            for batch, batch_rows in zip(batches, rows, strict=True):
+                result[batch] = batch_rows
+        elif workers > 1 and len(batches) > 1:
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 for batch, rows in zip(batches, pool.map(lambda b: self._run([ids[i] for i in b]), batches),
                                        strict=True):
@@ -202,14 +215,14 @@ class OnnxEncoder:
                 result[batch] = self._run([ids[i] for i in batch])
         return result
 
-    def _run(self, sequences: list[list[int]]) -> np.ndarray:
+    def _run(self, sequences: list[list[int]], options: Any = None) -> np.ndarray:
         width = max(len(s) for s in sequences)
         input_ids = np.zeros((len(sequences), width), dtype=np.int64)
         mask = np.zeros_like(input_ids)
         for row, sequence in enumerate(sequences):
             input_ids[row, : len(sequence)] = sequence
             mask[row, : len(sequence)] = 1
-        return self.session.run(None, {"input_ids": input_ids, "attention_mask": mask})[0]
+        return self.session.run(None, {"input_ids": input_ids, "attention_mask": mask}, options)[0]
 
 
 def _batches(ids: list[list[int]], batch_tokens: int) -> list[list[int]]:

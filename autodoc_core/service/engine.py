@@ -16,11 +16,15 @@ from typing import Any
 import apsw
 
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.index import checkpoints
 from autodoc_core.index.indexer import Indexer, IndexProgress
 from autodoc_core.index.vectors import fill
+from autodoc_core.index.wanted import KEPT, WantedDocuments
 from autodoc_core.parse import frontmatter as fm
 from autodoc_core.parse.walk import relative_to_root
+from autodoc_core.providers import idle_core
 from autodoc_core.providers.http import ProviderError
+from autodoc_core.providers.idle_core import SEARCHES
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
 from autodoc_core.search.answer import SearchAnswer
@@ -40,6 +44,8 @@ from autodoc_core.store.workspace import Workspace
 
 INDEX_WAIT_LEVELS = ("lexical", "semantic")
 
+idle_core.checkpoint = checkpoints.reached  # the encoder's passes, where tests can hold them
+
 
 class Engine:
     def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
@@ -52,6 +58,7 @@ class Engine:
         self._stop = threading.Event()
         self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
         self._filler: BackgroundFiller | None = None
+        self._wanted = WantedDocuments()  # documents embedded first while a workspace fills
         self._index_locks: dict[int, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -89,7 +96,7 @@ class Engine:
         else:
             stop = self._stop.is_set
         try:
-            complete = fill(self.store, ws.id, embedder, progress, stop)
+            complete = fill(self.store, ws.id, embedder, progress, stop, self._wanted)
             if complete and progress.done_this_run:  # stopped early: the WAL is the next writer's
                 self.store.shrink_wal()
         except ProviderError as exc:
@@ -298,14 +305,17 @@ class Engine:
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
         failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
-        with self.store.snapshot() as conn:
+        with SEARCHES.searching(), self.store.snapshot() as conn:
+            checkpoints.reached("search.running")
             # Read again inside the search's snapshot (nested reads share it): a batch committed since the
             # first read would leave the vector index at the previous epoch, mapping reused chunk ids to
             # their old documents for this one answer.
             ws = self._workspace(name)
             source = runtime.source(conn, ws, failure)
-            return run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
-                              self.caches)
+            answer = run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
+                                self.caches)
+        self._want_while_filling(ws, source, answer)
+        return answer
 
     def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
@@ -313,11 +323,31 @@ class Engine:
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
         failure = runtime.probe_remote_model(ws) if wants_semantic(opts) else None
-        with self.store.snapshot() as conn:
+        with SEARCHES.searching(), self.store.snapshot() as conn:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
             source = runtime.source(conn, ws, failure)
-            return run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws),
-                               self.caches)
+            answer = run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws),
+                                 self.caches)
+        self._want_while_filling(ws, source, answer)
+        return answer
+
+    def _want_while_filling(self, ws: Workspace, source: SemanticSource, answer: SearchAnswer) -> None:
+        """A search while the workspace fills: its hits' documents are embedded next."""
+        if source.embedder is not None and source.state != SemanticState.READY:
+            self._wanted.want(ws.id, [hit.path for hit in answer.hits])
+            if self._filler is not None:
+                self._filler.wake()
+
+    def embedding_focus(self, name: Any, paths: Any) -> dict[str, Any]:
+        """``embedding.focus``: documents the user has open (workspace-relative paths), embedded first
+        while the workspace fills."""
+        ws = self._workspace(name)
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) or len(paths) > KEPT:
+            raise invalid_params(f"'paths' must be a list of at most {KEPT} workspace-relative paths")
+        self._wanted.want(ws.id, paths)
+        if self._filler is not None:
+            self._filler.wake()
+        return {"wanted": len(self._wanted.paths(ws.id))}
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)

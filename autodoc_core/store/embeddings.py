@@ -51,6 +51,19 @@ def missing_texts(conn: apsw.Connection, ws_id: int, model_fp: str, from_documen
     return conn.execute(MISSING_TEXTS_SQL, (ws_id, from_document, model_fp, limit))
 
 
+def missing_texts_of(conn: apsw.Connection, ws_id: int, model_fp: str, paths: list[str],
+                     limit: int) -> list[tuple[str, str, str, int]]:
+    """As ``missing_texts``, from the documents at these paths only."""
+    if not paths:
+        return []
+    marks = ",".join("?" * len(paths))
+    return list(conn.execute(
+        "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM documents d JOIN chunks c ON c.doc_id = d.id "
+        f"WHERE d.ws_id = ? AND d.path IN ({marks}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
+        "WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?",
+        (ws_id, *paths, model_fp, limit)))
+
+
 def insert(conn: apsw.Connection, ws_id: int, model_fp: str, hashes: list[str], vectors: np.ndarray) -> None:
     """The vectors of these texts, each stored with its sign bits (a vector already stored stays)."""
     bits = sign_bits(vectors)

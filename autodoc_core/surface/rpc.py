@@ -48,6 +48,7 @@ METHODS: dict[str, str] = {
     "changes.since": "changes_since",
     "embedding.pause": "embedding_pause",
     "embedding.resume": "embedding_resume",
+    "embedding.focus": "embedding_focus",
 }
 
 # Methods that are not the engine's own: functions of (engine, *params).
