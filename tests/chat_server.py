@@ -54,10 +54,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self._send({"object": "list", "data": [{"id": "standin", "object": "model"}]})
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         message = self.server_state.next_reply(body)
         finish = "tool_calls" if message.get("tool_calls") else "stop"
