@@ -16,6 +16,10 @@ from tests.nvim.pickers import picker_init, wait_indexed
 QUESTION = "why did we pick an embedded relational store"
 ADR_LINE = "We keep every workspace in one embedded relational store."
 CHANNELS = "return vim.tbl_map(function(c) return c.id end, vim.api.nvim_list_chans())"
+HOST_RUNS = """local state
+require('autodoc.rpc').request('host.state', {}, function(_, answer) state = answer end)
+vim.wait(30000, function() return state ~= nil end)
+return state and state.runs"""  # the host's documented read-only state (:help autodoc-host.state)
 
 
 def codecompanion_setup(server: ChatServer, extension_opts: str = "{}") -> str:
@@ -56,7 +60,7 @@ def test_the_search_tool_answers_from_the_editors_engine(tmp_path: Path, notes: 
         wait_indexed(nvim)
         approval = "return require('codecompanion.config').interactions.chat.tools.autodoc_search.opts"
         assert nvim.exec_lua(approval)["require_approval_before"] is False  # they only read
-        sent_before = nvim.exec_lua("return vim.deepcopy(require('autodoc.rpc').sent)")
+        runs_before = nvim.exec_lua(HOST_RUNS)
         channels_before = nvim.exec_lua(CHANNELS)
         ask(nvim, "@{autodoc} " + QUESTION)
         wait_for(lambda: server.tool_messages(), timeout=60)
@@ -66,8 +70,8 @@ def test_the_search_tool_answers_from_the_editors_engine(tmp_path: Path, notes: 
         assert "adr/0002.md:3-5" in output  # the section's path and line span
         assert ADR_LINE in output  # and its text
         assert "via lexical" in output
-        sent = nvim.exec_lua("return require('autodoc.rpc').sent")
-        assert sent["agent.tool"] == sent_before.get("agent.tool", 0) + 1  # the editor's own host answered
+        runs = nvim.exec_lua(HOST_RUNS)
+        assert runs["agent.tool"] == runs_before.get("agent.tool", 0) + 1  # the editor's own host answered
         assert nvim.exec_lua(CHANNELS) == channels_before  # no second process (a job or a host) for the tool
 
 
@@ -196,7 +200,7 @@ def test_the_engine_starting_and_no_workspace_are_tool_errors(tmp_path: Path, no
             require('autodoc.agents').call('search', { query = 'store' }, function(a) answer = a end)
             return answer""", str(tmp_path / "a.db"))
         assert starting["is_error"] and "still starting" in starting["text"]
-        wait_for(lambda: nvim.exec_lua("return require('autodoc').phase") == "ready", timeout=60)
+        wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "ready", timeout=60)
         nvim.exec_lua("require('autodoc.agents').call('search', { query = 'store' }, function(a) _G.a = a end)")
         answer = wait_for(lambda: nvim.exec_lua("return _G.a"))
         assert answer["is_error"] and "search failed" in answer["text"] and "no workspace" in answer["text"]

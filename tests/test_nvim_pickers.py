@@ -27,9 +27,10 @@ from tests.nvim.pickers import (
 
 def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     wide = "vim.o.columns = 200\nvim.o.lines = 50\n"  # wide enough for telescope to show its previewer
-    init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + RECORD_RESULTS + \
-        setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\n"
+    init = rtp(PROJECT) + with_plugins("plenary.nvim", "telescope.nvim") + python_line() + wide + COUNT_INDEXED + \
+        RECORD_RESULTS + setup_call(tmp_path / "a.db", notes) + "\nrequire('telescope').setup({})\n"
     with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)  # a search before the first index finds nothing to show
         nvim.command("Telescope autodoc")
         wait_for(lambda: nvim.current.buffer.options["filetype"] == "TelescopePrompt")
         nvim.input("relational store")
