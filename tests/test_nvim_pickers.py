@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import neovim, python_line, rtp, setup_call, wait_for
+from tests.nvim import neovim, python_line, rtp, setup_call, wait_for, wait_semantic_ready
 from tests.nvim.pickers import (
     COUNT_INDEXED,
     OPEN,
@@ -50,12 +50,6 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         nvim.input("<CR>")
         wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
-
-
-def semantic_state(nvim) -> str:
-    nvim.exec_lua("_G.semantic = nil; require('autodoc.rpc').request('workspace.status', { 'kb' }, "
-                  "function(_, r) _G.semantic = r and r.semantic or 'error' end)")
-    return wait_for(lambda: nvim.exec_lua("return _G.semantic"))
 
 
 def wait_full_answer(nvim, module: str, prompt: str) -> list:
@@ -177,7 +171,7 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         "require('autodoc').setup({ ", "require('autodoc').setup({ keys = { toggle_semantic = { '<M-s>', '<M-y>' } }, ")
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
-        wait_for(lambda: semantic_state(nvim) == "ready", timeout=60)  # the local model embedded both notes
+        wait_semantic_ready(nvim)  # the local model embedded both notes
         nvim.input(f":AutodocPick {name}<CR>")
         wait_for(lambda: nvim.exec_lua(f"return {session} ~= nil"))
         nvim.input("bread")

@@ -223,3 +223,22 @@ def test_pick_hands_the_chosen_hits_to_on_choose(tmp_path: Path, notes: Path, vi
         chosen = wait_for(lambda: nvim.exec_lua("return _G.chosen"))
         assert chosen == [f"{notes}/notes/cooking.md:3"]
         assert nvim.exec_lua("return vim.api.nvim_buf_get_name(0)") == before  # no jump
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_an_open_list_is_asked_again_when_the_index_changes(tmp_path: Path, notes: Path, view: str) -> None:
+    """A file saved while a view is open (or the first index landing after the view opened) shows up in the
+    open list without a keystroke, in every view: the session asks its prompt again on AutodocIndexed."""
+    setup = f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {{ {{ name = 'kb', " \
+            f"path = {lua_string(notes)} }} }} }})"
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        wait_indexed(nvim)
+        open_view(nvim, view)
+        nvim.input("sourdough")
+        wait_for(lambda: picker_state(nvim).get("prompt") == "sourdough" and picker_state(nvim)["level"] == 2)
+        assert not shows(nvim, "notes/starter.md")
+        asked = picker_state(nvim)["tick"]
+        write(notes, "notes/starter.md", "# Starter\n\n## Feeding\n\nA sourdough starter eats flour daily.\n")
+        nvim.exec_lua("require('autodoc').index('kb')")
+        wait_for(lambda: shows(nvim, "notes/starter.md:3-5"), what="the new file's section in the open list")
+        assert picker_state(nvim)["tick"] > asked  # asked again, not typed again

@@ -112,3 +112,17 @@ def embed_with_held_server(nvim: pynvim.Nvim, server: Any) -> None:
           function() require('autodoc.rpc').request('workspace.index', { 'kb', { wait = 'semantic' } },
             function(err, r) _G.report = r end) end)""", server.url)
     assert wait_for(lambda: nvim.exec_lua("return _G.report"), timeout=60)["semantic"] == "ready"
+    wait_semantic_ready(nvim)
+
+
+def wait_semantic_ready(nvim: pynvim.Nvim, workspace: str = "kb") -> None:
+    """Wait for the editor's own AutodocSemanticReady for `workspace` (its progress watcher, asked to follow the
+    vectors now): the event that refreshes an open picker has then come, and a picker opened next sees no
+    late one."""
+    nvim.exec_lua("""
+        _G.semantic_ready = 0
+        vim.api.nvim_create_autocmd('User', { pattern = 'AutodocSemanticReady', once = true,
+          callback = function() _G.semantic_ready = _G.semantic_ready + 1 end })
+        require('autodoc.watch').semantic(..., true)""", workspace)
+    wait_for(lambda: nvim.exec_lua("return _G.semantic_ready") >= 1, timeout=60,
+             what=f"the watcher saying the vectors of {workspace} are ready")

@@ -212,8 +212,8 @@ local function watch(state)
       end)
     end,
   })
-  -- When the embedding model finishes filling or the workspace's files change, refresh the open query. A
-  -- scan that found nothing new does not: an idle picker asks nothing (a paid ranker costs per search).
+  -- The documents and folders lists refresh as the session does (autodoc.session) when the workspace's files
+  -- change or its embeddings finish filling; a scan that found nothing new asks nothing.
   local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })
   vim.api.nvim_create_autocmd('User', {
     group = group,
@@ -221,7 +221,8 @@ local function watch(state)
     callback = function(event)
       local data = event.data or {}
       local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
-      if M.state == state and not unchanged and (data.workspace == nil or data.workspace == state.workspace) then
+      if M.state == state and not state.session and not unchanged
+          and (data.workspace == nil or data.workspace == state.workspace) then
         M.search(state)
       end
     end,

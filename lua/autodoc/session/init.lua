@@ -51,9 +51,30 @@ M.current = nil
 ---@field related autodoc.RelatedSource|nil
 ---@field on_update fun(session: autodoc.Session)|nil
 
+--- When the workspace's files change or its embeddings finish filling, the open session asks its prompt again,
+--- whatever view shows it. A scan that found nothing new does not: an idle picker asks nothing (a paid ranker
+--- costs per search).
+local function refresh_on_index_changes()
+  vim.api.nvim_create_autocmd('User', {
+    group = vim.api.nvim_create_augroup('autodoc-session', { clear = true }),
+    pattern = { 'AutodocIndexed', 'AutodocSemanticReady' },
+    callback = function(event)
+      local session, data = M.current, event.data or {}
+      local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
+      if session and not session.closed and session.prompt and not unchanged
+          and (data.workspace == nil or data.workspace == session.searched) then
+        session:refresh()
+      end
+    end,
+  })
+end
+
 ---@param opts autodoc.SessionOptions
 ---@return autodoc.Session
 function M.new(opts)
+  if not M.current then
+    refresh_on_index_changes()
+  end
   local self = setmetatable({ source = opts.source, workspace = opts.workspace, related = opts.related, root = '',
     stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
     on_update = opts.on_update or function() end }, Session)
