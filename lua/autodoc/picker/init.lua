@@ -257,7 +257,11 @@ function M.open(opts)
   }
   if mode == 'search' or mode == 'related' then
     state.session = session_core.new({ source = 'builtin', workspace = opts.workspace, related = opts.related,
-      on_update = function() draw(state) end })
+      on_update = function() draw(state) end,
+      prompt_now = function()
+        return vim.api.nvim_buf_is_valid(state.prompt_buf)
+          and vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or nil
+      end })
   end
   layout.open(state)
   M.state = state

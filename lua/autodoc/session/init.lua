@@ -39,6 +39,7 @@ local M = {}
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
 ---@field initial_query string|nil
 ---@field on_update fun(session: autodoc.Session) the view draws the session again
+---@field prompt_now (fun(): string|nil)|nil what the view's prompt holds now, when the view can say
 local Session = {}
 Session.__index = Session
 
@@ -50,6 +51,7 @@ M.current = nil
 ---@field workspace string|nil
 ---@field related autodoc.RelatedSource|nil
 ---@field on_update fun(session: autodoc.Session)|nil
+---@field prompt_now (fun(): string|nil)|nil
 
 --- When the workspace's files change or its embeddings finish filling, the open session asks its prompt again,
 --- whatever view shows it. A scan that found nothing new does not: an idle picker asks nothing (a paid ranker
@@ -63,7 +65,8 @@ local function refresh_on_index_changes()
       local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
       if session and not session.closed and session.prompt and not unchanged
           and (data.workspace == nil or data.workspace == session.searched) then
-        session:refresh()
+        -- what the prompt holds now: a keystroke still waiting for typing to pause is asked with it
+        session:ask(session.prompt_now and session.prompt_now() or session.prompt)
       end
     end,
   })
@@ -77,7 +80,7 @@ function M.new(opts)
   end
   local self = setmetatable({ source = opts.source, workspace = opts.workspace, related = opts.related, root = '',
     stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
-    on_update = opts.on_update or function() end }, Session)
+    on_update = opts.on_update or function() end, prompt_now = opts.prompt_now }, Session)
   if opts.related then
     self.workspace = opts.related.workspace
   end

@@ -76,6 +76,9 @@ local function open(session, opts)
       return true
     end,
   })
+  session.prompt_now = function()
+    return vim.api.nvim_buf_is_valid(picker.prompt_bufnr) and picker:_get_prompt() or nil
+  end
   session.on_update = function()
     if not vim.api.nvim_buf_is_valid(picker.prompt_bufnr) then
       return
