@@ -81,7 +81,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         behaviour = self.behaviour
         with behaviour.lock:
-            behaviour.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+            behaviour.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization"),
+                                       "at": time.monotonic()})
             answered = len(behaviour.requests)
             texts = body.get("inputs") or body.get("input") or body.get("texts") if isinstance(body, dict) else None
             batches = behaviour.batches = behaviour.batches + (isinstance(texts, list) and len(texts) > 1)

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -228,6 +227,14 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
         def embedded() -> int:
             return ask("workspace.status", ["kb"])["result"]["embedder"]["embedded"]
 
+        def filler() -> dict:
+            return ask("workspace.status", ["kb"])["result"]["filler"]
+
+        def looked_since(wakes: int) -> bool:
+            """The filler's latest look began after the ``wakes``-th ask, and found it paused."""
+            state = filler()
+            return state["wakes_seen"] >= wakes and state["state"] == "paused"
+
         try:
             ask("workspace.add", ["kb", str(kb)])
             embedder = {"provider": "tei", "url": server.url, "batch_size": 2, "timeout": 120}
@@ -236,11 +243,14 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
             assert server.behaviour.holding.wait(timeout=60)  # the second batch is held
             assert ask("embedding.pause", [])["result"] == {"paused": True}
             assert ask("workspace.status", ["kb"])["result"]["embedding_paused"] is True
+            assert filler()["state"] == "filling"  # the held batch is under way
             server.behaviour.release.set()
-            wait_until(lambda: embedded() == 4, timeout=60, what="the held batch to be stored")
+            wait_until(lambda: looked_since(filler()["wakes"]), what="the filler to store the held batch and stop")
+            assert embedded() == 4
             batches = server.behaviour.batches
             ask("workspace.index", ["kb"])  # wakes the filler: paused, it still takes nothing
-            time.sleep(1.0)  # room for a batch it must not take (a slow machine only makes this weaker)
+            wakes = filler()["wakes"]
+            wait_until(lambda: looked_since(wakes), what="the filler to look again after the index run's wake")
             assert server.behaviour.batches == batches and embedded() == 4
             assert ask("search.query", ["kb", "relational database"])["result"]["semantic"] == "partial"
             assert ask("embedding.resume", [])["result"] == {"paused": False}

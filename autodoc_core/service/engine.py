@@ -126,6 +126,8 @@ class Engine:
         """Stop the background filler after the batch it is embedding (nothing is lost: the vectors
         embedded so far are kept). A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
         self._paused.set()
+        if self._filler is not None:
+            self._filler.wake()  # its look after the batch under way says "paused" in workspace.status
         return {"paused": True}
 
     def embedding_resume(self) -> dict[str, Any]:
@@ -284,6 +286,7 @@ class Engine:
             "problems": problems,
             "writer_lease": self.store.lease.holder(),
             "embedding_paused": self._paused.is_set(),
+            "filler": self._filler.state() if self._filler is not None else None,
             "indexing": running.as_dict() if (running := self._indexing.get(ws.id)) else None,
         }
 

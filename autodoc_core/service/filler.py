@@ -36,6 +36,10 @@ class BackgroundFiller:
         self._stop = stop
         self._paused = paused  # embedding.pause: no new batch until embedding.resume wakes the loop
         self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._state = "waiting"
+        self._wakes = 0  # asks to look for work (index runs, configuration changes, pause and resume)
+        self._wakes_seen = 0  # of those, the asks made before the filler's latest look began
         self._retry_at: dict[int, float] = {}
         self._backoff: dict[int, float] = {}
         self._thread = threading.Thread(target=self._loop, name="autodoc-embedder", daemon=True)
@@ -43,7 +47,19 @@ class BackgroundFiller:
 
     def wake(self) -> None:
         """Look for work now (after an index run or a configuration change)."""
+        with self._lock:
+            self._wakes += 1
         self._wake.set()
+
+    def state(self) -> dict[str, Any]:
+        """What the filler does now: "filling", "paused" (embedding.pause: it looked and took nothing) or
+        "waiting"; ``wakes`` asks to look for work so far, ``wakes_seen`` the ones its latest look answered."""
+        with self._lock:
+            return {"state": self._state, "wakes": self._wakes, "wakes_seen": self._wakes_seen}
+
+    def _set_state(self, state: str) -> None:
+        with self._lock:
+            self._state = state
 
     def join(self, timeout: float) -> None:
         self._wake.set()
@@ -56,7 +72,10 @@ class BackgroundFiller:
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
             self._wake.clear()
-            if self._paused.is_set():
+            paused = self._paused.is_set()
+            with self._lock:
+                self._wakes_seen, self._state = self._wakes, "paused" if paused else "waiting"
+            if paused:
                 continue
             for ws in self._workspaces_needing_vectors():
                 if self._stop.is_set():
@@ -79,6 +98,7 @@ class BackgroundFiller:
         if not self.store.lease.try_acquire():
             self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
             return
+        self._set_state("filling")
         try:
             self._fill(ws, background=True)
         except Exception:  # recorded in the workspace's progress; a background thread survives
@@ -87,6 +107,8 @@ class BackgroundFiller:
         else:
             self._backoff.pop(ws.id, None)
             self._retry_at.pop(ws.id, None)
+        finally:
+            self._set_state("paused" if self._paused.is_set() else "waiting")
 
 
 def _lower_this_threads_priority() -> None:
