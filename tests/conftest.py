@@ -175,3 +175,12 @@ class StdioServer:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def nvim(tmp_path: Path, kb: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A child Neovim on tests/nvim/minimal_init.lua over a two-note workspace ``kb`` (tests.nvim.plugin)."""
+    from tests.nvim.plugin import plugin_nvim  # tests.nvim imports this module: imported when first used
+
+    with plugin_nvim(tmp_path, kb, monkeypatch) as instance:
+        yield instance

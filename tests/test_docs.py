@@ -166,3 +166,27 @@ def test_no_noqa_names_a_rule_ruff_does_not_check() -> None:
                  for code in re.split(r"\s*,\s*", codes)
                  if not any(code.startswith(prefix) for prefix in selected)]
     assert unchecked == []
+
+
+def _test_modules_imported(tree: ast.Module) -> list[str]:
+    """The test modules (``tests.test_*``) an ``import`` or ``from ... import`` names."""
+    named: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            named += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            named.append(node.module)
+            if node.module == "tests":
+                named += [f"tests.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:  # from .test_x import ..., from . import test_x
+            named += [node.module or "", *(alias.name for alias in node.names)]
+    return [name for name in named if name.rpartition(".")[2].startswith("test_")]
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared helpers live in helper modules (tests/nvim/, tests/*_corpus.py, conftest), never in a test module:
+    a test module's import runs its tests' module-level code and collects its fixtures twice (issue 40)."""
+    found = [f"{path.relative_to(PROJECT)} imports {name}"
+             for path in sorted((PROJECT / "tests").glob("test_*.py"))
+             for name in _test_modules_imported(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))]
+    assert found == []

@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 
 from tests.model_servers import Behaviour, model_server
-from tests.test_nvim_plugin import lua, nvim, picker, ready, settled, wait_for  # noqa: F401 - nvim: the fixture
+from tests.nvim import wait_for
+from tests.nvim.plugin import lua, picker, ready, settled
 
 RECORD_DRAWS = """
 _G.drawn = {}
@@ -42,7 +43,7 @@ def final_drawn(session, prompt: str) -> bool:
     return any(d["prompt"] == prompt and d["level"] == 2 for d in lua(session, "return _G.drawn"))
 
 
-def test_one_request_per_query_its_lexical_list_first(nvim) -> None:  # noqa: F811
+def test_one_request_per_query_its_lexical_list_first(nvim) -> None:
     """Each query is one search run by the host (it was two: lexical only, then the full search), and the picker
     draws its lexical list, then the final one."""
     ready(nvim)
@@ -76,7 +77,7 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:  # noqa: F8
         == [""] * len(lua(nvim, "return require('autodoc.picker').state.hits"))
 
 
-def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nvim) -> None:  # noqa: F811
+def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nvim) -> None:
     """The embedding of "bread" is held at the model server; " flour" is typed meanwhile. The "bread" search stops
     at its stage boundary while its embedding is still held (so the ranker never sees it), and every list drawn
     belongs to the prompt shown at that moment. Broken on purpose: with the host's cancellation check always
@@ -106,7 +107,7 @@ def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nv
     assert finals[0] == "lexical+semantic+rerank", drawn
 
 
-def test_a_row_shortened_in_its_middle_fits_its_width_in_any_script(nvim) -> None:  # noqa: F811
+def test_a_row_shortened_in_its_middle_fits_its_width_in_any_script(nvim) -> None:
     """Drawing the list cut breadcrumbs one character at a time through Vimscript (4.6 ms for 30 rows); the
     linear cut keeps the same rows: the width is never exceeded, the text's ends are kept, a wide character is
     never split."""
@@ -141,7 +142,7 @@ rpc.request = function(method, params, ...)
 end"""
 
 
-def test_a_keystroke_after_a_pause_searches_at_once_and_a_burst_waits_for_typing_to_stop(nvim) -> None:  # noqa: F811
+def test_a_keystroke_after_a_pause_searches_at_once_and_a_burst_waits_for_typing_to_stop(nvim) -> None:
     """With a ten-minute debounce, a lone keystroke is still asked at once; the keys that follow it within the
     debounce wait for typing to pause (one search pending, none sent)."""
     settled(nvim)  # the vectors filled: that refresh asked for "b" again (the CI failure)
@@ -185,7 +186,7 @@ def type_burst(session, debounce_ms: int) -> tuple[list[str], list[list]]:
     return asked, keystrokes
 
 
-def test_a_burst_of_keys_asks_its_first_and_last_text_and_none_between(nvim) -> None:  # noqa: F811
+def test_a_burst_of_keys_asks_its_first_and_last_text_and_none_between(nvim) -> None:
     """Without a debounce (the control) every keystroke asks; with one, a key typed within debounce_ms of the key
     before it and of the key after it is never asked (decided from the times the picker saw the keys, so the
     machine's speed cannot change the verdict), no text is asked twice in a row, and the last one asked is the
@@ -219,7 +220,7 @@ for _, callback in ipairs(queued) do callback() end
 return #ran"""
 
 
-def test_a_later_call_cancelled_after_its_timer_fired_does_not_run(nvim) -> None:  # noqa: F811
+def test_a_later_call_cancelled_after_its_timer_fired_does_not_run(nvim) -> None:
     """vim.defer_fn's timer, stopped after it fired but before the callback it scheduled ran, still ran it: a key
     typed in that gap made the older keystroke's search run too. autodoc.later's cancel stops it; the test holds
     the scheduled callback to make that gap."""
@@ -230,7 +231,7 @@ def test_a_later_call_cancelled_after_its_timer_fired_does_not_run(nvim) -> None
     assert lua(nvim, CANCEL_AFTER_THE_TIMER_FIRED % (later_call, "")) == 1  # not cancelled: it runs once
 
 
-def test_a_cancelled_later_call_never_runs(nvim) -> None:  # noqa: F811
+def test_a_cancelled_later_call_never_runs(nvim) -> None:
     lua(nvim, """
         local later = require('autodoc.later')
         _G.ran = {}
