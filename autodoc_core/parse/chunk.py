@@ -17,9 +17,9 @@ from autodoc_core.parse.markdown import Block
 
 BREADCRUMB_SEPARATOR = " › "
 DEFAULT_SECTION_TOKENS = 350
-# A block up to this many budgets stays whole (a code fence or table reads best in one piece); a larger one,
-# such as a generated API reference's 7,600 lines of HTML without a blank line, was one chunk of 48,000
-# tokens: the model read its first 6,000 characters, and a hit on it gave a reader no place to look.
+# A block up to this many budgets stays whole (a code fence or table reads best in one piece); a larger one
+# (a generated reference without a blank line) is cut: whole, the model would read only its beginning, and a
+# hit on it would give a reader no place to look.
 WHOLE_BLOCK_BUDGETS = 4
 
 
