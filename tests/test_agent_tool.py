@@ -42,3 +42,34 @@ def test_agent_tool_failures_are_answers_the_model_reads(engine: Engine, notes: 
         answer = call(engine, "agent.tool", [name, args])
         assert answer["is_error"] is True and expected in answer["text"], answer["text"]
         assert answer["error"]["fix"] in answer["text"]
+
+
+def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: Engine, kb: Path) -> None:
+    """While the embedder holds the filler's second batch the semantic stage covers part of the sections: the
+    tool's text (the MCP search's own) says so first, with the counts and what to do; once full, it does not."""
+    from tests.conftest import wait_until, write
+    from tests.model_servers import Behaviour, model_server
+
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    write(kb, "a.md", "# Storage\n\nWe keep the index in an embedded relational database.\n")
+    args = {"query": "relational database"}
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 2,
+                                                       "timeout": 120}, "semantic_deadline": 60})
+        engine.workspace_index("kb")
+        engine.start_background()
+        assert server.behaviour.holding.wait(timeout=60)  # two of seven sections have vectors
+        answer = call(engine, "agent.tool", ["search", args])
+        assert answer["result"]["semantic"] == "partial"
+        assert answer["result"]["embedding"] == {"embedded": 2, "total": 7}
+        assert answer["text"].splitlines()[0] == (
+            "Semantic search covers 2 of 7 sections so far (embedding is still filling): a paraphrase may miss "
+            "sections; try again later or search by words.")
+        assert answer["text"] == Tools(Handle(engine), allow_index=False).run("search", args)[1]
+        server.behaviour.release.set()
+        wait_until(lambda: engine.workspace_status("kb")["semantic"] == "ready", what="the vectors to fill")
+        answer = call(engine, "agent.tool", ["search", args])
+    assert answer["result"]["semantic"] == "ready" and "embedding" not in answer["result"]
+    assert "Semantic search covers" not in answer["text"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pynvim
 
 from tests.chat_server import ChatServer, chat_server, text_reply, tool_call
+from tests.model_servers import Behaviour, model_server
 from tests.nvim import lua_string, neovim, wait_for
 from tests.nvim.pickers import picker_init, wait_indexed
 
@@ -225,3 +226,25 @@ def test_the_mcp_route_through_codecompanions_own_client(tmp_path: Path, notes: 
             assert "autodoc_search" in offered and "autodoc_related" in offered
             output = server.tool_messages()[0]["content"]
             assert "adr/0002.md:3-5" in output and ADR_LINE in output
+
+
+def test_the_search_tool_says_when_the_semantic_stage_is_still_filling(tmp_path: Path, notes: Path) -> None:
+    """The embedder holds the editor's first batch of vectors: the tool's output begins with how far the semantic
+    stage reaches and what to do (the MCP search's own sentence), and the words still find the section."""
+    replies = (tool_call("autodoc_search", {"query": QUESTION}), text_reply("ADR 0002."))
+    with chat_server(*replies) as server, model_server("tei", Behaviour(hold_after=0)) as tei, \
+            start(tmp_path, notes, server) as nvim:
+        try:
+            wait_indexed(nvim)
+            nvim.exec_lua("require('autodoc.rpc').request('workspace.configure', { 'kb', { embedder = { "
+                          "provider = 'tei', url = ..., batch_size = 2, timeout = 120 }, semantic_deadline = 60 } }, "
+                          "function() end)", tei.url)
+            assert tei.behaviour.holding.wait(timeout=60)  # the new model's first batch: no vector yet
+            ask(nvim, "@{autodoc} " + QUESTION)
+            wait_for(lambda: server.tool_messages(), timeout=60)
+            first, *rest = server.tool_messages()[0]["content"].splitlines()
+            assert first.startswith("Semantic search ") and " sections so far" in first, first
+            assert first.endswith(": a paraphrase may miss sections; try again later or search by words."), first
+            assert "adr/0002.md:3-5" in "\n".join(rest)
+        finally:
+            tei.behaviour.release.set()

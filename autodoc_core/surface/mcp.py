@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 from autodoc_core.surface.mcp_answer import (
     Budget,
     FileLines,
+    filling,
     hit_with_text,
     query_notes,
     shortened,
@@ -232,6 +233,7 @@ class Tools:
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
         return {"hits": hits, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
+                **filling(engine, name, answer.semantic),
                 "mode_used": answer.mode_used, "max_tokens": budget.total, "text_tokens": budget.used,
                 "trimmed": budget.trimmed, "notes": query_notes(answer)}
 

@@ -109,6 +109,18 @@ def shortened(text: str, most: int = 300) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+FILLING_STATES = ("partial", "switching")
+
+
+def filling(engine: Engine, name: str, semantic: str) -> dict[str, Any]:
+    """While the vectors fill, how far they reach (``{"embedding": {"embedded", "total"}}``): a search by meaning
+    cannot find what has no vector yet, and an agent that is not told takes a miss for an answer."""
+    if semantic not in FILLING_STATES:
+        return {}
+    embedder = engine.workspace_status(name)["embedder"] or {}
+    return {"embedding": {"embedded": embedder.get("embedded", 0), "total": embedder.get("total", 0)}}
+
+
 def query_notes(answer: SearchAnswer) -> list[str]:
     """What the engine did with the query that an agent would not guess from the hits: a facet value or a
     path that matches nothing, common words left out of the word search, hits found by meaning alone."""

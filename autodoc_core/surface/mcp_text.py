@@ -15,9 +15,24 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'s' * (number != 1)}"
 
 
+def filling_line(result: dict[str, Any]) -> list[str]:
+    """While the vectors fill, the first thing the model reads: a search by meaning cannot find a section that has
+    no vector yet, so a miss is not an answer."""
+    embedding = result.get("embedding")
+    if not embedding:
+        return []
+    so_far = f"{embedding['embedded']} of {embedding['total']} sections so far"
+    if result["semantic"] == "switching":
+        covers = f"Semantic search is off while a new embedding model fills ({so_far})"
+    else:
+        covers = f"Semantic search covers {so_far} (embedding is still filling)"
+    return [f"{covers}: a paraphrase may miss sections; try again later or search by words."]
+
+
 def render_search(result: dict[str, Any]) -> str:
     hits = result["hits"]
-    lines = [f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
+    lines = [*filling_line(result),
+             f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
              + _stages_line(result["stages"], result["semantic"])]
     lines += [f"Note: {note}." for note in result.get("notes", [])]
     for hit in hits:

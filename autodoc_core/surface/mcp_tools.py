@@ -144,6 +144,9 @@ SEARCH_OUTPUT = _object({
                        "skipped": {"type": "object", "additionalProperties": {"type": "string"}}},
                       ["requested", "performed", "skipped"], closed=False),
     "semantic": STATE,
+    "embedding": {"type": "object", "description": "only while semantic is partial or switching: how many "
+                  "sections have a vector so far (embedded of total); a search by meaning cannot find the rest yet",
+                  "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"}}},
     "mode_used": {"type": "string"},
     "max_tokens": {"type": "integer"},
     "text_tokens": {"type": "integer", "description": "estimated tokens of all hit texts"},

@@ -11,7 +11,8 @@ local SEARCH = {
     .. 'matching section with its own text, path, breadcrumb and line span: cite it as path:line_start-line_end. '
     .. 'Query: plain words (stemmed), "an exact phrase", prefix*, field:value front-matter filters. Stages: '
     .. 'lexical (words), semantic (meaning), rerank; leave them out to run all available. Hit texts share '
-    .. 'max_tokens (cut at line ends).',
+    .. 'max_tokens (cut at line ends). While the semantic index is still filling, the first line says how many '
+    .. 'sections it covers so far.',
   properties = {
     query = { type = 'string', description = 'words, "phrases", prefix*, field:value facets' },
     workspace = WORKSPACE,
