@@ -1,7 +1,7 @@
 """The one way the tests start a child Neovim (``child_nvim``), and the helpers the Neovim tests share.
 
-The Neovim test modules take these (and the pickers' helpers, in ``tests.nvim.pickers``) from here, never
-from one another."""
+The Neovim test modules take these (and the pickers' helpers, in ``tests.nvim.pickers``, and the plugin tests',
+in ``tests.nvim.plugin``) from here, never from one another (tests/test_docs.py holds that)."""
 
 from __future__ import annotations
 
