@@ -155,3 +155,16 @@ def test_a_deleted_folder_reads_as_gone_in_status_and_checkhealth(tmp_path, old_
         assert f"ERROR kb ({old}): folder {old} is gone (1 document, 1 chunk kept in the index" in report, report
         assert f"OK kb ({old})" not in report
         assert "restore the folder" in report and "--call workspace.remove '[\"kb\"]'" in report
+
+
+def test_status_counts_have_thousands_separators_and_the_singular_for_one() -> None:
+    """Before: "1 files with problems"."""
+    with child_nvim("--clean", "-n") as nvim:
+        nvim.exec_lua("vim.opt.runtimepath:prepend(...)", str(PROJECT))
+        problem = {"path": "a.md", "kind": "warning", "reason": "malformed frontmatter"}
+        text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
+            "documents": 1234, "chunks": 31110, "semantic": "ready", "problems": [problem], "folder": "ok"})
+        assert text == "kb: 1,234 documents, 31,110 chunks, semantic ready, 1 file with problems"
+        text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
+            "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, problem], "folder": "ok"})
+        assert text == "kb: 1 document, 1 chunk, semantic off, 2 files with problems"
