@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pynvim
@@ -14,7 +12,7 @@ import pytest
 
 from autodoc_core.service.engine import Engine
 from tests.conftest import PROJECT, write
-from tests.nvim import MINIMAL_INIT, child_nvim, lua_string, neovim, python_line, rtp, wait_for
+from tests.nvim import child_nvim, lua_string, neovim, python_line, rtp, setup_call, wait_for
 
 
 def indexed_database(db: Path, root: Path) -> None:
@@ -25,29 +23,25 @@ def indexed_database(db: Path, root: Path) -> None:
         engine.workspace_index("kb")
 
 
-@contextlib.contextmanager
-def editor(tmp_path: Path, configured: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[pynvim.Nvim]:
-    """The test Neovim whose setup() names `kb` at `configured`, on the database tmp_path/autodoc.db."""
-    env = {
-        "AUTODOC_ROOT": str(PROJECT),
-        "AUTODOC_PYTHON": sys.executable,
-        "AUTODOC_TEST_KB": str(configured),
-        "AUTODOC_DB": str(tmp_path / "autodoc.db"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)  # the child Neovim, and its Python host, inherit them
-    with child_nvim("-u", str(MINIMAL_INIT)) as instance:
-        instance.exec_lua("""
-            _G.notified = {}
-            local notify = vim.notify
-            vim.notify = function(message, level, opts)
-              table.insert(_G.notified, { message = message, level = level })
-              return notify(message, level, opts)
-            end""")
-        yield instance
+# Installed before setup(), so nothing said while the engine opens is missed: what was said, at which level.
+RECORD_NOTIFY = """
+_G.notified = {}
+local notify = vim.notify
+vim.notify = function(message, level, opts)
+  table.insert(_G.notified, { message = message, level = level })
+  return notify(message, level, opts)
+end
+_G.autodoc_indexed = 0
+vim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', callback = function()
+  _G.autodoc_indexed = _G.autodoc_indexed + 1
+end })
+"""
+
+
+def editor(tmp_path: Path, configured: Path) -> contextlib.AbstractContextManager[pynvim.Nvim]:
+    """A Neovim whose setup() names `kb` at `configured`, on the database tmp_path/autodoc.db."""
+    init = rtp(PROJECT) + python_line() + RECORD_NOTIFY + setup_call(tmp_path / "autodoc.db", configured) + "\n"
+    return neovim(tmp_path, init)
 
 
 def messages(nvim: pynvim.Nvim) -> str:
@@ -89,10 +83,10 @@ def old_and_new(tmp_path: Path) -> tuple[Path, Path]:
     return old.resolve(), new.resolve()
 
 
-def test_setup_moves_a_workspace_the_database_holds_at_another_folder(tmp_path, old_and_new, monkeypatch) -> None:
+def test_setup_moves_a_workspace_the_database_holds_at_another_folder(tmp_path, old_and_new) -> None:
     """Before: workspace.add was refused, the refusal only logged, and the old folder kept being searched."""
     old, new = old_and_new
-    with editor(tmp_path, new, monkeypatch) as nvim:
+    with editor(tmp_path, new) as nvim:
         wait_for(lambda: root_in_editor(nvim) == str(new), timeout=60, what="kb at the configured folder")
         wait_for(lambda: nvim.exec_lua("return _G.autodoc_indexed") >= 1, timeout=60, what="kb indexed again")
         assert search_paths(nvim, "okapi") == ["new-note.md"]
@@ -103,9 +97,9 @@ def test_setup_moves_a_workspace_the_database_holds_at_another_folder(tmp_path, 
         assert f"OK kb ({new}): 1 document, " in report and "setup() names the folder" not in report
 
 
-def test_a_command_does_not_move_a_workspace_and_says_why_on_screen(tmp_path, old_and_new, monkeypatch) -> None:
+def test_a_command_does_not_move_a_workspace_and_says_why_on_screen(tmp_path, old_and_new) -> None:
     old, new = old_and_new
-    with editor(tmp_path, old, monkeypatch) as nvim:
+    with editor(tmp_path, old) as nvim:
         wait_for(lambda: nvim.exec_lua("return _G.autodoc_indexed") >= 1, timeout=60, what="kb indexed")
         nvim.command(f"AutodocWorkspaceAdd kb {new}")
         refusal = f"workspace 'kb' already exists with root {old}; to move it to {new}"
@@ -114,12 +108,11 @@ def test_a_command_does_not_move_a_workspace_and_says_why_on_screen(tmp_path, ol
         assert root_in_editor(nvim) == str(old) and search_paths(nvim, "okapi") == ["old-note.md"]
 
 
-def test_checkhealth_names_the_configured_folder_the_database_does_not_use(tmp_path, old_and_new,
-                                                                         monkeypatch) -> None:
+def test_checkhealth_names_the_configured_folder_the_database_does_not_use(tmp_path, old_and_new) -> None:
     """A move that cannot be done (the configured folder does not exist) is said, and so is the folder not used."""
     old, _ = old_and_new
     missing = tmp_path / "typo"
-    with editor(tmp_path, missing, monkeypatch) as nvim:
+    with editor(tmp_path, missing) as nvim:
         said = f"autodoc: setup() workspace 'kb': root '{missing}' is not a folder (-32602); it stays at {old}, "
         wait_for(lambda: notified(nvim, said, "ERROR"), timeout=60, what="the failed move said as an error")
         report = checkhealth(nvim)
@@ -137,10 +130,10 @@ def test_two_configured_names_on_one_folder_are_warned(tmp_path: Path) -> None:
         wait_for(lambda: said in messages(nvim), timeout=60, what="the warning about the shared folder")
 
 
-def test_a_deleted_folder_reads_as_gone_in_status_and_checkhealth(tmp_path, old_and_new, monkeypatch) -> None:
+def test_a_deleted_folder_reads_as_gone_in_status_and_checkhealth(tmp_path, old_and_new) -> None:
     """Before: `kb: 1 documents, 1 chunks, semantic off` and `OK kb (...)`, as if nothing were wrong."""
     old, _ = old_and_new
-    with editor(tmp_path, old, monkeypatch) as nvim:
+    with editor(tmp_path, old) as nvim:
         wait_for(lambda: nvim.exec_lua("return _G.autodoc_indexed") >= 1, timeout=60, what="kb indexed")
         shutil.rmtree(old)
         nvim.exec_lua("""
