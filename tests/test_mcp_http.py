@@ -203,9 +203,12 @@ def test_health_says_a_workspace_whose_folder_is_gone(tmp_path: Path) -> None:
     shutil.rmtree(gone)
     with serving(tmp_path / "a.db") as server:
         answer = httpx2.get(f"{server.base}/health", timeout=60)
+        metrics = httpx2.get(f"{server.base}/metrics", headers=server.headers(), timeout=60).text
     folders = {ws["name"]: (ws["folder"], ws["documents"]) for ws in answer.json()["workspaces"]}
     assert folders == {"kb": ("ok", 1), "gone": ("gone", 1)}
     assert str(gone) not in answer.text
+    assert 'autodoc_workspace_folder_state{workspace="gone",state="gone"} 1' in metrics
+    assert 'autodoc_workspace_folder_state{workspace="kb",state="ok"} 1' in metrics
 
 
 def test_metrics_in_prometheus_text_with_the_token(served: tuple[Server, Path]) -> None:
