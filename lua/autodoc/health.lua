@@ -151,6 +151,7 @@ function M.check()
     health.warn('no workspace yet', { "require('autodoc').setup({ workspaces = { { name = 'kb', path = '~/kb' } } })" })
   end
   local configured = M.configured_roots(config)
+  M.report_configured_missing(configured, workspaces)
   for _, ws in ipairs(workspaces) do
     M.report_configured_root(ws, configured[ws.name])
     local status = run(vim.list_extend(vim.deepcopy(cmd), { '--call', 'workspace.status', vim.json.encode({ ws.name }) }))
@@ -171,6 +172,26 @@ function M.configured_roots(config)
     roots[ws.name] = require('autodoc.workspaces').absolute(ws.path)
   end
   return roots
+end
+
+--- Configured workspaces the database does not hold: not added yet, or their adding failed.
+---@param configured table<string, string>
+---@param workspaces table[] workspace.list's answer
+function M.report_configured_missing(configured, workspaces)
+  local held = {}
+  for _, ws in ipairs(workspaces) do
+    held[ws.name] = true
+  end
+  local names = vim.tbl_keys(configured)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    if not held[name] then
+      local root = configured[name]
+      health.warn(string.format('%s: setup() names the folder %s%s, but the database has no such workspace',
+        name, root, vim.fn.isdirectory(root) == 1 and '' or ', which is not a folder'), {
+        'opening the engine adds it (a search or :AutodocIndex opens it); if adding failed, :messages says why' })
+    end
+  end
 end
 
 --- A configured workspace the database holds at another folder: opening the engine moves it there, so this
