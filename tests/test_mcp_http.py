@@ -7,6 +7,7 @@ import json
 import math
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -190,6 +191,24 @@ def test_health_needs_no_token_and_says_nothing_private(served: tuple[Server, Pa
     assert answer.status_code == 200 and health["ready"] is True and health["writer"] == "this process"
     assert [(ws["name"], ws["documents"], ws["semantic"]) for ws in health["workspaces"]] == [("kb", 2, "off")]
     assert str(kb) not in answer.text and str(os.getpid()) not in answer.text
+
+
+def test_health_says_a_workspace_whose_folder_is_gone(tmp_path: Path) -> None:
+    """Without it, /health listed a deleted workspace folder with its counts, as healthy as the others."""
+    kb, gone = tmp_path / "kb", tmp_path / "gone"
+    write(kb, "storage.md", NOTES)
+    write(gone, "net/network.md", NETWORK)
+    setup_workspace(tmp_path / "a.db", "kb", kb)
+    setup_workspace(tmp_path / "a.db", "gone", gone)
+    shutil.rmtree(gone)
+    with serving(tmp_path / "a.db") as server:
+        answer = httpx2.get(f"{server.base}/health", timeout=60)
+        metrics = httpx2.get(f"{server.base}/metrics", headers=server.headers(), timeout=60).text
+    folders = {ws["name"]: (ws["folder"], ws["documents"]) for ws in answer.json()["workspaces"]}
+    assert folders == {"kb": ("ok", 1), "gone": ("gone", 1)}
+    assert str(gone) not in answer.text
+    assert 'autodoc_workspace_folder_state{workspace="gone",state="gone"} 1' in metrics
+    assert 'autodoc_workspace_folder_state{workspace="kb",state="ok"} 1' in metrics
 
 
 def test_metrics_in_prometheus_text_with_the_token(served: tuple[Server, Path]) -> None:

@@ -33,7 +33,7 @@ from autodoc_core.search.pipeline import SemanticSource, run_search, wants_seman
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller
-from autodoc_core.service.roots import root_problem
+from autodoc_core.service.roots import root_state
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
 from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
@@ -294,8 +294,9 @@ class Engine:
         if documents is None:
             with self.store.snapshot() as conn:
                 documents = document_rows.count_and_generation(conn, ws.id)[0]
+        folder, problem = root_state(ws.root, documents)
         return {"name": ws.name, "root": ws.root, "settings": ws.settings(), "indexed_at": ws.indexed_at,
-                "root_problem": root_problem(ws.root, documents)}
+                "folder": folder, "root_problem": problem}
 
     # -- search.* and doc.* ----------------------------------------------------------------
 

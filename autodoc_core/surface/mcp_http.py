@@ -62,7 +62,8 @@ def writer(engines: EngineHandle) -> str:
 
 
 def workspace_states(engines: EngineHandle) -> list[dict[str, Any]]:
-    """Each workspace's counts and semantic state; no root, no error texts (they hold paths and URLs)."""
+    """Each workspace's counts, semantic state and folder state ("ok", "gone", "not a folder", "unreadable",
+    "empty"); no root, no error texts (they hold paths and URLs)."""
     engine = engines.opened
     if engine is None:
         return []
@@ -74,7 +75,7 @@ def workspace_states(engines: EngineHandle) -> list[dict[str, Any]]:
         states.append({"name": summary["name"], "semantic": summary["semantic"], "documents": summary["documents"],
                        "sections": summary["chunks"], "embedded": embedding.get("embedded"),
                        "total": embedding.get("total"), "indexed_at": summary["indexed_at"],
-                       "indexing": status["indexing"] is not None})
+                       "indexing": status["indexing"] is not None, "folder": status["folder"]})
     return states
 
 

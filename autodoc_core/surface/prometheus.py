@@ -113,6 +113,11 @@ def _workspace_families(workspaces: list[dict[str, Any]]) -> list[str]:
               "# TYPE autodoc_workspace_semantic_state gauge"]
     lines += [f"autodoc_workspace_semantic_state{_labels(workspace=ws['name'], state=ws['semantic'])} 1"
               for ws in workspaces]
+    lines += ["# HELP autodoc_workspace_folder_state The workspace folder's state: ok, gone, not a folder, "
+              "unreadable, empty (1 for the current one).",
+              "# TYPE autodoc_workspace_folder_state gauge"]
+    lines += [f"autodoc_workspace_folder_state{_labels(workspace=ws['name'], state=ws['folder'])} 1"
+              for ws in workspaces if ws.get("folder") is not None]
     return lines
 
 

@@ -3,6 +3,8 @@ local M = {}
 
 local health = vim.health
 local host = require('autodoc.host')
+local progress = require('autodoc.progress')
+local status_text = require('autodoc.status')
 
 --- Which Python runs the host and why: the interpreters ranked above it and why each was passed over, then
 --- the chosen one, then (as information only) those ranked below it, which it made unnecessary.
@@ -148,28 +150,104 @@ function M.check()
   if #workspaces == 0 then
     health.warn('no workspace yet', { "require('autodoc').setup({ workspaces = { { name = 'kb', path = '~/kb' } } })" })
   end
+  local configured = M.configured_roots(config)
+  M.report_configured_missing(configured, workspaces)
   for _, ws in ipairs(workspaces) do
+    M.report_configured_root(ws, configured[ws.name])
     local status = run(vim.list_extend(vim.deepcopy(cmd), { '--call', 'workspace.status', vim.json.encode({ ws.name }) }))
     if status and status.code == 0 then
-      local s = vim.json.decode(status.stdout)
-      health.ok(string.format('%s (%s): %d documents, %d chunks, %d problems', ws.name, ws.root, s.documents,
-        s.chunks, #s.problems))
-      if s.embedder == vim.NIL or s.embedder == nil then
-        health.info('  embedder: off')
-      else
-        health.info(string.format('  embedder: %s, semantic %s, %d/%d chunk texts embedded', s.embedder.model_fp,
-          s.semantic, s.embedder.embedded, s.embedder.total))
-        M.report_encoder(s.embedder.encoder)
-      end
-      if s.ranker == vim.NIL or s.ranker == nil then
-        health.info('  ranker: off')
-      else
-        health.info(string.format('  ranker: %s %s, %d calls, %d failures', s.ranker.provider,
-          tostring(s.ranker.model), s.ranker.calls.calls, s.ranker.calls.failures))
-      end
+      M.report_workspace(ws, vim.json.decode(status.stdout), cmd)
     else
       health.warn(ws.name .. ': status unavailable')
     end
+  end
+end
+
+--- The folder setup() names for each configured workspace, as the engine stores roots.
+---@param config table
+---@return table<string, string>
+function M.configured_roots(config)
+  local roots = {}
+  for _, ws in ipairs(config.workspaces or {}) do
+    roots[ws.name] = require('autodoc.workspaces').absolute(ws.path)
+  end
+  return roots
+end
+
+--- Configured workspaces the database does not hold: not added yet, or their adding failed.
+---@param configured table<string, string>
+---@param workspaces table[] workspace.list's answer
+function M.report_configured_missing(configured, workspaces)
+  local held = {}
+  for _, ws in ipairs(workspaces) do
+    held[ws.name] = true
+  end
+  local names = vim.tbl_keys(configured)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    if not held[name] then
+      local root = configured[name]
+      health.warn(string.format('%s: setup() names the folder %s%s, but the database has no such workspace',
+        name, root, vim.fn.isdirectory(root) == 1 and '' or ', which is not a folder'), {
+        'opening the engine adds it (a search or :AutodocIndex opens it); if adding failed, :messages says why' })
+    end
+  end
+end
+
+--- A configured workspace the database holds at another folder: opening the engine moves it there, so this
+--- stays only when that move failed (or the engine was not opened since setup() changed).
+---@param ws table workspace.list's entry
+---@param configured string|nil the folder setup() names for it
+function M.report_configured_root(ws, configured)
+  if configured and configured ~= ws.root then
+    health.error(string.format("%s: setup() names the folder %s, but the database has it at %s, which is "
+      .. 'searched', ws.name, configured, ws.root), { 'restart Neovim: opening the engine moves the workspace to '
+      .. 'the folder setup() names; if it cannot, :messages says why' })
+  end
+end
+
+--- A command line's word as a shell reads it: quoted only when it needs to be.
+---@param word string
+---@return string
+function M.shell_word(word)
+  return word:find('^[%w%%+,./:=@_-]+$') and word or vim.fn.shellescape(word)
+end
+
+---@param value any
+---@return any nil for JSON null
+local function present(value)
+  return value ~= vim.NIL and value or nil
+end
+
+--- One workspace: its counts (an error first when its folder cannot be read), embedder and ranker.
+---@param ws table workspace.list's entry
+---@param s table workspace.status's answer
+---@param cmd string[] the engine's command line (to show the one that removes the workspace)
+function M.report_workspace(ws, s, cmd)
+  local fault = status_text.folder_fault(s)
+  if fault then
+    health.error(string.format('%s (%s): %s (%s)', ws.name, ws.root, fault, status_text.kept_text(s)), {
+      'restore the folder ' .. ws.root,
+      'or, if it moved, name its new folder in setup({ workspaces = ... }): opening the engine moves the workspace',
+      string.format("or remove the workspace: drop it from setup() and run %s --call workspace.remove '%s'",
+        table.concat(vim.tbl_map(M.shell_word, cmd), ' '), vim.json.encode({ ws.name })),
+    })
+  else
+    health.ok(string.format('%s (%s): %s, %s, %s', ws.name, ws.root, status_text.count(s.documents, 'document'),
+      status_text.count(s.chunks, 'chunk'), status_text.count(#s.problems, 'problem')))
+  end
+  if not present(s.embedder) then
+    health.info('  embedder: off')
+  else
+    health.info(string.format('  embedder: %s, semantic %s, %s/%s chunk texts embedded', s.embedder.model_fp,
+      s.semantic, progress.thousands(s.embedder.embedded), progress.thousands(s.embedder.total)))
+    M.report_encoder(s.embedder.encoder)
+  end
+  if not present(s.ranker) then
+    health.info('  ranker: off')
+  else
+    health.info(string.format('  ranker: %s %s, %s calls, %s failures', s.ranker.provider,
+      tostring(s.ranker.model), progress.thousands(s.ranker.calls.calls), progress.thousands(s.ranker.calls.failures)))
   end
 end
 

@@ -6,20 +6,83 @@ local state = require('autodoc.state')
 
 local M = {}
 
---- One line of a workspace's status: "kb: 30 documents, 3,111 chunks, semantic ready, 4 files with problems".
+--- "1 document", "3,111 chunks": the count with the thousands separator, the noun in the singular for one.
+---@param number integer
+---@param noun string
+---@return string
+function M.count(number, noun)
+  return string.format('%s %s%s', progress.thousands(number), noun, number == 1 and '' or 's')
+end
+
+--- What is wrong with the workspace's folder, by the engine's `folder` state (its `root_problem` otherwise).
+local folder_faults = {
+  gone = 'folder %s is gone',
+  ['not a folder'] = '%s is not a folder',
+  unreadable = 'folder %s cannot be read',
+  empty = 'folder %s is empty (a drive not mounted?)',
+}
+
+---@param value any
+---@return any nil for JSON null
+local function present(value)
+  return value ~= vim.NIL and value or nil
+end
+
+---@param result table workspace.status's answer
+---@return string|nil "4 files with problems", nil for none
+local function file_problems(result)
+  local problems = result.problems and #result.problems or 0
+  return problems > 0 and M.count(problems, 'file') .. ' with problems' or nil
+end
+
+--- What is wrong with a workspace's folder, short: "folder /x is gone"; nil when nothing is.
+---@param result table workspace.status's answer
+---@return string|nil
+function M.folder_fault(result)
+  if not present(result.root_problem) then
+    return nil
+  end
+  local fault = folder_faults[result.folder]
+  return fault and string.format(fault, result.root) or result.root_problem
+end
+
+--- What the index keeps of a workspace whose folder cannot be read: "8 documents, 26 chunks kept in the index
+--- and still searched".
+---@param result table workspace.status's answer
+---@return string
+function M.kept_text(result)
+  return result.documents > 0
+    and string.format('%s, %s kept in the index and still searched', M.count(result.documents, 'document'),
+      M.count(result.chunks, 'chunk'))
+    or 'nothing indexed from it'
+end
+
+--- The line of a workspace whose folder cannot be read: the fault first, then what the index keeps of it.
+---@param ws string
+---@param result table workspace.status's answer
+---@return string
+local function folder_problem_text(ws, result)
+  local problems = file_problems(result)
+  return string.format('%s: %s (%s%s); restore it, or name its new folder in setup() (the workspace moves there)',
+    ws, M.folder_fault(result), M.kept_text(result), problems and ', ' .. problems or '')
+end
+
+--- One line of a workspace's status: "kb: 30 documents, 3,111 chunks, semantic ready, 4 files with problems";
+--- when its folder cannot be read, that first: "kb: folder /x is gone (8 documents, 26 chunks kept ...)".
 ---@param ws string
 ---@param result table workspace.status's answer
 ---@return string
 function M.text(ws, result)
-  local text = string.format('%s: %s documents, %s chunks, semantic %s', ws, progress.thousands(result.documents),
-    progress.thousands(result.chunks), result.semantic)
-  if result.embedder ~= vim.NIL and result.embedder and result.semantic ~= 'ready' then
+  if present(result.root_problem) then
+    return folder_problem_text(ws, result)
+  end
+  local text = string.format('%s: %s, %s, semantic %s', ws, M.count(result.documents, 'document'),
+    M.count(result.chunks, 'chunk'), result.semantic)
+  if present(result.embedder) and result.semantic ~= 'ready' then
     text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
   end
-  if result.problems and #result.problems > 0 then
-    text = text .. string.format(', %d files with problems', #result.problems)
-  end
-  return text
+  local problems = file_problems(result)
+  return problems and text .. ', ' .. problems or text
 end
 
 ---@param result table workspace.status's answer
@@ -35,7 +98,7 @@ end
 local function show_problems(problems)
   if #problems > 0 then
     vim.fn.setqflist({}, ' ', { title = 'autodoc: files with problems', items = problems })
-    state.notify(string.format('%d files with problems: in the quickfix list (:copen)', #problems),
+    state.notify(string.format('%s with problems: in the quickfix list (:copen)', M.count(#problems, 'file')),
       vim.log.levels.WARN)
   end
 end

@@ -34,10 +34,69 @@ function M.add(name, path, callback)
   end)
 end
 
---- The configured workspaces the engine does not know yet: add and index them, then call `done`. Part of
---- opening the engine (autodoc.lifecycle), so its requests are sent at once rather than queued behind it.
+--- Warn about configured names that share one folder: each is indexed and searched on its own, twice the work
+--- for the same documents, which is seldom what was meant.
+---@param configured { name: string, root: string }[]
+local function warn_shared_folders(configured)
+  local names_of = {} ---@type table<string, string[]>
+  local order = {} ---@type string[]
+  for _, ws in ipairs(configured) do
+    if not names_of[ws.root] then
+      names_of[ws.root] = {}
+      table.insert(order, ws.root)
+    end
+    table.insert(names_of[ws.root], "'" .. ws.name .. "'")
+  end
+  for _, root in ipairs(order) do
+    if #names_of[root] > 1 then
+      state.notify(string.format('setup() names the folder %s as the workspaces %s: each is indexed and searched '
+        .. 'on its own; keep one of them in setup()', root, table.concat(names_of[root], ' and ')),
+        vim.log.levels.WARN)
+    end
+  end
+end
+
+--- Whether workspace.add's answer says it moved the workspace from another folder.
+---@param result table
+---@return string|nil the folder it was at
+local function moved_from(result)
+  local from = result.moved_from
+  return from ~= nil and from ~= vim.NIL and from or nil
+end
+
+--- Add one configured workspace and index it. setup() is the user's configuration, so it wins over the database:
+--- a name the database holds at another folder is moved to the configured one (its documents are read again
+--- from there), and the screen says so.
+---@param ws { name: string, root: string }
+---@param done fun()
+local function add_one_configured(ws, done)
+  rpc.send('workspace.add', { ws.name, ws.root, { move = true } }, function(err, result)
+    if err then
+      local stays = state.workspaces[ws.name]
+      state.notify(string.format("setup() workspace '%s': %s%s", ws.name, rpc.describe(err):gsub('^autodoc: ', ''),
+        stays and string.format('; it stays at %s, which is searched', stays) or ''), vim.log.levels.ERROR)
+    else
+      state.workspaces[ws.name] = result.root
+      local from = moved_from(result)
+      if from then
+        state.notify(string.format("workspace '%s' moved from %s to %s (as setup() configures it); indexing it "
+          .. 'again', ws.name, from, result.root), vim.log.levels.WARN)
+      end
+      indexing.index(ws.name)
+    end
+    done()
+  end)
+end
+
+--- The configured workspaces the engine does not know yet, or knows at another folder: add (or move) and index
+--- them, then call `done`. Part of opening the engine (autodoc.lifecycle), so its requests are sent at once
+--- rather than queued behind it.
 ---@param done fun()
 function M.add_configured(done)
+  local configured = vim.tbl_map(function(ws)
+    return { name = ws.name, root = M.absolute(ws.path) }
+  end, state.config.workspaces)
+  warn_shared_folders(configured)
   local remaining = 1
   local function one_done()
     remaining = remaining - 1
@@ -45,19 +104,10 @@ function M.add_configured(done)
       done()
     end
   end
-  for _, ws in ipairs(state.config.workspaces) do
-    local root = M.absolute(ws.path)
-    if state.workspaces[ws.name] ~= root then
+  for _, ws in ipairs(configured) do
+    if state.workspaces[ws.name] ~= ws.root then
       remaining = remaining + 1
-      rpc.send('workspace.add', { ws.name, root }, function(err, result)
-        if err then
-          state.notify(rpc.describe(err), vim.log.levels.ERROR)
-        else
-          state.workspaces[ws.name] = result.root
-          indexing.index(ws.name)
-        end
-        one_done()
-      end)
+      add_one_configured(ws, one_done)
     end
   end
   one_done()
