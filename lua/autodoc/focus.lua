@@ -14,7 +14,6 @@ local MOST_PATHS = 200 -- what embedding.focus takes
 local filling = {} ---@type table<string, true> workspaces whose vectors fill, from the index runs' reports
 local wanted = {} ---@type table<string, true> workspaces to tell at the next flush
 local entered = {} ---@type table<integer, integer> buffer -> when it was last entered (a counter)
-local last_sent = {} ---@type table<string, string> workspace -> the paths it was last told, joined
 local clock = 0
 local timer ---@type uv.uv_timer_t|nil
 
@@ -57,14 +56,8 @@ local function flush()
   end
   for _, ws in ipairs(names) do
     local paths = filling[ws] and open_documents(ws) or {}
-    local key = table.concat(paths, '\n')
-    if #paths > 0 and last_sent[ws] ~= key then
-      last_sent[ws] = key
-      rpc.request('embedding.focus', { ws, paths }, function(err)
-        if err then
-          last_sent[ws] = nil -- a host that exited, a workspace removed: nothing to say, ask again later
-        end
-      end)
+    if #paths > 0 then
+      rpc.request('embedding.focus', { ws, paths }, function() end) -- a failure (the host exited) says nothing
     end
   end
 end
@@ -95,23 +88,21 @@ function M.entered(buf)
   end
 end
 
---- An index run's report (User AutodocIndexed) or the end of a fill (User AutodocSemanticReady).
+--- An index run's report (User AutodocIndexed) or the end of a fill (User AutodocSemanticReady). A report
+--- that says the workspace fills names its open documents again: the fill may have just begun, or begun again
+--- in a new host that knows nothing of them.
 ---@param event string 'AutodocIndexed'|'AutodocSemanticReady'
 ---@param data table the event's data
 function M.semantic_changed(event, data)
   local ws = data.workspace
   local report = data.report or {}
-  local fills = event == 'AutodocIndexed' and (report.semantic == 'partial' or report.semantic == 'switching')
-  if not fills then
+  if event == 'AutodocIndexed' and (report.semantic == 'partial' or report.semantic == 'switching') then
+    filling[ws] = true
+    if state.config.open_buffers_first then
+      want(ws)
+    end
+  else
     filling[ws] = nil
-    last_sent[ws] = nil
-    return
-  end
-  local started = not filling[ws]
-  filling[ws] = true
-  if started and state.config.open_buffers_first then
-    last_sent[ws] = nil
-    want(ws) -- buffers opened before the fill began
   end
 end
 
