@@ -221,7 +221,7 @@ def median(values: list[float]) -> float:
 def report(results: dict[str, dict], files: int, limit: int | None, commits: dict[str, str]) -> str:
     today, reference = results["today"], results["reference"]
     loads = ", ".join(f"{label} {r['load'][0]:.1f} before, {r['load'][1]:.1f} after" for label, r in results.items())
-    scope = f"the first {files} of the 642 Rust RFCs (`--limit {limit}`)" if limit else f"all {files} Rust RFCs"
+    scope = f"The first {files} of the Rust RFCs (`--limit {limit}`)" if limit else f"All {files} Rust RFCs"
     lines = [
         "# A knowledge base added from the editor: to lexical, to semantic ready",
         "",
