@@ -54,9 +54,12 @@ SCALE ?= 50
 # FUSION_DB=/work/benchdb/bench.db reuses a database with scifact, techdocs and keps indexed and embedded;
 # without it the fusion benchmark builds its own (embedding the three corpora takes a while).
 FUSION_DB ?=
+# The commit the ready benchmark compares today's code with: the one before the issue-43 work.
+READY_REFERENCE ?= 6f5279e
 bench: dev
 	$(BIN)/python -m tests.bench.encoder --shared $(SHARED) $(if $(ST_PYTHON),--st-python $(ST_PYTHON)) --out doc/benchmarks/encoder.md
 	$(BIN)/python -m tests.bench.idle_core --shared $(SHARED) --out doc/benchmarks/idle-core.md
+	$(BIN)/python -m tests.bench.ready --shared $(SHARED) --reference $(READY_REFERENCE) --out doc/benchmarks/ready.md
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
 	$(BIN)/python -m tests.bench.mcp_http --shared $(SHARED) --out doc/benchmarks/mcp-http.md

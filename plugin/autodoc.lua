@@ -161,6 +161,23 @@ vim.api.nvim_create_autocmd('BufWritePost', {
   end,
 })
 
+local open_buffers = vim.api.nvim_create_augroup('autodoc-open-buffers', { clear = true })
+vim.api.nvim_create_autocmd({ 'BufEnter', 'BufWinEnter' }, {
+  group = open_buffers,
+  pattern = { '*.md', '*.markdown' },
+  desc = 'AutoDoc: while a workspace fills, embed the documents open in buffers first',
+  callback = function(event)
+    require('autodoc.focus').entered(event.buf)
+  end,
+})
+vim.api.nvim_create_autocmd('User', {
+  group = open_buffers,
+  pattern = { 'AutodocIndexed', 'AutodocSemanticReady' },
+  callback = function(event)
+    require('autodoc.focus').semantic_changed(event.match, event.data)
+  end,
+})
+
 vim.api.nvim_create_autocmd('FocusGained', {
   group = vim.api.nvim_create_augroup('autodoc-focus', { clear = true }),
   desc = 'AutoDoc: look for files changed while Neovim was in the background',

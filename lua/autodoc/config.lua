@@ -23,6 +23,7 @@
 ---@field db string|nil default: $AUTODOC_DB or $XDG_DATA_HOME/autodoc/autodoc.db
 ---@field python string|nil the Python that runs the host (default: g:autodoc_python, the plugin's .venv, ...)
 ---@field index_on_save boolean re-index a Markdown buffer under a workspace root when written
+---@field open_buffers_first boolean while a workspace's vectors fill, embed the documents open in buffers first
 ---@field debounce_ms integer keys closer together than this wait for typing to pause before a search
 ---@field related_ms integer rest in another section before :AutodocRelatedLive asks for it
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
@@ -37,6 +38,7 @@ M.defaults = {
   workspaces = {}, -- { { name = 'kb', path = '~/kb' } }
   db = nil,
   index_on_save = true,
+  open_buffers_first = true,
   debounce_ms = 15, -- a key after a pause searches at once; a burst of keys waits for its end
   related_ms = 300, -- the live related list asks once the cursor rests in another section
   poll_ms = 1000,
@@ -100,6 +102,7 @@ local CHECKS = {
   db = { function(v) return type(v) == 'string' and v ~= '' end, 'a path (string)' },
   python = { function(v) return type(v) == 'string' and v ~= '' end, 'a path to a Python (string)' },
   index_on_save = { function(v) return type(v) == 'boolean' end, 'a boolean' },
+  open_buffers_first = { function(v) return type(v) == 'boolean' end, 'a boolean' },
   debounce_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
   related_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer' },
   poll_ms = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
