@@ -105,7 +105,7 @@ def test_open_buffers_are_embedded_before_the_rest(tmp_path: Path, kb: Path) -> 
         focus_answered(nvim, ["tango.md", "papa.md"])
         batches = embedded_after_release(server)
     tango, papa, charlie = (first_batch_with(batches, word) for word in ("tango", "papa", "charlie"))
-    assert max(tango, papa) < charlie, batches  # the next batches after the held one, before document order's
+    assert tango < papa < charlie, batches  # the most recent buffer first, both before document order's next
 
 
 def test_a_buffer_open_before_the_fill_began_goes_first(tmp_path: Path, kb: Path) -> None:

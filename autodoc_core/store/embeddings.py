@@ -53,15 +53,17 @@ def missing_texts(conn: apsw.Connection, ws_id: int, model_fp: str, from_documen
 
 def missing_texts_of(conn: apsw.Connection, ws_id: int, model_fp: str, paths: list[str],
                      limit: int) -> list[tuple[str, str, str, int]]:
-    """As ``missing_texts``, from the documents at these paths only."""
+    """As ``missing_texts``, from the documents at these paths only, the first path's texts first."""
     if not paths:
         return []
-    marks = ",".join("?" * len(paths))
+    ranks = ",".join("(?, ?)" for _ in paths)
     return list(conn.execute(
-        "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM documents d JOIN chunks c ON c.doc_id = d.id "
-        f"WHERE d.ws_id = ? AND d.path IN ({marks}) AND NOT EXISTS (SELECT 1 FROM embeddings e "
-        "WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) ORDER BY c.doc_id, c.ord LIMIT ?",
-        (ws_id, *paths, model_fp, limit)))
+        f"WITH wanted(path, rank) AS (VALUES {ranks}) "
+        "SELECT c.text_hash, c.breadcrumb, c.body, c.doc_id FROM wanted w "
+        "JOIN documents d ON d.ws_id = ? AND d.path = w.path JOIN chunks c ON c.doc_id = d.id "
+        "WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+        "WHERE e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash) ORDER BY w.rank, c.ord LIMIT ?",
+        (*[value for rank, path in enumerate(paths) for value in (path, rank)], ws_id, model_fp, limit)))
 
 
 def insert(conn: apsw.Connection, ws_id: int, model_fp: str, hashes: list[str], vectors: np.ndarray) -> None:
