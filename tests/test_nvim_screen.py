@@ -21,12 +21,15 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 # Every progress update once, whatever became of it: drawn (Neovim's own Progress event of the echo) or held
 # behind a kept message (autodoc's User AutodocProgress with shown = false).
+# The ends of work (status "success" or "failed") are kept apart.
 COUNT_UPDATES = """
-    _G.updates = 0
+    _G.updates, _G.ends = 0, {}
     vim.api.nvim_create_autocmd('Progress', { pattern = 'autodoc',
       callback = function() _G.updates = _G.updates + 1 end })
-    vim.api.nvim_create_autocmd('User', { pattern = 'AutodocProgress',
-      callback = function(event) if not event.data.shown then _G.updates = _G.updates + 1 end end })"""
+    vim.api.nvim_create_autocmd('User', { pattern = 'AutodocProgress', callback = function(event)
+      if not event.data.shown then _G.updates = _G.updates + 1 end
+      if event.data.status ~= 'running' then table.insert(_G.ends, event.data) end
+    end })"""
 
 
 # A progress message of either workspace (the status answer says "kb: 14 documents, ... · 2/14 embedded").
@@ -103,4 +106,19 @@ def test_an_error_and_a_status_answer_stay_on_screen_while_progress_comes(tmp_pa
             assert not PROGRESS.search(shown), shown
             term.keys("Escape")
             wait_for(lambda: PROGRESS.search(term.bottom(1)), timeout=60, what="the progress after a key")
+
+            # The fill ends behind a kept error: its end is held, then shown and kept in :messages after a key.
+            term.keys(":AutodocWorkspaceAdd ghost /no/such/dir", literal=True)
+            term.keys("Enter")
+            term.wait_for_screen(error)
+            server.behaviour.release.set()
+            kb_end = wait_for(lambda: [end for end in term.nvim.exec_lua("return _G.ends")
+                                       if end["workspace"] == "kb" and end["work"] == "embedding"], timeout=60,
+                              what="the end of kb's fill")[0]
+            assert kb_end["text"] == "kb: 14/14 embedded" and kb_end["status"] == "success" and not kb_end["shown"]
+            messages = "return vim.fn.execute('messages')"
+            assert error in term.bottom(4) and "kb: 14/14 embedded" not in term.nvim.exec_lua(messages)
+            term.keys("Escape")
+            wait_for(lambda: "kb: 14/14 embedded" in term.nvim.exec_lua(messages), timeout=60,
+                     what="the end of kb's fill in :messages after a key")
         server.behaviour.release.set()
