@@ -1,5 +1,6 @@
 """The rate and the time left of a vector fill come from the database's embedded count, whoever embeds: an
-editor that does not hold the writer lease sees another process's work, not its own filler's (frozen) pace."""
+editor that handed the writer lease to another process sees that one's work, not its own filler's (frozen)
+pace. Two real processes on one SQLite file, the toy TEI server."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from autodoc_core.index.fill_rate import FillWindow
 from autodoc_core.service.engine import Engine
 from tests.conftest import PROJECT, wait_until, write
+from tests.lease_file import lease_record
 from tests.model_servers import Behaviour, model_server
 
 
@@ -34,20 +36,28 @@ def pace_of(engine: Engine) -> dict:
             "lease": status["writer_lease"]}
 
 
-def test_an_editor_that_does_not_embed_sees_the_other_ones_pace(tmp_path: Path, kb: Path) -> None:
+def test_an_editor_that_handed_the_fill_over_follows_the_other_ones_pace(tmp_path: Path, kb: Path) -> None:
+    """The editor fills 5 batches, its 6th is held at the server while another process asks for the writer
+    lease; released, the editor hands the lease over after that batch and the other process embeds the rest.
+    The editor, which no longer embeds, must show the other one's pace: its own figures stopped at the hand-over."""
     for i in range(60):
         write(kb, f"n{i:02}.md", f"# Note {i}\n\n" + "".join(f"## Part {j}\n\nbread {i} flour {j}.\n\n"
                                                            for j in range(6)))
     db = tmp_path / "a.db"
-    with model_server("tei", Behaviour(delay=0.1)) as server, Engine(db) as editor:
+    with model_server("tei", Behaviour(hold_after=5, delay=0.1)) as server, Engine(db) as editor:
         editor.workspace_add("kb", str(kb))
         editor.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 8}})
         editor.workspace_index("kb")
+        editor.start_background()
+        assert server.behaviour.holding.wait(timeout=60)
         other = subprocess.Popen([sys.executable, "-m", "tests.workers", "fill", str(db), "kb"], cwd=PROJECT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
-            first = wait_until(lambda: (pace := pace_of(editor))["embedded"] > 0 and pace.get("eta_seconds") and pace,
-                               what="a rate and a time left, in the editor that does not embed")
+            wait_until(lambda: lease_record(db).get("wanted"), what="the other process waiting for the lease")
+            server.behaviour.release.set()
+            first = wait_until(lambda: (pace := pace_of(editor))["lease"] and pace["lease"]["pid"] == other.pid
+                               and pace["embedded"] > 48 and pace["eta_seconds"] and pace,
+                               what="the other process embedding, and a time left in the editor")
             assert first["rate"] > 0 and not first["lease"]["this_process"]
             wait_until(lambda: (pace := pace_of(editor))["embedded"] > first["embedded"]
                        and pace["rate"] > 0 and pace["eta_seconds"] < first["eta_seconds"],
