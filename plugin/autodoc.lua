@@ -59,12 +59,12 @@ end
 command('AutodocPick', function(cmd)
   local name, rest = cmd.args:match('^(%S+)%s*(.*)$')
   if not vim.tbl_contains(picker_sources(), name) then
-    vim.notify('autodoc: :AutodocPick takes one of ' .. table.concat(picker_sources(), ', ')
+    require('autodoc.state').notify(':AutodocPick takes one of ' .. table.concat(picker_sources(), ', ')
       .. ', then related, or [@workspace] [query]', vim.log.levels.ERROR)
     return
   end
   if not pcall(require, name) then
-    vim.notify('autodoc: ' .. name .. ' is not installed', vim.log.levels.ERROR)
+    require('autodoc.state').notify(name .. ' is not installed', vim.log.levels.ERROR)
     return
   end
   if rest == 'related' then

@@ -42,5 +42,13 @@ def index_loop(db: str, root: str, files: str) -> None:
         print(f"round {round_no}", flush=True)
 
 
+def fill(db: str, workspace: str) -> None:
+    """Embed the workspace's missing vectors in the foreground (the workspace and its embedder are set up)."""
+    with Engine(db) as engine:
+        print("filling", flush=True)
+        engine.workspace_index(workspace, {"wait": "semantic"})
+        print("filled", flush=True)
+
+
 if __name__ == "__main__":
-    {"hold-lease": hold_lease, "index-loop": index_loop}[sys.argv[1]](*sys.argv[2:])
+    {"hold-lease": hold_lease, "index-loop": index_loop, "fill": fill}[sys.argv[1]](*sys.argv[2:])

@@ -18,6 +18,7 @@ import apsw
 import numpy as np
 
 from autodoc_core.index import checkpoints
+from autodoc_core.index.fill_rate import FillWindow
 from autodoc_core.index.wanted import WantedDocuments
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, Embedder
 from autodoc_core.providers.http import ProviderError
@@ -48,6 +49,12 @@ class Progress:
     heading_only: int = 0  # sections the server refused, embedded from their heading alone (this run)
     refused: str | None = None  # the server's reason, for the last of them
     model_replaced: str | None = None  # what check_model found, when the server's model changed
+    window: FillWindow | None = None  # the workspace's rate from the database's count, told of each batch
+
+    def counted(self) -> None:
+        """The count moved here: a sample for the workspace's rate (which status reads too)."""
+        if self.window is not None:
+            self.window.observe(self.model_fp, self.embedded, self.total)
 
     def as_dict(self) -> dict[str, Any]:
         remaining = max(self.total - self.embedded, 0)
@@ -89,6 +96,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
     progress.model_fp = fingerprint
     with store.snapshot() as conn:
         progress.embedded, progress.total = counts(conn, ws_id, fingerprint)
+    progress.counted()
     from_document = 0
     while not (stop and stop()):
         # The lease is held from choosing the texts to storing their vectors: held only around the store, it
@@ -114,6 +122,7 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         progress.done_this_run += len(missing)
         elapsed = time.monotonic() - progress.started
         progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
+        progress.counted()
     return False
 
 

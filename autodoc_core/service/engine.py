@@ -269,10 +269,12 @@ class Engine:
         embedder = None
         if source.embedder is not None:
             embedded, total = source.progress
-            progress = runtime.progress
+            # The pace from the database's count: another process may be the one embedding (the lease holder).
+            pace = runtime.fill_window.observe(source.embedder.model_fp, embedded, total)
+            progress = {**(runtime.progress.as_dict() if runtime.progress else {}), "embedded": embedded,
+                        "total": total, **pace.as_dict()}
             embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
-                        "embedded": embedded, "total": total,
-                        **({"progress": progress.as_dict()} if progress else {}),
+                        "embedded": embedded, "total": total, "progress": progress,
                         **({"unreachable": unreachable} if unreachable else {})}
         return {
             **self._describe(ws, documents),

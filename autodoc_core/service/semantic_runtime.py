@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import apsw
 
+from autodoc_core.index.fill_rate import FillWindow
 from autodoc_core.index.vectors import Progress, semantic_state
 from autodoc_core.providers.base import Pending
 from autodoc_core.providers.embedders import Embedder, make_embedder
@@ -49,6 +50,7 @@ class SemanticRuntime:
     indexes: dict[str, VectorIndex] = field(default_factory=dict)  # by model fingerprint
     state: tuple[tuple, str, tuple[int, int]] | None = None  # (key, state, (embedded, total))
     progress: Progress | None = None  # the fill under way or last run in this process
+    fill_window: FillWindow = field(default_factory=FillWindow)  # the fill's rate, whichever process embeds
     probe: _Probe | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     warm: bool = False  # a long-lived process: an in-process encoder starts loading when it is built
@@ -148,7 +150,7 @@ class SemanticRuntime:
     def fill_progress(self) -> Progress:
         """The progress a fill of this workspace reports into, started now."""
         with self.lock:
-            self.progress = self.progress or Progress()
+            self.progress = self.progress or Progress(window=self.fill_window)
         self.progress.started, self.progress.done_this_run = time.monotonic(), 0
         return self.progress
 

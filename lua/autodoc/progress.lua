@@ -1,7 +1,10 @@
 --- Long work made visible: a progress message updated in place while a workspace indexes or its vectors
---- fill (count, rate, time left), and a short line for statuslines. Neovim 0.12 has progress messages
---- (nvim_echo with kind='progress' and an id); older versions get one echo per update, not kept in
---- :messages.
+--- fill (count, rate, time left), a short line for statuslines, and a User AutodocProgress event for each
+--- update. Neovim 0.12 has progress messages (nvim_echo with kind='progress' and an id); older versions get
+--- one echo per update, not kept in :messages. A message the user must read holds the messages back until
+--- the next key (autodoc.screen); the line and the event follow every update.
+local screen = require('autodoc.screen')
+
 local M = {}
 
 ---@class autodoc.WorkProgress
@@ -53,16 +56,32 @@ end
 ---@param text string
 ---@param status 'running'|'success'|'failed'
 ---@param percent integer|nil
-local function echo(work, field, text, status, percent)
+local function show(work, field, text, status, percent)
   local running = status == 'running'
   if not has_progress_messages then
     vim.api.nvim_echo({ { 'autodoc: ' .. text } }, not running, {})
-    work[field] = running and 0 or nil -- so the end is said too
     return
   end
   local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
   local id = vim.api.nvim_echo({ { text } }, not running, opts)
   work[field] = running and id or nil
+end
+
+--- An update of `ws`'s index run or fill: shown now or once a kept message was read (autodoc.screen), and
+--- announced as User AutodocProgress either way.
+---@param ws string
+---@param field 'index_id'|'embed_id'
+---@param text string
+---@param status 'running'|'success'|'failed'
+---@param percent integer|nil
+local function echo(ws, field, text, status, percent)
+  local work = entry(ws)
+  local shown = screen.progress(ws .. ' ' .. field, function() show(work, field, text, status, percent) end,
+    status ~= 'running')
+  vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocProgress', modeline = false, data = {
+    workspace = ws, work = field == 'index_id' and 'indexing' or 'embedding', text = text, status = status,
+    percent = percent, shown = shown,
+  } })
 end
 
 --- A workspace's index run started.
@@ -71,7 +90,7 @@ function M.indexing(ws)
   local work = entry(ws)
   work.indexing = true
   redraw_statuslines()
-  echo(work, 'index_id', ws .. ': indexing files', 'running', nil)
+  echo(ws, 'index_id', ws .. ': indexing files', 'running', nil)
 end
 
 --- The text of an index run's update: "kb: indexing 812/2,000 files · 35/s · 0:34 left".
@@ -104,7 +123,7 @@ function M.indexing_update(ws, run)
     return
   end
   local percent = run.phase == 'writing' and run.to_write > 0 and math.floor(100 * run.written / run.to_write) or nil
-  echo(work, 'index_id', M.indexing_text(ws, run), 'running', percent)
+  echo(ws, 'index_id', M.indexing_text(ws, run), 'running', percent)
 end
 
 --- A workspace's index run ended with `report` (workspace.index's answer).
@@ -115,9 +134,9 @@ function M.indexed(ws, report)
   work.indexing = false
   redraw_statuslines()
   if not report then
-    echo(work, 'index_id', ws .. ': indexing failed', 'failed', nil)
+    echo(ws, 'index_id', ws .. ': indexing failed', 'failed', nil)
   else
-    echo(work, 'index_id', M.report_text(ws, report), 'success', 100)
+    echo(ws, 'index_id', M.report_text(ws, report), 'success', 100)
   end
 end
 
@@ -176,10 +195,10 @@ function M.embedding(ws, status)
     local percent = embedder.total > 0 and math.floor(100 * embedder.embedded / embedder.total) or 0
     work.embedding = string.format('%s/%s embedded%s', M.thousands(embedder.embedded),
       M.thousands(embedder.total), status.embedding_paused and ' (paused)' or '')
-    echo(work, 'embed_id', M.embedding_text(ws, embedder, status.embedding_paused), 'running', percent)
+    echo(ws, 'embed_id', M.embedding_text(ws, embedder, status.embedding_paused), 'running', percent)
     redraw_statuslines()
-  elseif work.embed_id then -- it was filling: say it is done, once
-    echo(work, 'embed_id', string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded),
+  elseif work.embedding ~= '' then -- it was filling: say it is done, once
+    echo(ws, 'embed_id', string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded),
       M.thousands(embedder.total)), 'success', 100)
   end
   if not filling and work.embedding ~= '' then

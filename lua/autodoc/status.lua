@@ -94,16 +94,20 @@ local function add_problems(result, into)
   end
 end
 
----@param problems table[]
-local function show_problems(problems)
+--- The answer in one message, kept until the next key: one line per workspace, then where the files with
+--- problems are (a message per workspace replaced the one before it).
+---@param lines string[]
+---@param problems table[] quickfix items
+---@param level integer ERROR when a workspace's status could not be read, WARN when a folder cannot be read
+local function say(lines, problems, level)
   if #problems > 0 then
     vim.fn.setqflist({}, ' ', { title = 'autodoc: files with problems', items = problems })
-    state.notify(string.format('%s with problems: in the quickfix list (:copen)', M.count(#problems, 'file')),
-      vim.log.levels.WARN)
+    table.insert(lines, string.format('%s with problems: in the quickfix list (:copen)', M.count(#problems, 'file')))
   end
+  state.notify(table.concat(lines, '\n'), level, { keep = true })
 end
 
---- Notify a workspace's documents, chunks and semantic state (every workspace's when `name` is nil).
+--- Say a workspace's documents, chunks and semantic state (every workspace's when `name` is nil).
 ---@param name string|nil
 function M.show(name)
   local names = name and { name } or vim.tbl_keys(state.workspaces)
@@ -113,19 +117,22 @@ function M.show(name)
       vim.log.levels.WARN)
     return
   end
-  local problems = {} ---@type table[] quickfix items of every workspace's file problems
+  local lines, problems, level = {}, {}, vim.log.levels.INFO ---@type string[], table[], integer
   local left = #names
-  for _, ws in ipairs(names) do
+  for i, ws in ipairs(names) do
     rpc.request('workspace.status', { ws }, function(err, result)
       left = left - 1
       if err then
-        state.notify(rpc.describe(err), vim.log.levels.ERROR)
+        lines[i], level = rpc.describe(err):gsub('^autodoc: ', ''), vim.log.levels.ERROR
       else
-        state.notify(M.text(ws, result))
+        lines[i] = M.text(ws, result)
+        if M.folder_fault(result) then
+          level = math.max(level, vim.log.levels.WARN)
+        end
         add_problems(result, problems)
       end
       if left == 0 then
-        show_problems(problems)
+        say(lines, problems, level)
       end
     end)
   end
