@@ -90,6 +90,37 @@ def test_picker_searches_as_you_type_and_jumps(nvim) -> None:
     assert nvim.current.window.cursor[0] == 6  # line_start of the hit
 
 
+def test_every_message_says_it_is_autodocs_even_for_a_workspace_named_autodoc_something(nvim) -> None:
+    said = lua(nvim, """
+        local said, notify = {}, vim.notify
+        vim.notify = function(message) table.insert(said, message) end
+        local state = require('autodoc.state')
+        state.notify('autodoc-kb: 8 documents, 26 chunks, semantic ready')
+        state.notify('autodoc: already prefixed')
+        vim.notify = notify
+        return said""")
+    assert said == ["autodoc: autodoc-kb: 8 documents, 26 chunks, semantic ready", "autodoc: already prefixed"]
+
+
+def test_the_open_picker_fits_the_editor_again_when_it_is_resized(nvim) -> None:
+    """A terminal narrowed under an open picker left the side-by-side layout: the preview covered the list."""
+    ready(nvim)
+    nvim.command("set columns=200 lines=50")
+    nvim.command("AutodocSearch")
+    nvim.input("relational store")
+    wait_for(lambda: any("adr/0002.md" in line for line in list_lines(nvim)))
+    wide = list_lines(nvim)[0]
+    nvim.command("set columns=80 lines=40")
+    geometry = "local s = require('autodoc.picker').state; local l, p = vim.api.nvim_win_get_config(s.list_win), " \
+               "vim.api.nvim_win_get_config(s.preview_win); return { l.width, l.row, l.height, p.row, p.width }"
+    list_width, list_row, list_height, preview_row, preview_width = wait_for(
+        lambda: (lambda g: g if g[0] == 72 else None)(lua(nvim, geometry)), what="the list at 90% of 80 columns")
+    assert preview_row > list_row + list_height and preview_width == 72  # the preview under the list, not over it
+    narrow = wait_for(lambda: (lambda row: row if row != wide else None)(list_lines(nvim)[0]),
+                      what="the rows fitted to the narrower list")
+    assert len(narrow) <= list_width and narrow.startswith("adr/0002.md:6-8"), narrow
+
+
 def test_the_selection_follows_the_first_hit_until_the_user_moves_it(nvim) -> None:
     """The lexical answer comes first, the full one replaces it: the selection stayed on the lexical answer's
     first hit, wherever the full answer ranked it, and Enter opened what it ranked second. The hits are shown

@@ -117,6 +117,8 @@ def test_checkhealth_names_the_configured_folder_the_database_does_not_use(tmp_p
         wait_for(lambda: notified(nvim, said, "ERROR"), timeout=60, what="the failed move said as an error")
         report = checkhealth(nvim)
         assert f"ERROR kb: setup() names the folder {missing}, but the database has it at {old}" in report
+        assert f"the folder {missing} does not exist: create it or correct the path in setup()" in report, report
+        assert "restart Neovim" not in report, report  # a restart cannot make the folder
 
 
 def test_a_configured_folder_that_does_not_exist_is_said_and_named_by_checkhealth(tmp_path: Path) -> None:

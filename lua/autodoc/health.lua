@@ -200,9 +200,13 @@ end
 ---@param configured string|nil the folder setup() names for it
 function M.report_configured_root(ws, configured)
   if configured and configured ~= ws.root then
+    local advice = vim.fn.isdirectory(configured) == 1
+        and { 'restart Neovim: opening the engine moves the workspace to the folder setup() names; if it cannot, '
+          .. ':messages says why' }
+      or { 'the folder ' .. configured .. ' does not exist: create it or correct the path in setup(); until then '
+          .. ws.root .. ' is searched' }
     health.error(string.format("%s: setup() names the folder %s, but the database has it at %s, which is "
-      .. 'searched', ws.name, configured, ws.root), { 'restart Neovim: opening the engine moves the workspace to '
-      .. 'the folder setup() names; if it cannot, :messages says why' })
+      .. 'searched', ws.name, configured, ws.root), advice)
   end
 end
 

@@ -212,6 +212,21 @@ local function watch(state)
       end)
     end,
   })
+  vim.api.nvim_create_autocmd('VimResized', {
+    group = vim.api.nvim_create_augroup('autodoc-picker-size', { clear = true }),
+    callback = function()
+      if is_open(state) then
+        layout.resize(state)
+        state.drawn = nil -- rows fitted to the old width: draw them again
+        if state.session then
+          draw(state)
+        else
+          M.search(state)
+        end
+        render.preview(state)
+      end
+    end,
+  })
   -- The documents and folders lists refresh as the session does (autodoc.session) when the workspace's files
   -- change or its embeddings finish filling; a scan that found nothing new asks nothing.
   local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })

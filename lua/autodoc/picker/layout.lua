@@ -88,6 +88,20 @@ function M.open(state)
     { title = M.prompt_title(state.mode, state.workspace) }), true)
 end
 
+--- Fit the open windows to the editor's size again (after VimResized): a terminal narrowed under an open
+--- picker otherwise left the preview over the list.
+---@param state autodoc.PickerState
+function M.resize(state)
+  local geometry = M.geometry()
+  local windows = { prompt = state.prompt_win, list = state.list_win, toggles = state.toggles_win,
+    preview = state.preview_win }
+  for part, win in pairs(windows) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.api.nvim_win_set_config(win, vim.tbl_extend('force', { relative = 'editor' }, geometry[part]))
+    end
+  end
+end
+
 ---@param state autodoc.PickerState
 function M.close(state)
   for _, win in ipairs({ state.prompt_win, state.list_win, state.toggles_win, state.preview_win }) do

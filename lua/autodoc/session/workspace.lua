@@ -22,6 +22,19 @@ function M.default()
   return M.names()[1]
 end
 
+--- A title's short form of what is wrong with the workspace's folder: "folder gone · 60 documents still
+--- searched" (the engine's root_problem is a sentence too long for a title); nil when nothing is.
+---@param status table workspace.status's answer
+---@return string|nil
+function M.folder_problem(status)
+  local problem = status.root_problem
+  if problem == nil or problem == vim.NIL then
+    return nil
+  end
+  local folder = status.folder ~= nil and status.folder ~= vim.NIL and status.folder or 'unusable'
+  return string.format('folder %s · %s still searched', folder, require('autodoc.status').count(status.documents, 'document'))
+end
+
 --- Ask the engine which stages `workspace` can run and whether its folder is there (`root_problem`).
 ---@param session autodoc.Session
 ---@param workspace string
@@ -34,8 +47,7 @@ function M.learn(session, workspace)
     session.available.semantic = status.semantic ~= 'off'
     session.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
     session.rank_model = session.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil
-    local problem = status.root_problem
-    session.root_problem = problem ~= nil and problem ~= vim.NIL and problem or nil
+    session.root_problem = M.folder_problem(status)
     session.on_update(session)
   end)
 end
