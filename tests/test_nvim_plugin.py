@@ -102,6 +102,11 @@ def test_every_message_says_it_is_autodocs_even_for_a_workspace_named_autodoc_so
     assert said == ["autodoc: autodoc-kb: 8 documents, 26 chunks, semantic ready", "autodoc: already prefixed"]
 
 
+def test_an_index_report_of_one_file_says_file(nvim) -> None:
+    text = lua(nvim, "return require('autodoc.progress').report_text('kb', { scanned = 1, added = 1, seconds = 0.1 })")
+    assert text == "kb: 1 file scanned, 1 added (0.1 s)"
+
+
 def test_the_open_picker_fits_the_editor_again_when_it_is_resized(nvim) -> None:
     """A terminal narrowed under an open picker left the side-by-side layout: the preview covered the list."""
     ready(nvim)

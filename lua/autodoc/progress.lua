@@ -146,7 +146,8 @@ end
 ---@param report table workspace.index's answer
 ---@return string
 function M.report_text(ws, report)
-  local parts = { string.format('%s files scanned', M.thousands(report.scanned or 0)) }
+  local scanned = report.scanned or 0
+  local parts = { string.format('%s %s scanned', M.thousands(scanned), scanned == 1 and 'file' or 'files') }
   for _, key in ipairs({ 'added', 'changed', 'renamed', 'deleted', 'skipped' }) do
     if (report[key] or 0) > 0 then
       table.insert(parts, string.format('%s %s', M.thousands(report[key]), key))
