@@ -31,7 +31,7 @@ def test_adding_a_name_at_another_folder_is_refused_and_says_how_to_move(engine:
     reason = caught.value.reason
     assert caught.value.code == -32602
     assert f"already exists with root {old}" in reason and '{"move": true}' in reason
-    assert f"autodoc --call workspace.add '[\"kb\", \"{new}\", {{\"move\": true}}]'" in reason
+    assert f"autodoc --db {engine.store.path} --call workspace.add '[\"kb\", \"{new}\", {{\"move\": true}}]'" in reason
     assert engine.workspace_list()[0]["root"] == str(old)  # nothing changed
     with pytest.raises(AutodocError) as caught:
         engine.workspace_add("kb", str(new), {"mvoe": True})

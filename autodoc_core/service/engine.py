@@ -181,7 +181,7 @@ class Engine:
                 wsmod.create(conn, name, real_root, time.time_ns())
         if stored_root is not None and stored_root != real_root:
             if not move:
-                raise moves.refusal(name, stored_root, real_root)
+                raise moves.refusal(name, stored_root, real_root, self.store.path)
             moved = moves.move_workspace(self.store, self._index_lock, name, real_root)
             self._frequencies = lexical.DocumentFrequencies()  # the old folder's word counts
             if moved is not None:

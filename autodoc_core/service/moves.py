@@ -10,7 +10,9 @@ did not change find their vectors and are not embedded again.
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from autodoc_core.errors import invalid_params
@@ -36,12 +38,14 @@ def validate_add_options(opts: Any) -> bool:
     return move
 
 
-def refusal(name: str, stored_root: str, root: str) -> Exception:
-    """The error for a name already at another folder, saying how to move it."""
+def refusal(name: str, stored_root: str, root: str, db_path: Path) -> Exception:
+    """The error for a name already at another folder, saying how to move it (the command names this database:
+    an editor's setup({ db }) is not the command line's default)."""
     example = json.dumps([name, root, {"move": True}])
     return invalid_params(
         f"workspace {name!r} already exists with root {stored_root}; to move it to {root} (its documents are "
-        f"indexed again from there), add it with {{\"move\": true}}: autodoc --call workspace.add '{example}' "
+        f"indexed again from there), add it with {{\"move\": true}}: autodoc --db {shlex.quote(str(db_path))} "
+        f"--call workspace.add '{example}' "
         "(in Neovim, name the folder in setup()), or remove it first (workspace.remove)",
         name=name, root=stored_root, requested_root=root)
 
