@@ -6,7 +6,7 @@ Document nDCG@10 and R@3 per corpus and graph, and each graph's texts/s on the s
     nice -n 10 .venv/bin/python -m tests.bench.int8_retrieval --shared ../shared \\
         --out doc/benchmarks/int8-retrieval.md
 
-It takes about 15,800 chunk texts per graph (40 to 60 minutes for three graphs on two loaded cores).
+It embeds about 15,800 chunk texts per graph (35 minutes for three graphs on the loaded machine, 2026-12-06).
 """
 
 from __future__ import annotations
