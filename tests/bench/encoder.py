@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -57,15 +57,22 @@ print(json.dumps({"query_ms": timings, "seconds": time.perf_counter() - started}
 
 def corpus_texts(shared: Path, count: int = CORPUS_TEXTS) -> list[str]:
     """The first ``count`` techdocs chunk texts, as the indexer embeds them (breadcrumb, then body)."""
-    root = shared / "data" / "techdocs" / "docs"
     texts: list[str] = []
-    for path in sorted(root.rglob("*.md")):
-        parsed = parse_document(path.read_bytes(), path.relative_to(root).as_posix(), FacetSchema(),
-                                CONFIG_DEFAULTS["section_tokens"])
-        texts += [chunk.indexed_text for chunk in parsed.chunks]
+    for _, text in corpus_chunks(shared / "data" / "techdocs" / "docs"):
+        texts.append(text)
         if len(texts) >= count:
-            return texts[:count]
+            break
     return texts
+
+
+def corpus_chunks(root: Path) -> Iterator[tuple[str, str]]:
+    """(document path, chunk text) for every chunk under ``root``, documents in path order, each chunk's
+    text as the indexer embeds it (breadcrumb, then body)."""
+    for path in sorted(root.rglob("*.md")):
+        relative = path.relative_to(root).as_posix()
+        parsed = parse_document(path.read_bytes(), relative, FacetSchema(), CONFIG_DEFAULTS["section_tokens"])
+        for chunk in parsed.chunks:
+            yield relative, chunk.indexed_text
 
 
 def eval_queries(shared: Path, count: int = QUERIES, name: str = "scifact-train") -> list[str]:
