@@ -40,9 +40,12 @@ run: dev
 		$(BIN)/autodoc --db $(RUN_DB) --call search.query '["autodoc-kb", "why did we pick an embedded relational store", {"limit": 3}]'; \
 	fi
 
+# Two workers (pytest-xdist): a test mostly waits for a child Neovim and its host to start, so two at once
+# halve the time on 2 cores; TEST_WORKERS=0 runs them one at a time.
+TEST_WORKERS ?= 2
 test: dev
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: dev
 	$(BIN)/ruff check .
