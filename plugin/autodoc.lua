@@ -127,6 +127,19 @@ command('AutodocWorkspaceAdd', function(cmd)
   end
 end, { nargs = '*', complete = 'dir', desc = 'AutoDoc: add a workspace (a folder picker, or NAME PATH)' })
 
+command('AutodocWorkspaceRemove', function(cmd)
+  require('autodoc').when_ready(function()
+    require('autodoc').remove_workspace(cmd.args, cmd.bang)
+  end)
+end, {
+  nargs = 1,
+  bang = true,
+  complete = function(lead)
+    return vim.tbl_map(function(name) return name:sub(2) end, complete_workspace('@' .. lead))
+  end,
+  desc = 'AutoDoc: remove a workspace from the index (! also one setup() configures)',
+})
+
 command('AutodocIndex', function(cmd)
   require('autodoc').when_ready(function()
     require('autodoc').index(cmd.args ~= '' and cmd.args or nil)

@@ -160,6 +160,25 @@ def test_a_deleted_folder_reads_as_gone_in_status_and_checkhealth(tmp_path, old_
         assert f"ERROR kb ({old}): folder {old} is gone (1 document, 1 chunk kept in the index" in report, report
         assert f"OK kb ({old})" not in report
         assert "restore the folder" in report and "--call workspace.remove '[\"kb\"]'" in report
+        assert ":AutodocWorkspaceRemove! kb" in report
+
+
+def test_a_workspace_is_removed_from_the_editor_and_a_configured_one_only_with_the_bang(tmp_path, old_and_new) -> None:
+    old, _ = old_and_new
+    with editor(tmp_path, old) as nvim:
+        wait_for(lambda: root_in_editor(nvim) == str(old), timeout=60, what="kb open in the editor")
+        nvim.command("AutodocWorkspaceRemove kb")
+        wait_for(lambda: notified(nvim, "is in setup({ workspaces })", "WARN"), timeout=60,
+                 what="the refusal to remove a configured workspace")
+        assert root_in_editor(nvim) == str(old)
+        nvim.command("AutodocWorkspaceRemove! kb")
+        wait_for(lambda: root_in_editor(nvim) is None, timeout=60, what="kb gone from the editor's workspaces")
+        assert any("workspace 'kb' removed from the index (its folder is untouched)" in entry["message"]
+                   for entry in nvim.exec_lua("return _G.notified"))
+    engine = Engine(tmp_path / "autodoc.db")
+    listed = engine.workspace_list()
+    engine.close()
+    assert listed == [] and old.is_dir()  # the index forgot it; the folder is untouched
 
 
 def test_status_counts_have_thousands_separators_and_the_singular_for_one() -> None:

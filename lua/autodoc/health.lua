@@ -233,8 +233,9 @@ function M.report_workspace(ws, s, cmd)
     health.error(string.format('%s (%s): %s (%s)', ws.name, ws.root, fault, status_text.kept_text(s)), {
       'restore the folder ' .. ws.root,
       'or, if it moved, name its new folder in setup({ workspaces = ... }): opening the engine moves the workspace',
-      string.format("or remove the workspace: drop it from setup() and run %s --call workspace.remove '%s'",
-        table.concat(vim.tbl_map(M.shell_word, cmd), ' '), vim.json.encode({ ws.name })),
+      string.format("or remove the workspace: drop it from setup() and run :AutodocWorkspaceRemove! %s (outside "
+        .. "Neovim: %s --call workspace.remove '%s')", ws.name, table.concat(vim.tbl_map(M.shell_word, cmd), ' '),
+        vim.json.encode({ ws.name })),
     })
   else
     health.ok(string.format('%s (%s): %s, %s, %s', ws.name, ws.root, status_text.count(s.documents, 'document'),

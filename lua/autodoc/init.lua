@@ -21,6 +21,7 @@ M.indexing = state.indexing
 M.when_ready = lifecycle.when_ready
 M.start = lifecycle.start
 M.add_workspace = workspaces.add
+M.remove_workspace = workspaces.remove
 M.workspaces_of = workspaces.of
 M.on_save = workspaces.on_save
 M.index = indexing.index

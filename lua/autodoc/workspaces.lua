@@ -88,6 +88,28 @@ local function add_one_configured(ws, done)
   end)
 end
 
+--- Remove a workspace from the index: its documents, sections and vectors (its folder is not touched). One that
+--- setup() configures would be added again when the engine next opens, so it is refused unless `force`.
+---@param name string
+---@param force boolean|nil
+function M.remove(name, force)
+  local configured = vim.tbl_contains(vim.tbl_map(function(ws) return ws.name end, state.config.workspaces), name)
+  if configured and not force then
+    state.notify(string.format("workspace '%s' is in setup({ workspaces }): Neovim adds it again when it next starts; "
+      .. 'drop it there, then :AutodocWorkspaceRemove! %s', name, name), vim.log.levels.WARN)
+    return
+  end
+  rpc.request('workspace.remove', { name }, function(err)
+    if err then
+      state.notify(rpc.describe(err), vim.log.levels.ERROR)
+      return
+    end
+    state.workspaces[name] = nil
+    state.notify(string.format("workspace '%s' removed from the index (its folder is untouched)", name),
+      vim.log.levels.INFO, { keep = true })
+  end)
+end
+
 --- The configured workspaces the engine does not know yet, or knows at another folder: add (or move) and index
 --- them, then call `done`. Part of opening the engine (autodoc.lifecycle), so its requests are sent at once
 --- rather than queued behind it.
