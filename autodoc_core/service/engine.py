@@ -302,6 +302,14 @@ class Engine:
 
     # -- search.* and doc.* ----------------------------------------------------------------
 
+    def embedding_counts(self, name: Any) -> tuple[int, int]:
+        """(embedded, total) for the workspace's model, as ``workspace_status``'s embedder gives them, without the
+        rest of the status (its problems, counts and folder check): an agent's search while the vectors fill
+        says how far they reach."""
+        ws = self._workspace(name)
+        with self.store.snapshot() as conn:
+            return self._semantic_state(conn, ws).progress
+
     def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
         return self.search(name, query, opts)
 

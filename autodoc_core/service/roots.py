@@ -28,11 +28,6 @@ def root_state(root: str, documents: int) -> tuple[str, str | None]:
                    f"(setup() or {MOVE_HINT}) or removed (workspace.remove)")
 
 
-def root_problem(root: str, documents: int) -> str | None:
-    """The sentence of ``root_state``: None when the folder is there to be read."""
-    return root_state(root, documents)[1]
-
-
 def _fault(root: str, documents: int) -> tuple[str, str] | None:
     try:
         with os.scandir(root) as entries:

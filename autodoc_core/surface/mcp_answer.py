@@ -117,8 +117,8 @@ def filling(engine: Engine, name: str, semantic: str) -> dict[str, Any]:
     cannot find what has no vector yet, and an agent that is not told takes a miss for an answer."""
     if semantic not in FILLING_STATES:
         return {}
-    embedder = engine.workspace_status(name)["embedder"] or {}
-    return {"embedding": {"embedded": embedder.get("embedded", 0), "total": embedder.get("total", 0)}}
+    embedded, total = engine.embedding_counts(name)
+    return {"embedding": {"embedded": embedded, "total": total}}
 
 
 def query_notes(answer: SearchAnswer) -> list[str]:

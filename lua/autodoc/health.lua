@@ -3,6 +3,7 @@ local M = {}
 
 local health = vim.health
 local host = require('autodoc.host')
+local rpc = require('autodoc.rpc')
 local progress = require('autodoc.progress')
 local status_text = require('autodoc.status')
 
@@ -217,12 +218,6 @@ function M.shell_word(word)
   return word:find('^[%w%%+,./:=@_-]+$') and word or vim.fn.shellescape(word)
 end
 
----@param value any
----@return any nil for JSON null
-local function present(value)
-  return value ~= vim.NIL and value or nil
-end
-
 --- One workspace: its counts (an error first when its folder cannot be read), embedder and ranker.
 ---@param ws table workspace.list's entry
 ---@param s table workspace.status's answer
@@ -241,14 +236,14 @@ function M.report_workspace(ws, s, cmd)
     health.ok(string.format('%s (%s): %s, %s, %s', ws.name, ws.root, status_text.count(s.documents, 'document'),
       status_text.count(s.chunks, 'chunk'), status_text.count(#s.problems, 'problem')))
   end
-  if not present(s.embedder) then
+  if not rpc.value(s.embedder) then
     health.info('  embedder: off')
   else
     health.info(string.format('  embedder: %s, semantic %s, %s/%s chunk texts embedded', s.embedder.model_fp,
       s.semantic, progress.thousands(s.embedder.embedded), progress.thousands(s.embedder.total)))
     M.report_encoder(s.embedder.encoder)
   end
-  if not present(s.ranker) then
+  if not rpc.value(s.ranker) then
     health.info('  ranker: off')
   else
     health.info(string.format('  ranker: %s %s, %s calls, %s failures', s.ranker.provider,

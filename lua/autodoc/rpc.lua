@@ -137,6 +137,13 @@ function M.fail_pending(message)
   end
 end
 
+--- A field of an answer: nil where the engine sent JSON null (decoded as vim.NIL, which is truthy).
+---@param value any
+---@return any
+function M.value(value)
+  return value ~= vim.NIL and value or nil
+end
+
 --- A readable message for an error object from the engine.
 ---@param err table
 ---@return string

@@ -22,12 +22,6 @@ local folder_faults = {
   empty = 'folder %s is empty (a drive not mounted?)',
 }
 
----@param value any
----@return any nil for JSON null
-local function present(value)
-  return value ~= vim.NIL and value or nil
-end
-
 ---@param result table workspace.status's answer
 ---@return string|nil "4 files with problems", nil for none
 local function file_problems(result)
@@ -39,7 +33,7 @@ end
 ---@param result table workspace.status's answer
 ---@return string|nil
 function M.folder_fault(result)
-  if not present(result.root_problem) then
+  if not rpc.value(result.root_problem) then
     return nil
   end
   local fault = folder_faults[result.folder]
@@ -73,12 +67,12 @@ end
 ---@param result table workspace.status's answer
 ---@return string
 function M.text(ws, result)
-  if present(result.root_problem) then
+  if rpc.value(result.root_problem) then
     return folder_problem_text(ws, result)
   end
   local text = string.format('%s: %s, %s, semantic %s', ws, M.count(result.documents, 'document'),
     M.count(result.chunks, 'chunk'), result.semantic)
-  if present(result.embedder) and result.semantic ~= 'ready' then
+  if rpc.value(result.embedder) and result.semantic ~= 'ready' then
     text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
   end
   local problems = file_problems(result)

@@ -56,14 +56,6 @@ local function warn_shared_folders(configured)
   end
 end
 
---- Whether workspace.add's answer says it moved the workspace from another folder.
----@param result table
----@return string|nil the folder it was at
-local function moved_from(result)
-  local from = result.moved_from
-  return from ~= nil and from ~= vim.NIL and from or nil
-end
-
 --- Add one configured workspace and index it. setup() is the user's configuration, so it wins over the database:
 --- a name the database holds at another folder is moved to the configured one (its documents are read again
 --- from there), and the screen says so.
@@ -77,7 +69,7 @@ local function add_one_configured(ws, done)
         stays and string.format('; it stays at %s, which is searched', stays) or ''), vim.log.levels.ERROR)
     else
       state.workspaces[ws.name] = result.root
-      local from = moved_from(result)
+      local from = rpc.value(result.moved_from)
       if from then
         state.notify(string.format("workspace '%s' moved from %s to %s (as setup() configures it); indexing it "
           .. 'again', ws.name, from, result.root), vim.log.levels.WARN)

@@ -1,6 +1,7 @@
 --- Which workspace a search session searches, and what the engine says of it (workspace.status): the stages it
 --- can run and whether its folder is there.
 local autodoc = require('autodoc')
+local rpc = require('autodoc.rpc')
 
 local M = {}
 
@@ -27,12 +28,11 @@ end
 ---@param status table workspace.status's answer
 ---@return string|nil
 function M.folder_problem(status)
-  local problem = status.root_problem
-  if problem == nil or problem == vim.NIL then
+  if not rpc.value(status.root_problem) then
     return nil
   end
-  local folder = status.folder ~= nil and status.folder ~= vim.NIL and status.folder or 'unusable'
-  return string.format('folder %s · %s still searched', folder, require('autodoc.status').count(status.documents, 'document'))
+  return string.format('folder %s · %s still searched', rpc.value(status.folder) or 'unusable',
+    require('autodoc.status').count(status.documents, 'document'))
 end
 
 --- Ask the engine which stages `workspace` can run and whether its folder is there (`root_problem`).
