@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import PROJECT, write
 from tests.nvim import nvim_binary, wait_for
+from tests.nvim.pickers import OPEN, with_plugins
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -135,20 +136,19 @@ def look_of(session: str, text: str) -> set[tuple]:
     raise AssertionError(f"{text!r} is not on the screen:\n{screen(session)}")
 
 
-@pytest.mark.parametrize(("columns", "termguicolors"), [(80, False), (200, True)])
-def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
-        tmp_path: Path, kb: Path, columns: int, termguicolors: bool) -> None:
-    """With 'notermguicolors' (Apple's Terminal, tmux without RGB) the selection linked to CursorLine, which has
-    gui colours only: no row looked selected. At 200 columns rows were cut at the list's 90 cells, losing the
-    relevance and the stages; a refused toggle said nothing on screen."""
+def two_notes(kb: Path) -> None:
+    """Two notes that both answer 'relational store', one with a long breadcrumb."""
     write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
                              "### Why one embedded file beats a database server for a plugin in every editor\n\n"
                              "We keep every workspace in one embedded relational store.\n")
     write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make a relational bread.\n")
-    session = f"autodoc-rows-{os.getpid()}-{columns}"
+
+
+def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguicolors: bool, init_lua: str = "") -> None:
+    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) in a tmux session of its own."""
     init = tmp_path / "init.lua"
     init.write_text(f"vim.o.termguicolors = {str(termguicolors).lower()}\n"
-                    f"dofile({str(PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua')!r})\n")
+                    f"dofile({str(PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua')!r})\n" + init_lua)
     env = {
         "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
         "AUTODOC_DB": str(tmp_path / "autodoc.db"), "XDG_STATE_HOME": str(tmp_path / "state"),
@@ -157,6 +157,31 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
     }
     command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {nvim_binary()} -u {init}"
     tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", "40", command)
+
+
+def selection_moves(session: str, rows: list[str], down: str, top_selected: bool = True) -> None:
+    """The two rows look different (one is selected), and after `down` they trade looks: the selection moved.
+    `top_selected`: the upper row is the selected one (a list growing upwards, telescope's, starts at the
+    bottom)."""
+    first, second = ("adr/0002.md", "notes/cookin") if "adr/" in rows[0] else ("notes/cookin", "adr/0002.md")
+    top, bottom = look_of(session, first), look_of(session, second)
+    assert top != bottom, (top, bottom)  # the selected row looks different
+    if top_selected:
+        assert top != {()}, top
+    tmux("send-keys", "-t", session, down)
+    wait_for(lambda: look_of(session, second) == top, what="the selection on the other row")
+    assert look_of(session, first) == bottom  # the selection moved
+
+
+@pytest.mark.parametrize(("columns", "termguicolors"), [(80, False), (200, True)])
+def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
+        tmp_path: Path, kb: Path, columns: int, termguicolors: bool) -> None:
+    """With 'notermguicolors' (Apple's Terminal, tmux without RGB) the selection linked to CursorLine, which has
+    gui colours only: no row looked selected. At 200 columns rows were cut at the list's 90 cells, losing the
+    relevance and the stages; a refused toggle said nothing on screen."""
+    two_notes(kb)
+    session = f"autodoc-rows-{os.getpid()}-{columns}"
+    start_editor(tmp_path, kb, session, columns, termguicolors)
     try:
         wait_for_screen(session, "~")
         tmux("send-keys", "-t", session, "\\/")
@@ -167,12 +192,7 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
         assert len(rows) == 2, shown
         for row in rows:  # every row keeps its span, relevance and stages, in 80 columns and in 200
             assert re.search(r"\.md:\d+-\d+ .*\d\.\d\d  \[(lexical\+)?semantic\]", row), row
-        first, second = ("adr/0002.md", "notes/cookin") if "adr/" in rows[0] else ("notes/cookin", "adr/0002.md")
-        selected, other = look_of(session, first), look_of(session, second)
-        assert selected != other and selected != {()}, (selected, other)  # the selected row looks different
-        tmux("send-keys", "-t", session, "Down")
-        wait_for(lambda: look_of(session, second) == selected, what="the selection on the second row")
-        assert look_of(session, first) == other  # the selection moved
+        selection_moves(session, rows, "Down")
         tmux("send-keys", "-t", session, "M-s")  # semantic off, then lexical off: refused, and said on screen
         wait_for_screen(session, "[ ] Semantic")
         tmux("send-keys", "-t", session, "M-l")
@@ -180,5 +200,28 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
         tmux("send-keys", "-t", session, "-l", "s")  # the next keystroke clears it
         wait_for(lambda: "relational stores" in (now := screen(session)) and "keep Lexical or Semantic" not in now,
                  what="the prompt 'relational stores' without the refusal")
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
+
+
+@pytest.mark.parametrize("source", ["telescope", "mini_pick", "snacks", "fzf_lua"])
+def test_each_picker_source_shows_its_selection_without_termguicolors(tmp_path: Path, kb: Path, source: str) -> None:
+    """mini.pick drew its current row in MiniPickMatchCurrent, a link to CursorLine (gui colours only): at 80
+    columns without 'termguicolors' no row looked selected."""
+    two_notes(kb)
+    *plugins, setup = OPEN[source]
+    session = f"autodoc-source-{os.getpid()}-{source}"
+    start_editor(tmp_path, kb, session, 80, False, with_plugins(*plugins) + setup)
+    try:
+        # Indexed and embedded before the picker opens: mini.pick holds the editor in its own key loop.
+        wait_for(lambda: re.search(r"kb: (\d+)/\1 embedded", screen(session)), timeout=120,
+                 what="kb's fill finished, said on the screen")
+        view = source.replace("_", "-").replace("mini-", "mini.")
+        tmux("send-keys", "-t", session, "-l", f":AutodocPick {view} relational store")
+        tmux("send-keys", "-t", session, "Enter")
+        shown = wait_for_screen(session, "adr/0002.md:", "notes/cooking.md:", "[lexical+semantic]")
+        rows = [line for line in shown.splitlines() if "adr/0002.md:" in line or "notes/cooking.md:" in line]
+        assert all(re.search(r"\d\.\d\d  \[[a-z+]+\]", row) for row in rows), shown  # relevance and stages
+        selection_moves(session, rows, "C-n", top_selected=source != "telescope")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)

@@ -56,6 +56,12 @@ local function open(session)
   local function chosen(items)
     return vim.tbl_map(function(item) return item.hit end, vim.tbl_filter(function(item) return item.hit end, items))
   end
+  -- mini.pick draws the current row in MiniPickMatchCurrent, a link to CursorLine, which has gui colours only:
+  -- without 'termguicolors' no row looked selected. In this picker's window it is AutoDoc's selection instead.
+  vim.api.nvim_create_autocmd('User', { pattern = 'MiniPickStart', once = true, callback = function()
+    local win = pick.get_picker_state().windows.main
+    vim.wo[win].winhighlight = 'MiniPickMatchCurrent:AutodocSelection'
+  end })
   if session.initial_query and session.initial_query ~= '' then
     vim.schedule(function() pick.set_picker_query(vim.split(session.initial_query, '')) end)
   end
