@@ -166,21 +166,31 @@ command('AutodocInstall', function()
   require('autodoc.install').run()
 end, { desc = "AutoDoc: build the plugin's Python environment (make install)" })
 
+-- Every file, Markdown picked by autodoc.markdown_file: autocmd patterns are case-sensitive, and `NOTES.MD` is
+-- Markdown to the indexer.
 vim.api.nvim_create_autocmd('BufWritePost', {
   group = vim.api.nvim_create_augroup('autodoc-save', { clear = true }),
-  pattern = { '*.md', '*.markdown' },
   callback = function(event)
-    require('autodoc').on_save(event.match)
+    if require('autodoc.markdown_file').is_markdown(event.match) then
+      require('autodoc').on_save(event.match)
+    end
   end,
 })
 
 local open_buffers = vim.api.nvim_create_augroup('autodoc-open-buffers', { clear = true })
+-- Every buffer, as on save above.
 vim.api.nvim_create_autocmd({ 'BufEnter', 'BufWinEnter' }, {
   group = open_buffers,
-  pattern = { '*.md', '*.markdown' },
   desc = 'AutoDoc: while a workspace fills, embed the documents open in buffers first',
   callback = function(event)
     require('autodoc.focus').entered(event.buf)
+  end,
+})
+vim.api.nvim_create_autocmd('BufWipeout', {
+  group = open_buffers,
+  desc = 'AutoDoc: forget a wiped buffer',
+  callback = function(event)
+    require('autodoc.focus').wiped(event.buf)
   end,
 })
 vim.api.nvim_create_autocmd('User', {

@@ -136,6 +136,10 @@ def test_the_pickers_walk_rules_are_the_indexers() -> None:
     assert (PROJECT / "lua" / "autodoc" / "walk_rules.lua").read_text(encoding="utf-8") == lua_rules()
     finder = (PROJECT / "lua" / "autodoc" / "picker" / "finder.lua").read_text(encoding="utf-8")
     assert "require('autodoc.walk_rules')" in finder and "node_modules'" not in finder
+    # One Markdown rule in the editor (autodoc.markdown_file): no module matches a suffix by hand.
+    by_hand = re.compile(r"%\.md\$|%\.markdown\$|'\*\.md'")
+    for path in [*(PROJECT / "lua").rglob("*.lua"), *(PROJECT / "plugin").rglob("*.lua")]:
+        assert not by_hand.search(path.read_text(encoding="utf-8")), path
 
 
 def test_the_editors_stage_rules_are_the_engines() -> None:

@@ -114,3 +114,14 @@ def test_a_buffer_open_before_the_fill_began_goes_first(tmp_path: Path, kb: Path
         focus_answered(nvim, ["tango.md"])
         batches = embedded_after_release(server)
     assert first_batch_with(batches, "tango") < first_batch_with(batches, "charlie"), batches
+
+
+def test_an_upper_case_suffix_is_markdown_too(tmp_path: Path, kb: Path) -> None:
+    """`zulu.MD` is indexed (the indexer compares suffixes lower-cased), so its buffer goes first as well: the
+    editor's rule is the indexer's (autodoc.markdown_file), where a case-sensitive `*.md` never saw it."""
+    write(kb, "zulu.MD", "# Zulu\n\n## One\n\nThe zulu part one.\n\n## Two\n\nThe zulu part two.\n")
+    with filling(tmp_path, kb) as (nvim, server):
+        nvim.command(f"edit {kb / 'zulu.MD'}")
+        focus_answered(nvim, ["zulu.MD"])
+        batches = embedded_after_release(server)
+    assert first_batch_with(batches, "zulu") < first_batch_with(batches, "charlie"), batches

@@ -506,6 +506,24 @@ def test_a_saved_edit_is_indexed_on_save(nvim, kb: Path) -> None:
     wait_for(found, timeout=60)
 
 
+def test_a_saved_upper_case_md_file_is_indexed_on_save(nvim, kb: Path) -> None:
+    """`PANTRY.MD` is Markdown to the indexer (suffixes compared lower-cased); a case-sensitive `*.md` autocmd
+    pattern never saw its save (autodoc.markdown_file is the editor's one rule). The verdict is the save's own
+    index run, of that one file: the editor's periodic scan would index it too, but scans every file."""
+    ready(nvim)
+    wait_for(lambda: lua(nvim, "return _G.autodoc_indexed") >= 1)
+    lua(nvim, """_G.one_file_runs = {}
+        vim.api.nvim_create_autocmd('User', { pattern = 'AutodocIndexed', callback = function(ev)
+          local report = ev.data.report or {}
+          if report.scanned == 1 then table.insert(_G.one_file_runs, report) end
+        end })""")
+    nvim.command(f"edit {kb / 'notes' / 'PANTRY.MD'}")
+    nvim.current.buffer[:] = ["# Pantry", "", "## Grains", "", "Keep the quinoa dry."]
+    nvim.command("write")
+    wait_for(lambda: lua(nvim, "return #_G.one_file_runs") >= 1, timeout=120, what="the save's index run")
+    assert lua(nvim, "return _G.one_file_runs[1].added") == 1
+
+
 def test_quickfix_and_split_keys(nvim) -> None:
     ready(nvim)
     nvim.command("AutodocSearch bread")

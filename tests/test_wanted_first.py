@@ -71,6 +71,15 @@ def test_open_buffers_are_embedded_next(workspace: Engine) -> None:
 
 
 def test_focus_refuses_what_is_not_a_list_of_paths(workspace: Engine) -> None:
-    for bad in ("095-juliet.md", [1, 2], ["x.md"] * 500):
+    for bad in ("095-juliet.md", [1, 2]):
         with pytest.raises(AutodocError, match="'paths' must be a list"):
             workspace.embedding_focus("kb", bad)
+
+
+def test_focus_keeps_the_most_recent_documents_past_its_limit(workspace: Engine) -> None:
+    """The limit is the engine's alone (index.wanted.KEPT): an editor sends every open buffer, the most recent
+    first, and the oldest past the limit are dropped instead of the request refused."""
+    from autodoc_core.index.wanted import KEPT
+
+    opened = [f"open-{n}.md" for n in range(KEPT + 50)]
+    assert workspace.embedding_focus("kb", opened) == {"wanted": KEPT}

@@ -353,12 +353,12 @@ class Engine:
                 self._filler.wake()
 
     def embedding_focus(self, name: Any, paths: Any) -> dict[str, Any]:
-        """``embedding.focus``: documents the user has open (workspace-relative paths), embedded first
-        while the workspace fills."""
+        """``embedding.focus``: documents the user has open (workspace-relative paths, the most recent first),
+        embedded first while the workspace fills; past the number kept, the older ones are dropped."""
         ws = self._workspace(name)
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) or len(paths) > KEPT:
-            raise invalid_params(f"'paths' must be a list of at most {KEPT} workspace-relative paths")
-        self._wanted.want(ws.id, paths)
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise invalid_params("'paths' must be a list of workspace-relative paths")
+        self._wanted.want(ws.id, paths[:KEPT])
         if self._filler is not None:
             self._filler.wake()
         return {"wanted": len(self._wanted.paths(ws.id))}

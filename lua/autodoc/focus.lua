@@ -1,6 +1,9 @@
 --- The documents open in buffers, embedded first while their workspace's vectors fill: entering a Markdown
 --- buffer under a workspace root tells the engine (`embedding.focus`) the workspace's listed buffers, the
---- most recently entered first. Only while the engine is open and that workspace fills; never starts the host.
+--- most recently entered first (the engine keeps as many as it takes). Only while the engine is open and that
+--- workspace fills; never starts the host.
+local later = require('autodoc.later')
+local markdown_file = require('autodoc.markdown_file')
 local rpc = require('autodoc.rpc')
 local state = require('autodoc.state')
 local workspaces = require('autodoc.workspaces')
@@ -9,25 +12,18 @@ local M = {}
 
 -- Moving between windows enters buffers in quick succession: one request once the moves pause.
 local DEBOUNCE_MS = 300
-local MOST_PATHS = 200 -- what embedding.focus takes
 
 local filling = {} ---@type table<string, true> workspaces whose vectors fill, from the index runs' reports
 local wanted = {} ---@type table<string, true> workspaces to tell at the next flush
 local entered = {} ---@type table<integer, integer> buffer -> when it was last entered (a counter)
 local clock = 0
-local timer ---@type uv.uv_timer_t|nil
-
----@param file string
----@return boolean
-local function is_markdown(file)
-  return file:match('%.md$') ~= nil or file:match('%.markdown$') ~= nil
-end
+local flush_later ---@type autodoc.Later|nil
 
 --- The workspace-relative paths of `ws`'s documents open in listed buffers, the most recently entered first.
 ---@param ws string
 ---@return string[]
 local function open_documents(ws)
-  local buffers = vim.tbl_filter(function(info) return is_markdown(info.name) end,
+  local buffers = vim.tbl_filter(function(info) return markdown_file.is_markdown(info.name) end,
     vim.fn.getbufinfo({ buflisted = 1 }))
   table.sort(buffers, function(a, b)
     local entered_a, entered_b = entered[a.bufnr] or 0, entered[b.bufnr] or 0
@@ -39,7 +35,7 @@ local function open_documents(ws)
   local paths, seen = {}, {}
   for _, info in ipairs(buffers) do
     for _, found in ipairs(workspaces.of(info.name)) do
-      if found[1] == ws and not seen[found[2]] and #paths < MOST_PATHS then
+      if found[1] == ws and not seen[found[2]] then
         seen[found[2]] = true
         table.insert(paths, found[2])
       end
@@ -49,6 +45,7 @@ local function open_documents(ws)
 end
 
 local function flush()
+  flush_later = nil
   local names = vim.tbl_keys(wanted)
   wanted = {}
   if state.phase ~= 'ready' then
@@ -65,15 +62,14 @@ end
 ---@param ws string
 local function want(ws)
   wanted[ws] = true
-  timer = timer or assert(vim.uv.new_timer())
-  timer:stop()
-  timer:start(DEBOUNCE_MS, 0, vim.schedule_wrap(flush))
+  later.cancel(flush_later)
+  flush_later = later.call(DEBOUNCE_MS, flush)
 end
 
---- BufEnter/BufWinEnter of a Markdown buffer: its workspaces' open documents go first, if they fill.
+--- BufEnter/BufWinEnter: a Markdown buffer's workspaces' open documents go first, if they fill.
 ---@param buf integer
 function M.entered(buf)
-  if not state.config.open_buffers_first then
+  if not state.config.open_buffers_first or not markdown_file.is_markdown(vim.api.nvim_buf_get_name(buf)) then
     return
   end
   clock = clock + 1
@@ -86,6 +82,12 @@ function M.entered(buf)
       want(found[1])
     end
   end
+end
+
+--- BufWipeout: the buffer is forgotten.
+---@param buf integer
+function M.wiped(buf)
+  entered[buf] = nil
 end
 
 --- An index run's report (User AutodocIndexed) or the end of a fill (User AutodocSemanticReady). A report

@@ -1,5 +1,6 @@
 --- Where the built-in picker's other lists come from: documents (:AutodocOpen) and folders
 --- (:AutodocWorkspaceAdd). A search's hits come from its session (autodoc.session).
+local markdown_file = require('autodoc.markdown_file')
 local rpc = require('autodoc.rpc')
 local walk_rules = require('autodoc.walk_rules')
 
@@ -39,17 +40,6 @@ for _, name in ipairs(walk_rules.skipped_folders) do
   SKIPPED_FOLDERS[name] = true
 end
 
----@param lower string a file name, lower-cased
----@return boolean
-local function markdown_name(lower)
-  for _, suffix in ipairs(walk_rules.markdown_suffixes) do
-    if vim.endswith(lower, suffix) then
-      return true
-    end
-  end
-  return false
-end
-
 --- The Markdown files under `path` (relative to it), hidden folders and those the indexer never walks
 --- skipped as it does (autodoc.walk_rules; `.MD` is Markdown too), looking at no more than `budget` entries;
 --- `complete` is false when the walk stopped early.
@@ -68,7 +58,7 @@ function M.markdown_files(path, budget)
       return files, false, seen - 1
     end
     local lower = vim.fs.basename(name):lower()
-    if kind == 'file' and not vim.startswith(lower, '.') and markdown_name(lower) then
+    if kind == 'file' and not vim.startswith(lower, '.') and markdown_file.is_markdown(lower) then
       table.insert(files, name)
     end
   end
