@@ -9,15 +9,14 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import anyio
 import pytest
 
 from autodoc_core.service.engine import Engine
+from tests.waiting import wait_until, wait_until_async  # noqa: F401  (the tests import them from here)
 
 PROJECT = Path(__file__).resolve().parents[1]
 # The local encoder's ONNX graph (90 MB) is cached in the project's .pytest_cache, not in the user's
@@ -113,33 +112,6 @@ class LineReader:
         if line is None:
             raise AssertionError("the child closed its output")
         return line
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 60, *, what: str, every: float = 0.02) -> Any:
-    """Poll ``condition`` until it is true and return its value; ``what`` names the state waited for, in the
-    failure. The deadline only bounds a hang, it never decides a pass. A condition may raise to say the state
-    can no longer come (a process that ended)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(every)
-
-
-async def wait_until_async(condition: Callable[[], Awaitable[Any]], timeout: float = 60, *, what: str,
-                           every: float = 0.2) -> Any:
-    """``wait_until`` for a test that talks to a server in an event loop: ``condition`` is awaited."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await anyio.sleep(every)
 
 
 def autodoc(db: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:

@@ -34,6 +34,7 @@ import pynvim
 
 from tests.bench.prepared_db import copy_database, prepare, vector_counts
 from tests.bench.retrieval import ROOT, load_queries, percentile
+from tests.waiting import wait_until as wait_for
 
 DEBOUNCE_MS = 15  # the picker's default (config.debounce_ms)
 LIMIT = 30  # the picker's default (config.limit): the stdio round trips ask for as many hits
@@ -45,16 +46,6 @@ vim.cmd('runtime plugin/autodoc.lua')
 require('autodoc').setup({ db = vim.env.AUTODOC_DB, scan_ms = 0,
   workspaces = { { name = vim.env.AUTODOC_WS or 'scifact', path = vim.env.AUTODOC_KB } } })
 """
-
-
-def wait_for(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.002)
-    raise TimeoutError("the picker never answered")
 
 
 def start_neovim(db: Path, kb: Path, work: Path, workspace: str) -> pynvim.Nvim:

@@ -92,7 +92,7 @@ def bench_state(nvim: Any) -> dict:
 
 
 def wait(condition: Any, timeout: float, what: str, every: float = 0.2) -> Any:
-    """tests.conftest's wait_until, kept here: the worker imports the checkout under test first (the reference's
+    """tests.waiting.wait_until, kept here: the worker imports the checkout under test first (the reference's
     has another signature), and it polls the editor five times a second, not fifty, to leave the fill its CPU."""
     deadline = time.monotonic() + timeout
     while True:

