@@ -28,7 +28,7 @@ from autodoc_core.providers.idle_core import SEARCHES
 from autodoc_core.related import run_related
 from autodoc_core.retrieve import lexical
 from autodoc_core.search.answer import SearchAnswer
-from autodoc_core.search.caches import SearchCaches
+from autodoc_core.search.caches import Remembered, SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
@@ -50,7 +50,7 @@ idle_core.checkpoint = checkpoints.reached  # the encoder's passes, where tests 
 class Engine:
     def __init__(self, db_path: str | os.PathLike[str] | None = None) -> None:
         self.store = Store(db_path)
-        self._schemas: dict[int, tuple[float, fm.FacetSchema]] = {}
+        self._schemas: Remembered[fm.FacetSchema] = Remembered()
         self._frequencies = lexical.DocumentFrequencies()
         self.caches = SearchCaches()  # what searches remember between them; this engine's alone
         self._semantic = SemanticRuntimes()
@@ -150,16 +150,15 @@ class Engine:
         except OSError:
             stamp = 0.0
         # An index run can bring inferred fields; the epoch tells a workspace added again under a removed one's id.
-        key = (stamp, ws.next_generation, ws.vector_epoch)
-        cached = self._schemas.get(ws.id)
-        if cached is None or cached[0] != key:
-            schema = fm.load_schema(Path(ws.root))
-            if schema.inferred:
-                with self.store.snapshot() as conn:
-                    schema.common = {name: "string" for name in wsmod.facet_fields(conn, ws.id)}
-            cached = (key, schema)
-            self._schemas[ws.id] = cached
-        return cached[1]
+        version = (stamp, ws.next_generation, ws.vector_epoch)
+        return self._schemas.get(ws.id, version, lambda: self._load_schema(ws))
+
+    def _load_schema(self, ws: Workspace) -> fm.FacetSchema:
+        schema = fm.load_schema(Path(ws.root))
+        if schema.inferred:
+            with self.store.snapshot() as conn:
+                schema.common = {name: "string" for name in wsmod.facet_fields(conn, ws.id)}
+        return schema
 
     def _index_lock(self, ws_id: int) -> threading.Lock:
         with self._locks_guard:
