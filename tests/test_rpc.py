@@ -87,6 +87,26 @@ def test_stdio_server_answers_and_survives_garbage(tmp_path: Path, kb: Path) -> 
     assert [item["id"] for item in batch] == [6, 7] and "error" in batch[1]
 
 
+def test_a_streamed_search_takes_the_search_s_params_and_never_a_stream(tmp_path: Path, kb: Path) -> None:
+    """search.stream is engine.search with the server's stream: its params are search.query's, and a client's
+    `stream` (by name or as a fourth value) is refused instead of replacing the server's."""
+    write(kb, "a.md", "# Alpha\n\nthe gecko note\n")
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "workspace.add", "params": ["kb", str(kb)]},
+        {"jsonrpc": "2.0", "id": 2, "method": "workspace.index", "params": ["kb"]},
+        {"jsonrpc": "2.0", "id": 3, "method": "search.stream", "params": {"name": "kb", "query": "gecko"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "search.stream", "params": {"name": "kb", "query": "gecko",
+                                                                          "stream": "mine"}},
+        {"jsonrpc": "2.0", "id": 5, "method": "search.stream", "params": ["kb", "gecko", None, "mine"]},
+    ]
+    payload = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    done = autodoc(tmp_path / "a.db", "serve", "--stdio", stdin=payload)
+    assert done.returncode == 0, done.stderr
+    by_id = {a["id"]: a for a in map(json.loads, done.stdout.splitlines()) if a.get("id") is not None}
+    assert by_id[3]["result"]["hits"][0]["path"] == "a.md"
+    assert by_id[4]["error"]["code"] == by_id[5]["error"]["code"] == -32602
+
+
 def test_stdio_server_survives_lone_surrogates_and_nan(tmp_path: Path, kb: Path) -> None:
     """A client that cuts a string in the middle of an emoji sends a lone surrogate (escaped, so valid
     JSON). Echoed into an error it used to fail the UTF-8 write and end the server; in a name or a query

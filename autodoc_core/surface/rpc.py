@@ -41,7 +41,7 @@ METHODS: dict[str, str] = {
     "workspace.index": "workspace_index",
     "workspace.status": "workspace_status",
     "search.query": "search_query",
-    "search.stream": "search_query",  # the same search; its lexical answer first, as a notification (STREAMED)
+    "search.stream": "search",  # the same search, followed by a stream: its lexical answer first (STREAMED)
     "search.related": "search_related",
     "doc.read": "doc_read",
     "doc.list": "doc_list",
@@ -74,7 +74,10 @@ def call(engine: Engine, method: Any, params: Any, stream: SearchStream | None =
     """Run one method with positional (array) or named (object) params; ``stream`` follows a streamed
     search (its partial answers, its cancellation)."""
     function = resolve(engine, method)
+    if method == STREAMED:  # the stream is the server's to give, never a param
+        function = functools.partial(function, stream=stream or SearchStream())
     signature = inspect.signature(function)
+    signature = signature.replace(parameters=[p for p in signature.parameters.values() if p.name != "stream"])
     if params is None:
         params = []
     try:
@@ -87,10 +90,7 @@ def call(engine: Engine, method: Any, params: Any, stream: SearchStream | None =
     except TypeError as exc:
         expected = ", ".join(signature.parameters)
         raise AutodocError(INVALID_PARAMS, f"{method}: {exc}; expected [{expected}]") from None
-    if method == STREAMED:
-        result = engine.search(*bound.args, **bound.kwargs, stream=stream or SearchStream())
-    else:
-        result = function(*bound.args, **bound.kwargs)
+    result = function(*bound.args, **bound.kwargs)
     return result.to_wire() if isinstance(result, SearchAnswer) else result
 
 
