@@ -201,8 +201,8 @@ class Engine:
         ws = self._workspace(name)
         valid = wsmod.validate_config(changes)
         with self.store.write() as conn:
-            # Read again inside the write: a change another process made while this one waited for the lease
-            # was overwritten with the configuration read before it.
+            # Read again inside the write: the configuration read before it misses a change another process
+            # made while this one waited for the lease, and writing it back would undo that change.
             current = wsmod.get(conn, ws.name)
             config = {**current.config, **valid}
             wsmod.set_config(conn, current.id, config)
