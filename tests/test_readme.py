@@ -8,7 +8,7 @@ import re
 from tests.conftest import PROJECT
 
 README = PROJECT / "README.md"
-HELP_TOPIC = re.compile(r":help ([^\s`]+)")
+HELP_TOPIC = re.compile(r":help\s+([^\s`]+)")
 REPO_PATH = re.compile(r"`((?:doc|tests|scripts|lua|plugin)/[^`\s]*[a-z])`")
 # A measured figure: a rate or duration, or a score such as 0.845.
 FIGURE = re.compile(r"\b0\.\d{3}\b|\b\d[\d,]*(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:ms|s|searches/s)\b")
