@@ -50,6 +50,7 @@ test: dev
 lint: dev
 	$(BIN)/ruff check .
 
+# Each step and its file: doc/benchmarks/README.md.
 # ST_PYTHON=/path/to/python-with-sentence-transformers adds the throughput comparison;
 # RANKER_URL=http://127.0.0.1:8081 (a TEI re-ranker; RANKER_PROVIDER=cohere RANKER_MODEL=... for a
 # Cohere-compatible one) adds the reranked configuration. SCALE=0 skips the 50x growth run.
@@ -71,6 +72,7 @@ bench: dev
 		--out doc/benchmarks/fusion.md
 	$(BIN)/python -m tests.bench.picker --shared $(SHARED) --out doc/benchmarks/filling.md
 	$(BIN)/python -m tests.bench.related --shared $(SHARED) --out doc/benchmarks/related.md
+	$(BIN)/python -m tests.bench.paraphrase --shared $(SHARED) --out doc/benchmarks/paraphrase.md
 	$(BIN)/python -m tests.bench.cjk --shared $(SHARED) --semantic --out doc/benchmarks/cjk.md
 	$(MAKE) soak
 
