@@ -126,12 +126,17 @@ def _http_arguments(group: argparse._ArgumentGroup) -> None:
 
     group.add_argument("--http", metavar="HOST:PORT", help="serve MCP over Streamable HTTP at http://HOST:PORT/mcp "
                        "instead of stdio (port 0: any free port)")
-    group.add_argument("--token-file", metavar="FILE", help="the bearer token every request must carry (default: "
-                       "$AUTODOC_MCP_TOKEN); without one the server listens on loopback only")
+    group.add_argument("--token-file", metavar="FILE", help="the bearer tokens a request may carry, 'NAME TOKEN' a "
+                       "line (or one bare token), read again when it changes (default: $AUTODOC_MCP_TOKEN); "
+                       "without one the server listens on loopback only")
     group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        help="a browser origin allowed besides this server's own (repeatable)")
     group.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a name clients reach the server by, besides its address and hostname (repeatable)")
+    group.add_argument("--access-log", metavar="FILE", help="one line a request (time, client, token name, tool, "
+                       "status, ms) to FILE, or '-' for stderr")
+    group.add_argument("--access-log-queries", action="store_true", help="with --access-log: add each search's "
+                       "query text")
     group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                        help="larger requests are answered 413 (default 1 MiB)")
     group.add_argument("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT, metavar="N",
@@ -211,10 +216,10 @@ def _serve_http(parser: argparse.ArgumentParser, db: str | None, args: argparse.
     if args.max_body_bytes < 1 or args.max_in_flight < 1 or not args.request_seconds > 0:
         parser.error("--max-body-bytes, --max-in-flight and --request-seconds must be positive")
     try:
-        address, token = parse_address(args.http), read_token(args.token_file)
-        refuse_open_port(address, token)  # before anything binds
-        options = HttpOptions(address, token, args.allow_origin, args.allow_host, args.max_body_bytes,
-                              args.max_in_flight, args.request_seconds)
+        address, tokens = parse_address(args.http), read_token(args.token_file)
+        refuse_open_port(address, tokens)  # before anything binds
+        options = HttpOptions(address, tokens, args.allow_origin, args.allow_host, args.max_body_bytes,
+                              args.max_in_flight, args.request_seconds, args.access_log, args.access_log_queries)
         return serve_http(db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
     except SetupError as exc:
         print(f"autodoc mcp: {exc}", file=sys.stderr)
