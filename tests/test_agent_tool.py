@@ -44,6 +44,30 @@ def test_agent_tool_failures_are_answers_the_model_reads(engine: Engine, notes: 
         assert answer["error"]["fix"] in answer["text"]
 
 
+def test_a_failure_is_worded_for_the_tools_the_agent_has_and_reads_as_over_mcp(engine: Engine, notes: Path,
+                                                                              indexed: Callable[..., dict]) -> None:
+    """The fix for a wrong workspace said "call the workspaces tool" to agents that had none; it names the tool by
+    the agent's own name, or, without it, the workspace enum. One text for MCP and agent.tool."""
+    from autodoc_core.errors import AutodocError
+    from autodoc_core.surface.mcp import error_result
+
+    indexed()
+    wrong = {"query": "x", "workspace": "nope"}
+    full = call(engine, "agent.tool", ["search", wrong])
+    assert "Call the autodoc_workspaces tool for the names" in full["text"]
+    narrow = call(engine, "agent.tool", ["search", wrong, {"tools": {"search": "autodoc_search"}}])
+    assert "workspaces tool" not in narrow["text"] and "workspace argument's list of values" in narrow["text"]
+    missing = call(engine, "agent.tool", ["read", {"path": "adr/none.md", "workspace": "kb"},
+                                          {"tools": {"read": "autodoc_read", "search": "autodoc_search"}}])
+    assert "Call autodoc_search to find the file's path" in missing["text"]
+    try:
+        engine.search_query("nope", "x")
+    except AutodocError as exc:
+        over_mcp = error_result("search", exc).content[0].text
+    assert over_mcp == call(engine, "agent.tool", ["search", wrong, {"tools": {"workspaces": "workspaces"}}])["text"]
+    assert "Call the workspaces tool for the names" in over_mcp
+
+
 def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: Engine, kb: Path) -> None:
     """While the embedder holds the filler's second batch the semantic stage covers part of the sections: the
     tool's text (the MCP search's own) says so first, with the counts and what to do; once full, it does not."""

@@ -21,7 +21,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +36,6 @@ from mcp.shared.exceptions import MCPError
 from autodoc_core import __version__
 from autodoc_core.errors import (
     BUSY,
-    CODE_NAMES,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     UNKNOWN_WORKSPACE,
@@ -68,11 +67,11 @@ from autodoc_core.surface.mcp_text import (
     render_workspaces,
 )
 from autodoc_core.surface.mcp_tools import (
-    FIXES,
     INDEX_TOOL,
     INSTRUCTIONS,
     TOOLS,
 )
+from autodoc_core.surface.tool_errors import MCP_NAMES, tool_error
 
 log = logging.getLogger("autodoc.mcp")
 
@@ -291,16 +290,15 @@ class Tools:
 ERROR_META = "autodoc/error"
 
 
-def error_result(tool: str, exc: AutodocError, fix: str | None = None) -> types.CallToolResult:
-    """An MCP tool error: the text names the problem, the code and the fix; `_meta` carries them as data.
-    Not as structured content: clients on the TypeScript SDK's v1 check it against the tool's output
-    schema even on an error (typescript-sdk#1943), and the agent would see that schema error instead."""
-    fix = FIXES.get(exc.code, "") if fix is None else fix
-    name = CODE_NAMES.get(exc.code, "rpc.error")
-    text = f"{tool} failed ({exc.code} {name}): {exc.reason}. {fix}".rstrip()
-    error = {"code": exc.code, "name": name, "reason": exc.reason, "fix": fix, "data": exc.data}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True,
-                                _meta={ERROR_META: error})
+def error_result(tool: str, exc: AutodocError, fix: str | None = None,
+                 offered: Mapping[str, str] | None = None) -> types.CallToolResult:
+    """An MCP tool error: the text names the problem, the code and the fix (for the tools ``offered``, by default
+    every tool by its own name); ``_meta`` carries them as data. Not as structured content: clients on the
+    TypeScript SDK's v1 check it against the tool's output schema even on an error (typescript-sdk#1943), and
+    the agent would see that schema error instead."""
+    error = tool_error(tool, exc, offered if offered is not None else MCP_NAMES, fix)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=error.text)], is_error=True,
+                                _meta={ERROR_META: error.as_dict()})
 
 
 @dataclass(frozen=True)
