@@ -117,6 +117,7 @@ class Hit:
     chunk_id: int | None = None
     snippet: str = ""
     rank_score: float | None = None
+    workspace: str | None = None  # its workspace's name, given by the search that shows it (search.scope)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire format of a hit (see ``:help autodoc-hit``)."""
@@ -129,6 +130,8 @@ class Hit:
         }
         if self.chunk_id is not None:
             fields["chunk_id"] = self.chunk_id
+        if self.workspace is not None:
+            fields["workspace"] = self.workspace
         return fields
 
     def ranked(self, rank_score: float) -> Hit:

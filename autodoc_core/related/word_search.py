@@ -35,6 +35,8 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     info.common_terms_left_out = result.common_terms_left_out
     run.timer.lap("lexical")
     ranked = [c for c in result.chunk_ids if c not in own][:pool]
+    info.lexical_match = lexical.match_share(run.conn, run.ws.id, run.query.terms,
+                                             {c: result.scores[c] for c in ranked if c in result.scores}, frequencies)
     return ranked, {c: result.scores[c] for c in ranked if c in result.scores}
 
 

@@ -6,6 +6,7 @@ ranks partial matches below the full ones, so long natural-language questions st
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -172,6 +173,23 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
         scores.setdefault(chunk_id, score)
     strategy = "and+or" if ids else "or"
     return LexicalResult(merged[:limit], scores, strategy, [t.text for t in left_out])
+
+
+BM25_K1 = 1.2  # FTS5's bm25() constant: a word's score approaches its IDF times (k1 + 1) as it repeats
+
+
+def match_share(conn: apsw.Connection, ws_id: int, terms: list[Term], scores: dict[int, float],
+                frequencies: DocumentFrequencies) -> float | None:
+    """The best chunk's BM25 over the most any chunk of this workspace could score for these words (every word,
+    repeated): 0..1, and unlike BM25 itself comparable between workspaces (each has its own word statistics).
+    A word no chunk holds counts at its full IDF: a workspace without it cannot match the query as well.
+    None when nothing matched or no word can be counted (phrases and prefixes alone)."""
+    if not scores:
+        return None
+    total = frequencies.total(conn, ws_id)
+    counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
+    attainable = sum(max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for n in counted) * (BM25_K1 + 1)
+    return min(1.0, max(scores.values()) / attainable) if attainable > 0 else None
 
 
 def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters,

@@ -122,11 +122,11 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, 
                        frequencies: lexical.DocumentFrequencies, later: list[Stage]) -> None:
     """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
-    if later and Stage.LEXICAL in found and stream.on_partial is not None:
+    if later and Stage.LEXICAL in found and stream.wants_partial:
         fused = _fused_and_filled(run, found, pool, frequencies, None)
         answer = answer_of(run, _shown(run, fused.hits), run.report.mode_used)
         fused.tell(answer.report.query_info)  # what this fusion found out is the partial answer's alone
-        stream.hand_over(answer.as_partial(later).to_wire())
+        stream.hand_over(answer.as_partial(later))
         run.timer.lap("partial")
     stream.check(later[0] if later else Stage.FUSE)
 
@@ -177,6 +177,7 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int
     info = run.report.query_info
     info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
     info.common_terms_left_out = result.common_terms_left_out
+    info.lexical_match = lexical.match_share(run.conn, run.ws.id, run.query.terms, result.scores, frequencies)
     run.timer.lap("lexical")
     return Candidates(result.chunk_ids, result.scores)
 
@@ -227,6 +228,7 @@ def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None, pool: int) 
     info = run.report.query_info
     info.semantic_scanned, info.semantic_shortlist = found.scanned, found.shortlist
     info.names_encoder, info.encoder = True, run.semantic.embedder.encoder_name if run.semantic.embedder else None
+    info.semantic_match = max(found.cosines.values(), default=None)
     run.timer.lap("semantic")
     return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector)
 
