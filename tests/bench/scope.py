@@ -65,6 +65,47 @@ def database(engine: Engine, shared: Path) -> None:
             print(f"indexed {name} in {time.perf_counter() - started:.0f} s", flush=True)
 
 
+SEMANTIC_QUERIES = 60  # per labelled set: the first of its lines (half tuning, half reporting as above)
+DISTRACTORS = {"techdocs": 300, "scifact": 600, "keps": 40}  # documents no chosen query is about, per corpus
+
+
+def semantic_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
+    """The query sets of the semantic subset: each labelled set's first SEMANTIC_QUERIES lines, split as above."""
+    return [(name, workspace, queries, tuning) for name, workspace, queries, tuning in
+            ((f"{n} (subset)", w, q[: SEMANTIC_QUERIES // 2], t) for n, w, q, t in query_sets(shared)[:6])]
+
+
+def semantic_database(engine: Engine, shared: Path, folders: Path) -> None:
+    """Part of each labelled corpus, indexed and embedded with the default local model: the documents the chosen
+    queries are about and a seeded sample of the others (embedding whole corpora takes most of an hour on 2
+    cores)."""
+    import random
+    import shutil
+
+    known = {ws["name"] for ws in engine.workspace_list()}
+    wanted: dict[str, set[str]] = {name: set() for name in LABELLED}
+    for _, workspace, queries, _ in semantic_sets(shared):
+        for q in queries:
+            wanted[workspace].update(q["relevant"])
+    for name in LABELLED:
+        if name in known:
+            continue
+        source = shared / "data" / CORPORA[name] / "docs"
+        others = sorted(str(p.relative_to(source)) for p in source.rglob("*.md") if
+                        str(p.relative_to(source)) not in wanted[name])
+        chosen = wanted[name] | set(random.Random(49).sample(others, min(DISTRACTORS[name], len(others))))
+        for relative in chosen:
+            target = folders / name / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (source / relative).exists():
+                shutil.copy(source / relative, target)
+        engine.workspace_add(name, str(folders / name))
+        started = time.perf_counter()
+        engine.workspace_index(name, {"wait": "semantic"})
+        print(f"indexed and embedded {len(chosen)} documents of {name} in {time.perf_counter() - started:.0f} s",
+              flush=True)
+
+
 def ranked(hits: list, workspace: str | None = None) -> list[str]:
     """Documents in order, named with their workspace."""
     return list(dict.fromkeys(f"{workspace or hit.workspace}/{hit.path}" for hit in hits))
@@ -180,7 +221,8 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--db", type=Path, help="a database to keep between runs (built when missing)")
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--only", choices=("quality", "speed", "build"))
+    parser.add_argument("--only", choices=("quality", "speed", "build", "semantic"))
+    parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
         database(engine, args.shared)
