@@ -118,6 +118,10 @@ class Hit:
     snippet: str = ""
     rank_score: float | None = None
     workspace: str | None = None  # its workspace's name, given by the search that shows it (search.scope)
+    # Its own BM25 and raw cosine, when a retriever scored it (not sent): a search of several workspaces compares
+    # hits of different workspaces by them (search.scope).
+    bm25: float | None = None
+    cosine: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire format of a hit (see ``:help autodoc-hit``)."""

@@ -182,7 +182,8 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
         found.rankings[Stage.SEMANTIC], found.cosines = _semantic(run, source, vector, pool)
         about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
-    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least)]
+    foreign = elsewhere.workspace is not None
+    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least, foreign)]
     run.query.raw = " ".join(t.text for t in run.query.terms)
     if Stage.LEXICAL in run.options.stages:
         found.rankings[Stage.LEXICAL], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)

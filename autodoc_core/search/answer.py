@@ -89,9 +89,10 @@ class QueryInfo:
     filled: tuple[int, int] | None = None  # (candidates asked for, hits added) by _filled
     # How well the workspace matches the query on scales that hold between workspaces (not sent): the best
     # chunk's BM25 over what its words could score (lexical.match_share), the best raw cosine. A search of
-    # several workspaces weighs each one's hits by them (search.scope).
+    # several workspaces compares hits by them where the hits do not carry their own (search.scope).
     lexical_match: float | None = None
     semantic_match: float | None = None
+    lexical_attainable: float | None = None  # a hit's BM25 over it is its own match (lexical.attainable)
 
     def to_wire(self) -> dict[str, Any]:
         figures = {"strategy": self.strategy, "candidates": self.candidates,

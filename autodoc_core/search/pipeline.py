@@ -177,7 +177,8 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int
     info = run.report.query_info
     info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
     info.common_terms_left_out = result.common_terms_left_out
-    info.lexical_match = lexical.match_share(run.conn, run.ws.id, run.query.terms, result.scores, frequencies)
+    info.lexical_attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
+    info.lexical_match = lexical.match_share(result.scores, info.lexical_attainable)
     run.timer.lap("lexical")
     return Candidates(result.chunk_ids, result.scores)
 
@@ -276,6 +277,9 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> Fused:
     if sentence:
         fused = fuse.symbol_only_last(fused)
     shown = hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+    bm25, cosines = (found[stage].scores if stage in found else {} for stage in (Stage.LEXICAL, Stage.SEMANTIC))
+    for hit in shown:
+        hit.bm25, hit.cosine = bm25.get(hit.chunk_id), cosines.get(hit.chunk_id)
     return Fused(shown, None if holding is None else len(holding), weight_used)
 
 

@@ -2,33 +2,33 @@
 the workspaces' answers merged into one (``merged``): one list of hits on one scale, and stages and a semantic
 state that describe the whole search.
 
-Each workspace is searched as it would be alone (``pipeline.run_search``), for the whole limit; its hits keep
+Each workspace is searched as it would be alone (``pipeline.run_search``), for the whole limit, and its hits keep
 their order. Their relevance is relative to the workspace's own candidates (its best hit is near 1 whatever the
-query), so alone it cannot tell which workspace answers: each workspace's hits are weighed by how well the
-workspace matches the query beside the best one in scope (``workspace_weights``), on scales that hold between
-workspaces (the best chunk's BM25 over what the query's words could score there, the best raw cosine when every
-workspace ran the same encoder), and the lists are merged by that weighed relevance. A small workspace's best hit
-is not crowded out by a large one's many (each list is weighed, not pooled), and a workspace whose semantic stage
-is not ready is compared on the words alone, which every workspace searched.
+query; a words-only list's is flat, by rank), so it cannot tell which workspace answers. The lists are merged by a
+match each hit has on scales that hold between workspaces (``weighed``): its BM25 over what the query's words
+could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
+workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
+hit is judged by its own match, not its place), and a workspace whose semantic stage is not ready is compared on
+the words alone, which every workspace searched.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.rank.hits import Hit
-from autodoc_core.search.answer import RankState, SearchAnswer, StageReport
+from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
 from autodoc_core.search.stages import Stage
 
 EVERY = "*"
 READINESS = ("off", "switching", "partial", "ready")  # least ready first
-# A workspace's hits are weighed by (its match / the best workspace's match) ** MATCH_POWER. Chosen on the
-# tuning halves of techdocs-dev, SciFact train and the KEPs merged into one database (tests/bench/scope.py,
-# doc/benchmarks/scope.md).
-MATCH_POWER = 2.0
+# The words' part of a hit's weighed relevance when every workspace ran both retrievers with one encoder (the
+# cosine's is the rest): chosen on the tuning halves of techdocs-dev, SciFact train and keps-dev merged into one
+# database (tests/bench/scope.py, doc/benchmarks/scope.md).
+LEXICAL_SHARE = 0.5
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
@@ -107,43 +107,55 @@ class Searched:
         return wire
 
 
-@dataclass
-class _Evidence:
-    """A workspace's match on one scale, and whether every workspace with hits has it."""
-
-    values: dict[str, float] = field(default_factory=dict)
-    common: bool = True
-
-
-def workspace_weights(answers: dict[str, SearchAnswer], power: float = MATCH_POWER) -> dict[str, float]:
-    """Each workspace's weight (0..1): the mean, over the scales every workspace with hits was measured on, of
-    its match over the best workspace's, raised to ``power``. 1 for all when no scale is shared."""
-    lexical, semantic = _Evidence(), _Evidence()
-    encoders = set()
-    for name, answer in answers.items():
-        if not answer.hits:
-            continue
-        info, performed = answer.report.query_info, answer.report.performed
-        for evidence, stage, value in ((lexical, Stage.LEXICAL, info.lexical_match),
-                                       (semantic, Stage.SEMANTIC, info.semantic_match)):
-            if stage in performed:
-                evidence.values[name] = value or 0.0
-            else:
-                evidence.common = False
-        encoders.add(info.encoder)
-    semantic.common = semantic.common and len(encoders) == 1  # cosines of two encoders are not one scale
-    shared = [e for e in (lexical, semantic) if e.common and e.values and max(e.values.values()) > 0]
-    if not shared:
-        return dict.fromkeys(answers, 1.0)
-    weights = {}
-    for name in answers:
-        ratios = [e.values[name] / max(e.values.values()) for e in shared if name in e.values]
-        weights[name] = (sum(ratios) / len(ratios)) ** power if ratios else 1.0
-    return weights
+def _shared_scales(answers: dict[str, SearchAnswer]) -> tuple[bool, bool]:
+    """Whether every workspace with hits ran the word search, and whether every one ran the semantic stage with
+    one encoder (cosines of two encoders are not one scale)."""
+    answered = [answer for answer in answers.values() if answer.hits]
+    lexical = bool(answered) and all(Stage.LEXICAL in answer.report.performed for answer in answered)
+    semantic = bool(answered) and all(Stage.SEMANTIC in answer.report.performed for answer in answered) and \
+        len({answer.report.query_info.encoder for answer in answered}) == 1
+    return lexical, semantic
 
 
-def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, float],
-           power: float = MATCH_POWER) -> SearchAnswer:
+def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
+    """The hit's match on the two scales: its BM25 over what the query's words could score in its workspace (0 when
+    the words did not find it), its raw cosine (None without a vector). Hits that carry neither (related
+    sections) take their workspace's best."""
+    if info.lexical_attainable is None and hit.bm25 is None and hit.cosine is None:
+        return info.lexical_match or 0.0, info.semantic_match
+    lexical = (hit.bm25 or 0.0) / info.lexical_attainable if info.lexical_attainable else 0.0
+    return lexical, hit.cosine
+
+
+def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE) -> dict[str, list[float]]:
+    """Each workspace's hits' weighed relevance, in their order: their match on the scales every workspace was
+    measured on, each over the best of all the hits (0..1), blended (``lexical_share`` of the words' when both
+    are shared); a hit gets at least the figure of any hit its workspace ranked below it, so each list keeps its
+    order. Without a shared scale (a listing of documents by facets), the hits' own relevance."""
+    lexical, semantic = _shared_scales(answers)
+    if not (lexical or semantic):
+        return {name: [hit.relevance for hit in answer.hits] for name, answer in answers.items()}
+    found = {name: [_evidence(hit, answer.report.query_info) for hit in answer.hits]
+             for name, answer in answers.items()}
+    best_words = max((w for pairs in found.values() for w, _ in pairs), default=0.0) or 1.0
+    best_cosine = max((c for pairs in found.values() for _, c in pairs if c is not None), default=0.0) or 1.0
+    result = {}
+    for name, pairs in found.items():
+        figures = []
+        for words, cosine in pairs:
+            shares = []
+            if lexical:
+                shares.append((lexical_share if semantic and cosine is not None else 1.0, words / best_words))
+            if semantic and cosine is not None:
+                shares.append((1 - lexical_share if lexical else 1.0, max(cosine, 0.0) / best_cosine))
+            figures.append(sum(w * v for w, v in shares) / (sum(w for w, _ in shares) or 1.0))
+        for place in range(len(figures) - 2, -1, -1):  # never below a hit the workspace ranked under it
+            figures[place] = max(figures[place], figures[place + 1])
+        result[name] = figures
+    return result
+
+
+def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, float]) -> SearchAnswer:
     """One answer for the search of ``scope``: the parts' hits, each naming its workspace; a scope of one
     workspace is that workspace's answer with these additions. Raises the first part's error when no workspace
     could be searched."""
@@ -157,22 +169,22 @@ def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, fl
         hits = [dataclasses.replace(hit, workspace=parts[0].name) for hit in answer.hits]
         whole = dataclasses.replace(answer, hits=hits)
     else:
-        whole = _whole(answers, _merged_hits(answers, limit, power), parts, timing)
+        whole = _whole(answers, _merged_hits(answers, limit), parts, timing)
     whole.scope = scope.to_wire()
     counts = {name: sum(1 for hit in whole.hits if hit.workspace == name) for name in scope.names}
     whole.workspaces = {part.name: part.to_wire(counts[part.name]) for part in parts}
     return whole
 
 
-def _merged_hits(answers: dict[str, SearchAnswer], limit: int, power: float) -> list[Hit]:
-    """The workspaces' hits by weighed relevance (each list keeps its order: its relevance never rises down the
-    list), cut to ``limit``; ties go to the higher place in its own list, then to the workspace named first."""
-    weights = workspace_weights(answers, power)
+def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE) -> list[Hit]:
+    """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
+    its own list, then to the workspace named first."""
+    figures = weighed(answers, lexical_share)
     ranked = []
     for order, (name, answer) in enumerate(answers.items()):
-        for place, hit in enumerate(answer.hits):
-            weighed = round(hit.relevance * weights[name], 4)
-            ranked.append((-weighed, place, order, dataclasses.replace(hit, relevance=weighed, workspace=name)))
+        for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True)):
+            shown = round(figure, 4)
+            ranked.append((-shown, place, order, dataclasses.replace(hit, relevance=shown, workspace=name)))
     ranked.sort(key=lambda entry: entry[:3])
     return [entry[3] for entry in ranked[:limit]]
 
