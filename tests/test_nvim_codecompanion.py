@@ -69,7 +69,10 @@ def test_the_search_tool_answers_from_the_editors_engine(tmp_path: Path, notes: 
         assert sorted(offered) == ["autodoc_documents", "autodoc_read", "autodoc_related", "autodoc_search",
                                    "autodoc_workspaces"]  # the group holds every one
         search = offered["autodoc_search"]  # the MCP tool's own schema, with the workspaces as an enum
-        assert search["properties"]["workspace"]["enum"] == ["kb"] and search["additionalProperties"] is False
+        name_or_names = search["properties"]["workspace"]["anyOf"]  # left out: every workspace (WIRE-49)
+        assert name_or_names[0]["enum"] == ["kb"] and name_or_names[1]["items"]["enum"] == ["kb"]
+        assert offered["autodoc_read"]["properties"]["workspace"]["enum"] == ["kb"]
+        assert search["additionalProperties"] is False
         assert {"facets", "paths"} <= set(search["properties"]) and search["properties"]["limit"]["maximum"] == 50
         assert offered["autodoc_workspaces"]["properties"] == {}  # an object, not a list
         sent = "\n".join(str(m.get("content")) for m in server.requests[0]["messages"])
@@ -192,7 +195,7 @@ def test_avante_tools_answer_through_the_same_engine(tmp_path: Path, notes: Path
         assert answer["err"] is False and "adr/0002.md:3-5" in result and ADR_LINE in result
         fields = nvim.exec_lua("return _G.fields")  # the MCP search's arguments, flattened for avante
         assert sorted(fields) == ["facets", "limit", "max_tokens", "paths", "query", "stages", "workspace"]
-        assert fields["workspace"]["description"].endswith("one of kb") and fields["query"]["optional"] is False
+        assert fields["workspace"]["description"].endswith("; one of kb") and fields["query"]["optional"] is False
         assert fields["facets"]["type"] == "string" and "(as JSON)" in fields["facets"]["description"]
         # the newer calling convention, func(params, { on_complete = ... }), and a sync call without either
         nvim.exec_lua("""

@@ -155,7 +155,9 @@ def answer_notes(answer: dict[str, Any], what: str, searched: list[str]) -> list
     notes = []
     if not answer["hits"]:
         notes.append(f"no hits {what} in {', '.join(searched)}")
-    notes += [f"{stage} skipped: {why}" for stage, why in (answer.get("stages") or {}).get("skipped", {}).items()]
-    if answer.get("semantic") not in (None, "ready", "off"):
-        notes.append(f"semantic index: {answer['semantic']}")
+    skipped = (answer.get("stages") or {}).get("skipped", {})
+    notes += [f"{stage} skipped: {why}" for stage, why in skipped.items()
+              if not (stage == "rerank" and "no ranker is configured" in why)]  # the usual case: not news
+    if "semantic" not in skipped and answer.get("semantic") not in (None, "ready", "off"):
+        notes.append(f"semantic index: {answer['semantic']} (a search by meaning covers part of the sections)")
     return notes

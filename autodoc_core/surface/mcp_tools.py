@@ -1,5 +1,5 @@
 """The MCP tools as an agent sees them: names, descriptions that teach their use, input and output
-schemas, annotations, and the fix each engine error code suggests."""
+schemas, annotations (the fix each engine error code suggests is in tool_errors)."""
 
 from __future__ import annotations
 
@@ -7,44 +7,12 @@ from typing import Any
 
 from mcp import types
 
-from autodoc_core.errors import (
-    BUSY,
-    EMBED_FAILED,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    IO_ERROR,
-    NOT_FOUND,
-    OUTSIDE_ROOT,
-    SCHEMA_TOO_NEW,
-    SWITCHING,
-    UNKNOWN_WORKSPACE,
-    UNSUPPORTED,
-)
-
 DEFAULT_LIMIT, MAX_LIMIT = 5, 50
 DEFAULT_SEARCH_TOKENS = 2000
 DEFAULT_READ_TOKENS = 8000
 MIN_READ_TOKENS = 1
 MAX_TOKENS = 200_000
 DEFAULT_DOCUMENTS, MAX_DOCUMENTS = 20, 200
-
-FIXES = {
-    UNKNOWN_WORKSPACE: "Call the workspaces tool for the names; a new folder is added once from a shell: "
-                       "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]'.",
-    OUTSIDE_ROOT: "Give the path relative to the workspace root, as search and documents return it "
-                  "(or absolute inside the root; no ..).",
-    NOT_FOUND: "Call documents to find the file's path.",
-    INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
-    UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
-                 "configured and has embedded the documents; the workspaces tool shows the progress.",
-    SWITCHING: "Leave stages out (or include \"lexical\") to search by words meanwhile; the workspaces tool "
-               "shows the embedding's progress.",
-    EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
-    BUSY: "Another process is writing the index; call again in a few seconds.",
-    SCHEMA_TOO_NEW: "Upgrade autodoc, or start the server with --db pointing at another file.",
-    IO_ERROR: "Check the --db path and its folder's permissions; the next call opens the database again.",
-    INTERNAL_ERROR: "This is a bug in AutoDoc; the server's stderr has the traceback.",
-}
 
 
 # -- tool definitions: what an agent reads ----------------------------------------------------

@@ -102,15 +102,18 @@ function M.offered(wanted)
   return offered
 end
 
+--- A tool about one workspace (read, documents), not a scope that is every workspace when left out.
 ---@param tool string
 ---@return boolean
-local function takes_workspace(tool)
+local function takes_one_workspace(tool)
   local spec = vim.iter(schemas):find(function(one) return one.tool == tool end)
-  return spec ~= nil and spec.parameters.properties.workspace ~= nil
+  local workspace = spec and spec.parameters.properties.workspace
+  return workspace ~= nil and workspace.type == 'string'
 end
 
 --- A model's arguments as the engine takes them: JSON nulls (its "not given") left out; for hosts whose
---- parameters are strings (avante), an array given as "a, b" split and an object given as JSON decoded.
+--- parameters are strings (avante), an array given as "a, b" split (a name or a list: split when it holds a
+--- comma) and an object given as JSON decoded.
 ---@param spec table one of M.tools()
 ---@param args table|nil
 ---@param max_tokens integer|nil the text budget for hits when the model gives none
@@ -119,9 +122,11 @@ function M.arguments(spec, args, max_tokens)
   local properties = spec.parameters.properties
   local out = {}
   for key, value in pairs(args or {}) do
-    local kind = properties[key] and properties[key].type
+    local kind = properties[key] and (properties[key].type or properties[key].anyOf and 'one or several')
     if value == vim.NIL then
       value = nil
+    elseif kind == 'one or several' and type(value) == 'string' and value:find(',') then
+      value = vim.split(value, '[,%s]+', { trimempty = true })
     elseif kind == 'array' and type(value) == 'string' then
       value = vim.split(value, '[,%s]+', { trimempty = true })
     elseif kind == 'object' and type(value) == 'string' then
@@ -153,7 +158,7 @@ function M.call(tool, args, callback, offered)
     return
   end
   args = vim.deepcopy(args or {})
-  if takes_workspace(tool) and (args.workspace == nil or args.workspace == vim.NIL or args.workspace == '') then
+  if takes_one_workspace(tool) and (args.workspace == nil or args.workspace == vim.NIL or args.workspace == '') then
     args.workspace = M.default_workspace()
   end
   args = next(args) and args or vim.empty_dict() -- no arguments is an object, not a list

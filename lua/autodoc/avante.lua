@@ -19,9 +19,12 @@ local function fields(spec)
       description = description .. ' (comma-separated)'
     elseif prop.type == 'object' then
       description = description .. ' (as JSON)'
+    elseif prop.anyOf then
+      description = description .. ' (several comma-separated)'
     end
-    if key == 'workspace' and prop.enum then
-      description = description .. ': one of ' .. table.concat(prop.enum, ', ')
+    local names = prop.enum or (prop.anyOf and prop.anyOf[1].enum)
+    if key == 'workspace' and names then
+      description = description .. '; one of ' .. table.concat(names, ', ')
     end
     table.insert(list, { name = key, description = description, type = AVANTE_TYPES[prop.type] or 'string',
       optional = not vim.tbl_contains(required, key) })
