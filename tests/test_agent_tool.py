@@ -68,6 +68,29 @@ def test_a_failure_is_worded_for_the_tools_the_agent_has_and_reads_as_over_mcp(e
     assert "Call the workspaces tool for the names" in over_mcp
 
 
+def test_arguments_are_checked_against_the_tools_own_schema(engine: Engine, notes: Path,
+                                                            indexed: Callable[..., dict]) -> None:
+    """Each argument is checked against the schema the agent reads (jsonschema), in the engine's wording; `paths`
+    given as one string was taken and searched nothing (0 hits, no error), and 5.0 is no integer."""
+    indexed()
+    for name, args, words in (
+            ("search", {"query": "store", "paths": "adr"}, "'paths' must be a list of strings, got 'adr'"),
+            ("search", {"query": "store", "limit": 5.0}, "'limit' must be an integer from 1 to 50, got 5.0"),
+            ("search", {"query": "store", "stages": ["lexcal"]}, "'stages' must be a list drawn from lexical, "
+                                                                 "semantic, rerank"),
+            ("search", {"query": "store", "workspace": []}, "'workspace' must be a string or a non-empty list of "
+                                                            "strings, got []"),
+            ("related", {"path": "adr/0002.md", "line": 0}, "'line' must be an integer, 1 or more, got 0"),
+            ("search", {"query": "store", "colour": "red"}, "unknown argument 'colour' for search; it takes query"),
+            ("read", {"workspace": "kb"}, "'path' is required: relative to the workspace root"),
+            ("documents", {"query": 3}, "'query' must be a string, got 3")):
+        answer = call(engine, "agent.tool", [name, args])
+        assert answer["is_error"] and answer["error"]["code"] == -32602, (args, answer["text"])
+        assert words in answer["text"], (words, answer["text"])
+    given = call(engine, "agent.tool", ["search", {"query": "store", "paths": ["adr"], "limit": None}])
+    assert not given["is_error"] and {hit["path"] for hit in given["result"]["hits"]} == {"adr/0002.md"}
+
+
 def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: Engine, kb: Path) -> None:
     """While the embedder holds the filler's second batch the semantic stage covers part of the sections: the
     tool's text (the MCP search's own) says so first, with the counts and what to do; once full, it does not."""

@@ -44,7 +44,6 @@ from autodoc_core.errors import (
     AutodocError,
     from_sqlite,
     invalid_params,
-    whole_number,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +72,7 @@ from autodoc_core.surface.mcp_tools import (
     INSTRUCTIONS,
     TOOLS,
 )
+from autodoc_core.surface.tool_arguments import checked_arguments
 from autodoc_core.surface.tool_errors import MCP_NAMES, tool_error
 
 log = logging.getLogger("autodoc.mcp")
@@ -133,30 +133,6 @@ class EngineHandle:
 
 
 # -- arguments ---------------------------------------------------------------------------------
-
-
-def _checked(arguments: dict[str, Any], tool: types.Tool) -> dict[str, Any]:
-    known = tool.input_schema["properties"]
-    unknown = sorted(set(arguments) - set(known))
-    if unknown:
-        raise invalid_params(f"unknown argument {', '.join(map(repr, unknown))} for {tool.name}; "
-                             f"it takes {', '.join(known) or 'no arguments'}")
-    for name in tool.input_schema.get("required", []):
-        if arguments.get(name) is None:
-            raise invalid_params(f"'{name}' is required: {known[name]['description']}")
-    counts = {name: _count(arguments.get(name), name, spec) for name, spec in known.items() if "maximum" in spec}
-    return {**arguments, **counts}
-
-
-def _count(value: Any, key: str, spec: dict[str, Any]) -> int:
-    """A bounded integer argument (mcp_tools._integer), checked against the bounds its schema declares; its
-    default when it is not given."""
-    if value is None:
-        return spec["default"]
-    low, high = spec["minimum"], spec["maximum"]
-    if not whole_number(value, low, high):
-        raise invalid_params(f"'{key}' must be an integer from {low} to {high}, got {value!r}", argument=key)
-    return value
 
 
 def _string_argument(arguments: dict[str, Any], key: str, default: str | None = None) -> str | None:
@@ -241,7 +217,7 @@ class Tools:
         self.definitions = {tool.name: tool for tool in self.listed}
 
     def run(self, name: str, arguments: dict[str, Any]) -> Answer:
-        return self.handlers[name](_checked(arguments, self.definitions[name]))
+        return self.handlers[name](checked_arguments(arguments, self.definitions[name]))
 
     def search(self, arguments: dict[str, Any]) -> Answer:
         query = _string_argument(arguments, "query")
