@@ -315,13 +315,14 @@ class Engine:
         with self.store.snapshot() as conn:
             return self._semantic_state(conn, ws).progress
 
-    def search_query(self, scope: Any, query: Any, opts: Any = None) -> SearchAnswer:
-        return self.search(scope, query, opts)
+    def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
+        return self.search(name, query, opts)
 
-    def search(self, scope: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
-        """``search.query`` of a scope (a workspace name, a list of names, or "*": search.scope); with a
-        ``stream`` (the picker), its lexical answer first and a stop once superseded."""
-        found = self._scope(scope)
+    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
+        """``search.query`` of a scope: ``name`` is a workspace name, a list of names, or "*" (search.scope; the
+        parameter keeps its name for callers that pass params by name); with a ``stream`` (the picker), its
+        lexical answer first and a stop once superseded."""
+        found = self._scope(name)
         parts = [self._part(name) for name in found.names]
         shared = QueryVectors() if len(parts) > 1 else None
 
@@ -370,12 +371,12 @@ class Engine:
         self._want_while_filling(ws, source, answer)
         return answer
 
-    def search_related(self, scope: Any, path: Any, opts: Any = None) -> SearchAnswer:
+    def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections related to the section holding ``opts.line`` (or to the document), from the workspaces of
         ``scope``. With several, the source's workspace is ``opts.workspace`` or the one whose folder holds an
         absolute ``path``, and the others are searched with its vector and words (``run_related_elsewhere``)."""
-        found = self._scope(scope)
-        home, opts = self._related_home(scope, path, opts)
+        found = self._scope(name)
+        home, opts = self._related_home(name, path, opts)
         parts = [self._part(name) for name in found.names]
         if found.names == (home,):
             def related_here(part: Searched, _: SearchStream | None) -> SearchAnswer:
