@@ -25,7 +25,10 @@ The folders follow a document's way in and a query's way out, one floor above an
     service/    engine: the facade every surface calls; scoped (a scope's workspaces searched side by side);
                 semantic_runtime (each workspace's embedder, ranker,
                 vectors in memory), documents, changes, filler, scanner
-    surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
+    surface/    rpc (JSON-RPC, stdio), cli (``autodoc``; cli_commands: search, related, status for a person),
+                mcp (Model Context Protocol; tool_arguments checks a call against its tool's schema, tool_errors
+                words a failure for the tools the agent has), agent_tool (the same tools for the editor's
+                agents), mcp_http (with http_guard and http_access_log)
 
 ``errors`` (the JSON-RPC codes and the one exception callers see) and ``search.stages`` are shared by all of
 them. ``FLOORS`` is the map as data (each module of search/ has a floor of its own, named ``search.module``):
