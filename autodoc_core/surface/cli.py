@@ -47,7 +47,7 @@ class _Parser(argparse.ArgumentParser):
 def _database_option(parser: argparse.ArgumentParser) -> None:
     """``--db`` before or after the subcommand; SUPPRESS keeps a subcommand's absent --db from hiding the
     top level's."""
-    parser.add_argument("--db", default=argparse.SUPPRESS,
+    parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
                         help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
                              "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
 
@@ -60,8 +60,9 @@ def _parser() -> argparse.ArgumentParser:
                         "object, default []) and print its JSON result; for scripts")
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, prog="autodoc")
-    _search_arguments(commands.add_parser("search", help="search and print one hit a line: path:line  "
-                                          "breadcrumb  relevance"))
+    _search_arguments(commands.add_parser(
+        "search", usage="autodoc search [WORKSPACE] QUERY... [-w NAME] [-n N] [--json] [--db PATH]",
+        help="search and print one hit a line: path:line, breadcrumb, relevance"))
     _related_arguments(commands.add_parser("related", help="sections of other documents related to a file, "
                                            "or to the section at one of its lines"))
     _status_arguments(commands.add_parser("status", help="each workspace: its folder, counts, semantic state"))
@@ -83,7 +84,7 @@ def _call_parser() -> argparse.ArgumentParser:
 
 def _search_arguments(search: argparse.ArgumentParser) -> None:
     _database_option(search)
-    search.add_argument("words", nargs="+", metavar="[WORKSPACE] QUERY",
+    search.add_argument("words", nargs="+", metavar="WORDS",
                         help="the query (quoted or not); a first word that names a workspace searches that one "
                              "alone, else every workspace is searched")
     search.add_argument("-w", "--workspace", action="append", metavar="NAME",
