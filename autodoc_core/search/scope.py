@@ -28,7 +28,7 @@ READINESS = ("off", "switching", "partial", "ready")  # least ready first
 # The words' part of a hit's weighed relevance when every workspace ran both retrievers with one encoder (the
 # cosine's is the rest): chosen on the tuning halves of techdocs-dev, SciFact train and keps-dev merged into one
 # database (tests/bench/scope.py, doc/benchmarks/scope.md).
-LEXICAL_SHARE = 0.5
+LEXICAL_SHARE = 0.4
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
