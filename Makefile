@@ -74,6 +74,7 @@ bench: dev
 	$(BIN)/python -m tests.bench.related --shared $(SHARED) --out doc/benchmarks/related.md
 	$(BIN)/python -m tests.bench.paraphrase --shared $(SHARED) --out doc/benchmarks/paraphrase.md
 	$(BIN)/python -m tests.bench.cjk --shared $(SHARED) --semantic --out doc/benchmarks/cjk.md
+	$(BIN)/python -m tests.bench.scope --shared $(SHARED) --out doc/benchmarks/scope.md
 	$(MAKE) soak
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.

@@ -32,6 +32,28 @@ def test_agent_tool_answers_as_the_mcp_search_does(engine: Engine, notes: Path, 
     assert "adr/0002.md:3-5" in answer["text"]
 
 
+def test_agent_tool_searches_every_workspace_without_one(engine: Engine, notes: Path, indexed: Callable[..., dict],
+                                                          tmp_path: Path) -> None:
+    """Issue 49: the editor's agents, as the MCP tools: no workspace means every workspace, each hit names its own,
+    and read takes it."""
+    from tests.conftest import write
+
+    indexed()
+    other = tmp_path / "other"
+    write(other, "store.md", "# Store\n\nAn embedded relational store keeps the other team's notes.\n")
+    engine.workspace_add("other", str(other))
+    engine.workspace_index("other")
+    answer = call(engine, "agent.tool", ["search", {"query": "embedded relational store"}])
+    assert answer["is_error"] is False and answer["result"]["workspaces"] == ["kb", "other"]
+    found = {(hit["workspace"], hit["path"]) for hit in answer["result"]["hits"]}
+    assert {("kb", "adr/0002.md"), ("other", "store.md")} <= found
+    assert "other: store.md:" in answer["text"] and "kb: adr/0002.md:" in answer["text"]
+    read = call(engine, "agent.tool", ["read", {"path": "store.md", "workspace": "other"}])
+    assert "other team's notes" in read["result"]["text"]
+    narrowed = call(engine, "agent.tool", ["search", {"query": "embedded relational store", "workspace": ["kb"]}])
+    assert {hit["workspace"] for hit in narrowed["result"]["hits"]} == {"kb"}
+
+
 def test_agent_tool_failures_are_answers_the_model_reads(engine: Engine, notes: Path,
                                                          indexed: Callable[..., dict]) -> None:
     indexed()
@@ -42,6 +64,53 @@ def test_agent_tool_failures_are_answers_the_model_reads(engine: Engine, notes: 
         answer = call(engine, "agent.tool", [name, args])
         assert answer["is_error"] is True and expected in answer["text"], answer["text"]
         assert answer["error"]["fix"] in answer["text"]
+
+
+def test_a_failure_is_worded_for_the_tools_the_agent_has_and_reads_as_over_mcp(engine: Engine, notes: Path,
+                                                                              indexed: Callable[..., dict]) -> None:
+    """The fix for a wrong workspace said "call the workspaces tool" to agents that had none; it names the tool by
+    the agent's own name, or, without it, the workspace enum. One text for MCP and agent.tool."""
+    from autodoc_core.errors import AutodocError
+    from autodoc_core.surface.mcp import error_result
+
+    indexed()
+    wrong = {"query": "x", "workspace": "nope"}
+    full = call(engine, "agent.tool", ["search", wrong])
+    assert "Call the autodoc_workspaces tool for the names" in full["text"]
+    narrow = call(engine, "agent.tool", ["search", wrong, {"tools": {"search": "autodoc_search"}}])
+    assert "workspaces tool" not in narrow["text"] and "workspace argument's list of values" in narrow["text"]
+    missing = call(engine, "agent.tool", ["read", {"path": "adr/none.md", "workspace": "kb"},
+                                          {"tools": {"read": "autodoc_read", "search": "autodoc_search"}}])
+    assert "Call autodoc_search to find the file's path" in missing["text"]
+    try:
+        engine.search_query("nope", "x")
+    except AutodocError as exc:
+        over_mcp = error_result("search", exc).content[0].text
+    assert over_mcp == call(engine, "agent.tool", ["search", wrong, {"tools": {"workspaces": "workspaces"}}])["text"]
+    assert "Call the workspaces tool for the names" in over_mcp
+
+
+def test_arguments_are_checked_against_the_tools_own_schema(engine: Engine, notes: Path,
+                                                            indexed: Callable[..., dict]) -> None:
+    """Each argument is checked against the schema the agent reads (jsonschema), in the engine's wording; `paths`
+    given as one string was taken and searched nothing (0 hits, no error), and 5.0 is no integer."""
+    indexed()
+    for name, args, words in (
+            ("search", {"query": "store", "paths": "adr"}, "'paths' must be a list of strings, got 'adr'"),
+            ("search", {"query": "store", "limit": 5.0}, "'limit' must be an integer from 1 to 50, got 5.0"),
+            ("search", {"query": "store", "stages": ["lexcal"]}, "'stages' must be a list drawn from lexical, "
+                                                                 "semantic, rerank"),
+            ("search", {"query": "store", "workspace": []}, "'workspace' must be a string or a non-empty list of "
+                                                            "strings, got []"),
+            ("related", {"path": "adr/0002.md", "line": 0}, "'line' must be an integer, 1 or more, got 0"),
+            ("search", {"query": "store", "colour": "red"}, "unknown argument 'colour' for search; it takes query"),
+            ("read", {"workspace": "kb"}, "'path' is required: relative to the workspace root"),
+            ("documents", {"query": 3}, "'query' must be a string, got 3")):
+        answer = call(engine, "agent.tool", [name, args])
+        assert answer["is_error"] and answer["error"]["code"] == -32602, (args, answer["text"])
+        assert words in answer["text"], (words, answer["text"])
+    given = call(engine, "agent.tool", ["search", {"query": "store", "paths": ["adr"], "limit": None}])
+    assert not given["is_error"] and {hit["path"] for hit in given["result"]["hits"]} == {"adr/0002.md"}
 
 
 def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: Engine, kb: Path) -> None:

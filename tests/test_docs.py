@@ -155,6 +155,20 @@ def test_the_editors_stage_rules_are_the_engines() -> None:
         assert not hand_written.search(path.read_text(encoding="utf-8")), path
 
 
+def test_the_editors_agent_tools_are_the_mcp_tools() -> None:
+    """The CodeCompanion and avante tools were a hand copy of the MCP tools and drifted (no facets or paths, no
+    bounds): lua/autodoc/agent_tools.lua is generated from the MCP tools' definitions (regenerating changes
+    nothing), and the tools of both hosts are made from it, not written out."""
+    from autodoc_core.surface.agent_tool import lua_agent_tools
+
+    assert (PROJECT / "lua" / "autodoc" / "agent_tools.lua").read_text(encoding="utf-8") == lua_agent_tools()
+    agents = (PROJECT / "lua" / "autodoc" / "agents.lua").read_text(encoding="utf-8")
+    assert "require('autodoc.agent_tools')" in agents
+    for host in ("lua/codecompanion/_extensions/autodoc/tools.lua", "lua/autodoc/avante.lua"):
+        text = (PROJECT / host).read_text(encoding="utf-8")
+        assert "properties = {" not in text and "max_tokens = {" not in text, host
+
+
 NOQA = re.compile(r"#\s*noqa:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 
 

@@ -65,8 +65,18 @@ def test_the_search_tool_answers_from_the_editors_engine(tmp_path: Path, notes: 
         channels_before = nvim.exec_lua(CHANNELS)
         ask(nvim, "@{autodoc} " + QUESTION)
         wait_for(lambda: server.tool_messages(), timeout=60)
-        tools_offered = [t["function"]["name"] for t in server.requests[0]["tools"]]
-        assert sorted(tools_offered) == ["autodoc_related", "autodoc_search"]  # the group holds both
+        offered = {t["function"]["name"]: t["function"]["parameters"] for t in server.requests[0]["tools"]}
+        assert sorted(offered) == ["autodoc_documents", "autodoc_read", "autodoc_related", "autodoc_search",
+                                   "autodoc_workspaces"]  # the group holds every one
+        search = offered["autodoc_search"]  # the MCP tool's own schema, with the workspaces as an enum
+        name_or_names = search["properties"]["workspace"]["anyOf"]  # left out: every workspace (WIRE-49)
+        assert name_or_names[0]["enum"] == ["kb"] and name_or_names[1]["items"]["enum"] == ["kb"]
+        assert offered["autodoc_read"]["properties"]["workspace"]["enum"] == ["kb"]
+        assert search["additionalProperties"] is False
+        assert {"facets", "paths"} <= set(search["properties"]) and search["properties"]["limit"]["maximum"] == 50
+        assert offered["autodoc_workspaces"]["properties"] == {}  # an object, not a list
+        sent = "\n".join(str(m.get("content")) for m in server.requests[0]["messages"])
+        assert "its workspaces: kb" in sent  # the group's prompt names them
         output = server.tool_messages()[0]["content"]
         assert "adr/0002.md:3-5" in output  # the section's path and line span
         assert ADR_LINE in output  # and its text
@@ -173,13 +183,20 @@ def test_avante_tools_answer_through_the_same_engine(tmp_path: Path, notes: Path
         nvim.exec_lua("""
             local tools = require('autodoc.agents').avante_tools()
             _G.names = vim.tbl_map(function(t) return t.name end, tools)
+            _G.fields = {}
+            for _, f in ipairs(tools[1].param.fields) do _G.fields[f.name] = f end
             tools[1].func({ query = ... }, function() end,
               function(result, err) _G.avante = { result = result, err = err or false } end)""",
                       QUESTION)
         answer = wait_for(lambda: nvim.exec_lua("return _G.avante"))
-        assert nvim.exec_lua("return _G.names") == ["autodoc_search", "autodoc_related"]
+        assert nvim.exec_lua("return _G.names") == ["autodoc_search", "autodoc_related", "autodoc_read",
+                                                    "autodoc_documents", "autodoc_workspaces"]
         result = answer["result"]
         assert answer["err"] is False and "adr/0002.md:3-5" in result and ADR_LINE in result
+        fields = nvim.exec_lua("return _G.fields")  # the MCP search's arguments, flattened for avante
+        assert sorted(fields) == ["facets", "limit", "max_tokens", "paths", "query", "stages", "workspace"]
+        assert fields["workspace"]["description"].endswith("; one of kb") and fields["query"]["optional"] is False
+        assert fields["facets"]["type"] == "string" and "(as JSON)" in fields["facets"]["description"]
         # the newer calling convention, func(params, { on_complete = ... }), and a sync call without either
         nvim.exec_lua("""
             local tools = require('autodoc.agents').avante_tools()
@@ -189,6 +206,39 @@ def test_avante_tools_answer_through_the_same_engine(tmp_path: Path, notes: Path
         answer = wait_for(lambda: nvim.exec_lua("return _G.avante2"))
         assert answer["r"] is False and "related failed" in answer["e"]
         assert "notes/cooking.md:3-5" in nvim.exec_lua("return _G.sync[1]")
+
+
+def test_a_wrong_workspace_is_worded_for_the_tools_the_chat_has(tmp_path: Path, notes: Path) -> None:
+    """A wrong workspace name's error told the model to "call the workspaces tool", which CodeCompanion did not
+    offer: with autodoc_workspaces offered the fix names it; with only search and related it names the enum."""
+    wrong = {"query": "store", "workspace": "nope"}
+    replies = (tool_call("autodoc_search", wrong), text_reply("ok"), tool_call("autodoc_workspaces", {}, "call_2"),
+               text_reply("ok"))
+    with chat_server(*replies) as server, start(tmp_path, notes, server) as nvim:
+        wait_indexed(nvim)
+        ask(nvim, "@{autodoc} " + QUESTION)
+        wait_for(lambda: server.tool_messages(), timeout=60)
+        error = server.tool_messages()[0]["content"]
+        assert "search failed" in error and "Call the autodoc_workspaces tool for the names" in error
+        wait_for(lambda: len(server.requests) >= 2, timeout=60)
+        nvim.exec_lua("""
+            local chat = require('codecompanion').last_chat()
+            vim.wait(30000, function() return chat.current_request == nil end)
+            chat:add_buf_message({ role = 'user', content = '@{autodoc} which ones are there?' })
+            chat:submit()""")
+        wait_for(lambda: len(server.tool_messages()) >= 2, timeout=60)
+        assert "- kb: " in server.tool_messages()[1]["content"]  # autodoc_workspaces answered
+    replies = (tool_call("autodoc_search", wrong), text_reply("ok"))
+    with chat_server(*replies) as server, start(tmp_path, notes, server,
+                                                extension_opts="{ tools = { 'search', 'related' } }") as nvim:
+        wait_indexed(nvim)
+        ask(nvim, "@{autodoc} " + QUESTION)
+        wait_for(lambda: server.tool_messages(), timeout=60)
+        assert sorted(t["function"]["name"] for t in server.requests[0]["tools"]) == ["autodoc_related",
+                                                                                   "autodoc_search"]
+        error = server.tool_messages()[0]["content"]
+        assert "search failed" in error and "workspaces tool" not in error
+        assert "Use a name from the workspace argument's list of values" in error
 
 
 def test_the_engine_starting_and_no_workspace_are_tool_errors(tmp_path: Path, notes: Path) -> None:

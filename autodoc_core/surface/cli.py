@@ -1,11 +1,16 @@
-"""``autodoc``: call one method, serve JSON-RPC on stdio, or serve MCP on stdio.
+"""``autodoc``: what a person types (search, related, status), one method for scripts, or a server.
 
+    autodoc [--db PATH] search [WORKSPACE] QUERY [--limit N] [--json]
+    autodoc [--db PATH] related PATH[:LINE] [--workspace NAME] [--limit N] [--json]
+    autodoc [--db PATH] status [WORKSPACE] [--json]
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
     autodoc [--db PATH] mcp [--allow-index] [--scan-seconds N]
     autodoc [--db PATH] mcp --http HOST:PORT [--token-file FILE] [--allow-origin ORIGIN] [limits]
 
-The engine is imported where it is used, so `autodoc mcp` answers the tool list before numpy loads.
+Each subcommand is an argparse subparser with its own options, so an option given where it means nothing
+(``--allow-index`` to ``--call``) is refused, not ignored. The engine is imported where it is used, so
+`autodoc mcp` answers the tool list before numpy loads.
 """
 
 from __future__ import annotations
@@ -25,31 +30,96 @@ from autodoc_core.surface.wire import to_json
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
 
+USAGE = """autodoc [--db PATH] search [WORKSPACE] QUERY   (also: related, status; see below)
+       autodoc [--db PATH] --call METHOD ['JSON PARAMS']
+       autodoc [--db PATH] serve --stdio | mcp [--http HOST:PORT] ..."""
+
 
 class _Parser(argparse.ArgumentParser):
     def format_help(self) -> str:
         from autodoc_core.surface.rpc import METHODS
 
-        self.epilog = "methods: " + ", ".join(METHODS)
+        if self.prog == "autodoc":
+            self.epilog = "methods for --call: " + ", ".join(METHODS)
         return super().format_help()
 
 
+def _database_option(parser: argparse.ArgumentParser) -> None:
+    """``--db`` before or after the subcommand; SUPPRESS keeps a subcommand's absent --db from hiding the
+    top level's."""
+    parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
+                        help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
+                             "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="autodoc", description="Hybrid search over Markdown knowledge bases.")
-    parser.add_argument("--db", help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
-                        "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
-    parser.add_argument("--call", metavar="METHOD", help="call one method and print its JSON result")
-    parser.add_argument("--stdio", action="store_true", help="with 'serve': JSON-RPC 2.0 on stdin/stdout")
-    parser.add_argument("--allow-index", action="store_true", help="with 'mcp': also offer the index tool")
-    parser.add_argument("--scan-seconds", type=float, default=DEFAULT_SCAN_SECONDS, metavar="N",
-                        help="with 'mcp': re-index changed files every N seconds (at least 1), and when a search "
-                             "meets one (default 30; 0: never)")
-    _http_arguments(parser.add_argument_group("mcp --http (one server for many agents; see doc/mcp-http.md)"))
+    parser = _Parser(prog="autodoc", usage=USAGE, description="Hybrid search over Markdown knowledge bases.")
+    _database_option(parser)
+    # Only for the help: a command line with --call is read by _call_parser.
+    parser.add_argument("--call", metavar="METHOD", help="call one METHOD with its PARAMS (a JSON array or "
+                        "object, default []) and print its JSON result; for scripts")
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
-    parser.add_argument("words", nargs="*", metavar="PARAMS | serve | mcp",
-                        help="with --call: the params as a JSON array or object; or 'serve --stdio'; or 'mcp' "
-                             "(Model Context Protocol on stdin/stdout)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, prog="autodoc")
+    _search_arguments(commands.add_parser(
+        "search", usage="autodoc search [WORKSPACE] QUERY... [-w NAME] [-n N] [--json] [--db PATH]",
+        help="search and print one hit a line: path:line, breadcrumb, relevance"))
+    _related_arguments(commands.add_parser("related", help="sections of other documents related to a file, "
+                                           "or to the section at one of its lines"))
+    _status_arguments(commands.add_parser("status", help="each workspace: its folder, counts, semantic state"))
+    serve = commands.add_parser("serve", help="JSON-RPC 2.0 on stdin/stdout, one message a line")
+    _database_option(serve)
+    serve.add_argument("--stdio", action="store_true", required=True, help="on stdin/stdout (the only transport)")
+    _mcp_arguments(commands.add_parser("mcp", help="Model Context Protocol on stdio, or --http for many agents"))
     return parser
+
+
+def _call_parser() -> argparse.ArgumentParser:
+    """``--call`` alone: whatever else is given is refused by name (``unrecognized arguments: --allow-index``)."""
+    parser = _Parser(prog="autodoc", usage="autodoc [--db PATH] --call METHOD ['JSON PARAMS']")
+    _database_option(parser)
+    parser.add_argument("--call", required=True, metavar="METHOD")
+    parser.add_argument("params", nargs="?", metavar="PARAMS")
+    return parser
+
+
+def _search_arguments(search: argparse.ArgumentParser) -> None:
+    _database_option(search)
+    search.add_argument("words", nargs="+", metavar="WORDS",
+                        help="the query (quoted or not); a first word that names a workspace searches that one "
+                             "alone, else every workspace is searched")
+    search.add_argument("-w", "--workspace", action="append", metavar="NAME",
+                        help="search this workspace (repeatable); then every word is the query")
+    _answer_options(search)
+
+
+def _related_arguments(related: argparse.ArgumentParser) -> None:
+    _database_option(related)
+    related.add_argument("target", metavar="PATH[:LINE]", help="a file (absolute, from here, or as a hit names "
+                         "it) and optionally a line of the section")
+    related.add_argument("-w", "--workspace", metavar="NAME", help="the workspace that holds PATH (default: the "
+                         "one whose folder holds it)")
+    _answer_options(related)
+
+
+def _status_arguments(status: argparse.ArgumentParser) -> None:
+    _database_option(status)
+    status.add_argument("workspaces", nargs="*", metavar="WORKSPACE", help="these only (default: every one)")
+    status.add_argument("--json", action="store_true", help="print workspace.status answers as JSON")
+
+
+def _answer_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-n", "--limit", type=int, default=10, metavar="N", help="at most N hits (default 10)")
+    parser.add_argument("--json", action="store_true", help="print the wire answer (JSON), as --call does")
+
+
+def _mcp_arguments(mcp: argparse.ArgumentParser) -> None:
+    """The ``mcp`` subcommand's options (transport, tools, background scans, HTTP limits)."""
+    _database_option(mcp)
+    mcp.add_argument("--allow-index", action="store_true", help="also offer the index tool")
+    mcp.add_argument("--scan-seconds", type=float, default=DEFAULT_SCAN_SECONDS, metavar="N",
+                     help="re-index changed files every N seconds (at least 1), and when a search meets one "
+                          "(default 30; 0: never)")
+    _http_arguments(mcp.add_argument_group("--http (one server for many agents; see doc/mcp-http.md)"))
 
 
 def _http_arguments(group: argparse._ArgumentGroup) -> None:
@@ -57,12 +127,17 @@ def _http_arguments(group: argparse._ArgumentGroup) -> None:
 
     group.add_argument("--http", metavar="HOST:PORT", help="serve MCP over Streamable HTTP at http://HOST:PORT/mcp "
                        "instead of stdio (port 0: any free port)")
-    group.add_argument("--token-file", metavar="FILE", help="the bearer token every request must carry (default: "
-                       "$AUTODOC_MCP_TOKEN); without one the server listens on loopback only")
+    group.add_argument("--token-file", metavar="FILE", help="the bearer tokens a request may carry, 'NAME TOKEN' a "
+                       "line (or one bare token), read again when it changes (default: $AUTODOC_MCP_TOKEN); "
+                       "without one the server listens on loopback only")
     group.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
                        help="a browser origin allowed besides this server's own (repeatable)")
     group.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                        help="a name clients reach the server by, besides its address and hostname (repeatable)")
+    group.add_argument("--access-log", metavar="FILE", help="one line a request (time, client, token name, tool, "
+                       "status, ms) to FILE, or '-' for stderr")
+    group.add_argument("--access-log-queries", action="store_true", help="with --access-log: add each search's "
+                       "query text")
     group.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, metavar="N",
                        help="larger requests are answered 413 (default 1 MiB)")
     group.add_argument("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT, metavar="N",
@@ -93,49 +168,60 @@ def _silence_stdout() -> None:
 
 
 def _run(argv: list[str] | None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if any(word == "--call" or word.startswith("--call=") for word in argv):
+        called = _call_parser().parse_args(argv)
+        return _call_once(getattr(called, "db", None), called.call, called.params)
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.http and (args.words != ["mcp"] or args.call):
-        parser.error("--http goes with 'mcp' (autodoc mcp --http HOST:PORT)")
-    if args.words == ["mcp"] and not args.call and args.http:
-        return _serve_http(parser, args)
-    if args.words == ["mcp"] and not args.call:
-        from autodoc_core.surface.mcp import serve
-
-        return serve(args.db, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
-    if args.words == ["serve"] and not args.call:
-        if not args.stdio:
-            parser.error("serve needs --stdio (the only transport)")
-        from autodoc_core.surface.rpc import serve_stdio
-
-        engine = _engine(args.db)
-        if engine is None:
-            return 1
-        try:
-            serve_stdio(engine, sys.stdin.buffer, sys.stdout.buffer)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            engine.close()
-        return 0
-    if not args.call or len(args.words) > 1:
+    db = getattr(args, "db", None)
+    if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    return _call_once(args.db, args.call, args.words[0] if args.words else None)
+    if args.command == "mcp":
+        return _serve_mcp(parser, db, args)
+    if args.command == "serve":
+        return _serve_stdio(db)
+    from autodoc_core.surface import cli_commands
+
+    return cli_commands.run(args.command, db, args)
 
 
-def _serve_http(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _serve_mcp(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:
+    if args.http:
+        return _serve_http(parser, db, args)
+    from autodoc_core.surface.mcp import serve
+
+    return serve(db, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
+
+
+def _serve_stdio(db: str | None) -> int:
+    from autodoc_core.surface.rpc import serve_stdio
+
+    engine = _engine(db)
+    if engine is None:
+        return 1
+    try:
+        serve_stdio(engine, sys.stdin.buffer, sys.stdout.buffer)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.close()
+    return 0
+
+
+def _serve_http(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:
     from autodoc_core.surface.http_options import HttpOptions, SetupError, parse_address, read_token, refuse_open_port
     from autodoc_core.surface.mcp_http import serve_http
 
     if args.max_body_bytes < 1 or args.max_in_flight < 1 or not args.request_seconds > 0:
         parser.error("--max-body-bytes, --max-in-flight and --request-seconds must be positive")
     try:
-        address, token = parse_address(args.http), read_token(args.token_file)
-        refuse_open_port(address, token)  # before anything binds
-        options = HttpOptions(address, token, args.allow_origin, args.allow_host, args.max_body_bytes,
-                              args.max_in_flight, args.request_seconds)
-        return serve_http(args.db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
+        address, tokens = parse_address(args.http), read_token(args.token_file)
+        refuse_open_port(address, tokens)  # before anything binds
+        options = HttpOptions(address, tokens, args.allow_origin, args.allow_host, args.max_body_bytes,
+                              args.max_in_flight, args.request_seconds, args.access_log, args.access_log_queries)
+        return serve_http(db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
     except SetupError as exc:
         print(f"autodoc mcp: {exc}", file=sys.stderr)
         return 2

@@ -6,11 +6,11 @@ writer lease at start and keeps it while no other process asks for it, and its s
 fresh as the editor's does (``--scan-seconds``). When another process holds the lease, it serves searches
 and reads all the same, and ``/health`` says who writes.
 
-Routes: ``/mcp`` (the token, then the bound on requests in flight, then the SDK's session manager with its
-body limit and its Host and Origin checks), ``/health`` (no token; nothing private: no paths, no
-processes), ``/metrics`` (the token; Prometheus text). The transport runs stateless with JSON answers: every
-tool here is one request and one answer, a restarted server needs no client to start over, and no session
-state grows with the number of agents.
+Every route: Host and Origin checked, the access log (``http_guard.guards``). Routes: ``/mcp`` (the token,
+then the bound on requests in flight, then the SDK's session manager with its body limit), ``/health`` (no
+token; nothing private: no paths, no processes), ``/metrics`` (the token; Prometheus text). The transport
+runs stateless with JSON answers: every tool here is one request and one answer, a restarted server needs no
+client to start over, and no session state grows with the number of agents.
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 from starlette.types import ASGIApp
 
 from autodoc_core import __version__
-from autodoc_core.surface.http_guard import InFlightLimit, StaticToken, StatusCounter, transport_security
+from autodoc_core.surface.http_guard import InFlightLimit, guards, transport_security
 from autodoc_core.surface.http_options import Address, HttpOptions, SetupError
 from autodoc_core.surface.mcp import CallPolicy, EngineHandle, Tools, build_server
 from autodoc_core.surface.mcp_answer import workspace_summary
@@ -117,16 +115,14 @@ def build_app(tools: Tools, options: HttpOptions, metrics: Metrics, ready: threa
     pages = StatusPages(tools.engines, metrics, ready)
 
     def guarded(app: ASGIApp) -> ASGIApp:
-        return RequireAuthMiddleware(app, required_scopes=[]) if options.token else app
+        return RequireAuthMiddleware(app, required_scopes=[]) if options.tokens else app
 
     mcp_app = InFlightLimit(StreamableHTTPASGIApp(manager), options.max_in_flight, metrics)
     routes = [Route("/mcp", endpoint=guarded(mcp_app)),
               Route("/health", endpoint=pages.health, methods=["GET"]),
-              Route("/metrics", endpoint=guarded(request_response(pages.prometheus)) if options.token
+              Route("/metrics", endpoint=guarded(request_response(pages.prometheus)) if options.tokens
                     else pages.prometheus, methods=["GET"])]
-    middleware = [Middleware(StatusCounter, metrics=metrics)]
-    if options.token:
-        middleware.append(Middleware(AuthenticationMiddleware, backend=BearerAuthBackend(StaticToken(options.token))))
+    middleware = guards(options, metrics)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -181,7 +177,7 @@ def serve_http(db: str | None, options: HttpOptions, allow_index: bool = False, 
     engines = EngineHandle(db, scan_seconds)
 
     def on_listening() -> None:
-        token = "a bearer token required" if options.token else "no token: loopback only"
+        token = "a bearer token required" if options.tokens else "no token: loopback only"
         print(f"autodoc mcp: listening on {url} ({token})", file=sys.stderr, flush=True)
 
     ready = threading.Event()

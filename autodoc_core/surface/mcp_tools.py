@@ -1,5 +1,5 @@
 """The MCP tools as an agent sees them: names, descriptions that teach their use, input and output
-schemas, annotations, and the fix each engine error code suggests."""
+schemas, annotations (the fix each engine error code suggests is in tool_errors)."""
 
 from __future__ import annotations
 
@@ -7,44 +7,12 @@ from typing import Any
 
 from mcp import types
 
-from autodoc_core.errors import (
-    BUSY,
-    EMBED_FAILED,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    IO_ERROR,
-    NOT_FOUND,
-    OUTSIDE_ROOT,
-    SCHEMA_TOO_NEW,
-    SWITCHING,
-    UNKNOWN_WORKSPACE,
-    UNSUPPORTED,
-)
-
 DEFAULT_LIMIT, MAX_LIMIT = 5, 50
 DEFAULT_SEARCH_TOKENS = 2000
 DEFAULT_READ_TOKENS = 8000
 MIN_READ_TOKENS = 1
 MAX_TOKENS = 200_000
 DEFAULT_DOCUMENTS, MAX_DOCUMENTS = 20, 200
-
-FIXES = {
-    UNKNOWN_WORKSPACE: "Call the workspaces tool for the names; a new folder is added once from a shell: "
-                       "autodoc --call workspace.add '[\"NAME\", \"/path/to/folder\"]'.",
-    OUTSIDE_ROOT: "Give the path relative to the workspace root, as search and documents return it "
-                  "(or absolute inside the root; no ..).",
-    NOT_FOUND: "Call documents to find the file's path.",
-    INVALID_PARAMS: "Correct that argument and call again; the tool's input schema lists every argument.",
-    UNSUPPORTED: "Leave stages out (or include \"lexical\") to search by words until an embedding model is "
-                 "configured and has embedded the documents; the workspaces tool shows the progress.",
-    SWITCHING: "Leave stages out (or include \"lexical\") to search by words meanwhile; the workspaces tool "
-               "shows the embedding's progress.",
-    EMBED_FAILED: "Include \"lexical\" in stages; the workspaces tool shows the embedder's last error.",
-    BUSY: "Another process is writing the index; call again in a few seconds.",
-    SCHEMA_TOO_NEW: "Upgrade autodoc, or start the server with --db pointing at another file.",
-    IO_ERROR: "Check the --db path and its folder's permissions; the next call opens the database again.",
-    INTERNAL_ERROR: "This is a bug in AutoDoc; the server's stderr has the traceback.",
-}
 
 
 # -- tool definitions: what an agent reads ----------------------------------------------------
@@ -66,6 +34,9 @@ def _integer(description: str, low: int, high: int, default: int | None = None) 
 
 WORKSPACE_ARG = {"type": "string", "description": "Workspace name (see the workspaces tool); optional when "
                                                   "there is only one."}
+SCOPE_ARG = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+             "description": "Leave it out to search every workspace; a workspace name, or a list of names, "
+                            "narrows the search to those (see the workspaces tool)."}
 STATE = {"type": "string", "enum": ["ready", "partial", "switching", "off"],
          "description": "ready: every section has a vector; partial: embedding is still filling (semantic "
                         "covers only part); switching: a new model is filling and searches answer by words; "
@@ -82,6 +53,8 @@ Stages: lexical = words (BM25), semantic = meaning (embeddings; finds paraphrase
 cross-encoder re-sorts the top hits. Leave stages out to run every stage available; the answer says \
 which ran, which were skipped and why, and `semantic` (partial/switching/off means words-only or \
 partly words-only results).
+Without workspace it searches every workspace of the database at once (one list, each hit naming its \
+workspace: pass that to read); workspace narrows it to one name or a list of names.
 Section texts share max_tokens (cut at line ends); a hit with text_complete false can be read in full \
 with the read tool."""
 
@@ -92,12 +65,14 @@ links either way (via: semantic, lexical, link), with their text as search gives
 or next to a Markdown file of the workspace (editing a design note, or code that an ADR governs) to pull in \
 the decisions, references and notes around it without guessing a query; use search when you know what to \
 look for. path is relative to the workspace root (or absolute inside it); line (1-based) picks the section, \
-none means the document as a whole."""
+none means the document as a whole. Without workspace the related sections come from every workspace (each hit \
+names its own) and the file's workspace is the one holding path; a name (or a list, the file's first) narrows \
+it."""
 
 READ_DESCRIPTION = """\
 Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
-line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
-documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
+line_start..line_end or the lines around it, with the hit's workspace. Paths are relative to the workspace \
+root, as search and documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
 max_tokens; the answer's next_line says where to continue (past a single line too long for \
 max_tokens, whose start is given with line_cut true)."""
 
@@ -116,6 +91,7 @@ of added, changed, renamed and deleted files. Embedding the new sections continu
 
 HIT = _object({
     "rank": {"type": "integer"},
+    "workspace": {"type": "string", "description": "the hit's workspace: pass it to read"},
     "path": {"type": "string", "description": "relative to the workspace root"},
     "title": {"type": "string"},
     "breadcrumb": {"type": "string", "description": "the headings down to this section"},
@@ -137,7 +113,9 @@ HIT = _object({
 }, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
 
 SEARCH_OUTPUT = _object({
-    "workspace": {"type": "string"},
+    "workspace": {"type": "string", "description": "the workspace searched, \"*\" for every one, or the names "
+                                                   "asked for joined with commas"},
+    "workspaces": {**STRINGS, "description": "the workspaces searched"},
     "query": {"type": "string"},
     "hits": {"type": "array", "items": HIT},
     "stages": _object({"requested": STRINGS, "performed": STRINGS,
@@ -220,7 +198,7 @@ TOOLS = [
         name="search", title="Search the knowledge base", description=SEARCH_DESCRIPTION,
         input_schema=_object({
             "query": {"type": "string", "description": "words, \"phrases\", prefix*, field:value facets"},
-            "workspace": WORKSPACE_ARG,
+            "workspace": SCOPE_ARG,
             "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
             "stages": {"type": "array", "items": {"type": "string", "enum": ["lexical", "semantic", "rerank"]},
                        "description": "which stages to run (default: all available); include lexical or "
@@ -236,7 +214,7 @@ TOOLS = [
         name="related", title="Related sections", description=RELATED_DESCRIPTION,
         input_schema=_object({
             "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
-            "workspace": WORKSPACE_ARG,
+            "workspace": SCOPE_ARG,
             "line": {"type": "integer", "minimum": 1, "description": "a line of the section to relate (default: "
                                                                       "the document as a whole)"},
             "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
@@ -282,7 +260,8 @@ INSTRUCTIONS = (
     "AutoDoc searches the user's Markdown knowledge bases (design notes, ADRs, references). Start with "
     "search: its hits carry the matching sections' text with path and line span; cite path:line_start-line_end. "
     "Working on a file of the knowledge base (or on code next to one), call related with its path (and a line) "
-    "for what else the knowledge base says about it. Use read for more context around a hit, documents to find "
+    "for what else the knowledge base says about it. Both search every workspace unless told one; each hit names "
+    "its workspace, which read takes. Use read for more context around a hit, documents to find "
     "a file by title, workspaces for what is indexed."
 )
 

@@ -6,9 +6,13 @@
 --- Every failure is an answer the model reads (`is_error` and a text saying what to do), never a Lua error.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
+local schemas = require('autodoc.agent_tools') -- generated from the MCP tools' definitions
 local state = require('autodoc.state')
 
 local M = {}
+
+--- The tools an agent gets unless told otherwise (`tools = { ... }` in the extension's options): every one.
+M.TOOLS = vim.tbl_map(function(spec) return spec.tool end, schemas)
 
 ---@class autodoc.AgentAnswer
 ---@field is_error boolean
@@ -39,11 +43,111 @@ function M.default_workspace()
   end
 end
 
---- Run the MCP tool `tool` ('search', 'related', 'read', ...) with `args` on the editor's engine.
+--- The workspace names an agent may give, as the engine knows them (else as configured), sorted.
+---@return string[]
+function M.workspace_names()
+  local names = vim.tbl_keys(autodoc.workspaces)
+  if #names == 0 then
+    names = vim.tbl_map(function(ws) return ws.name end, autodoc.config.workspaces or {})
+  end
+  table.sort(names)
+  return names
+end
+
+--- Give every string a `workspace` argument may be (a name, or each name of a list) the `names` as its enum.
+---@param schema table
+---@param names string[]
+local function name_workspaces(schema, names)
+  if schema.type == 'string' then
+    schema.enum = names
+  elseif schema.type == 'array' and schema.items then
+    name_workspaces(schema.items, names)
+  end
+  for _, alternative in ipairs(schema.anyOf or schema.oneOf or {}) do
+    name_workspaces(alternative, names)
+  end
+end
+
+--- The agent tools named in `wanted` (default M.TOOLS) as the MCP tools define them, each with the workspace
+--- names of this moment as the `workspace` argument's enum: { name, tool, title, description, parameters }.
+---@param wanted string[]|nil engine tool names
+---@return table[]
+function M.tools(wanted)
+  wanted = wanted or M.TOOLS
+  local names = M.workspace_names()
+  local specs = {}
+  for _, spec in ipairs(schemas) do
+    if vim.tbl_contains(wanted, spec.tool) then
+      spec = vim.deepcopy(spec)
+      local workspace = spec.parameters.properties.workspace
+      if workspace and #names > 0 then
+        name_workspaces(workspace, names)
+      end
+      table.insert(specs, spec)
+    end
+  end
+  return specs
+end
+
+--- { engine tool name = the agent's name for it } for the tools in `wanted`: what a tool error may point to.
+---@param wanted string[]|nil
+---@return table<string, string>
+function M.offered(wanted)
+  local offered = {}
+  for _, spec in ipairs(schemas) do
+    if vim.tbl_contains(wanted or M.TOOLS, spec.tool) then
+      offered[spec.tool] = spec.name
+    end
+  end
+  return offered
+end
+
+--- A tool about one workspace (read, documents), not a scope that is every workspace when left out.
+---@param tool string
+---@return boolean
+local function takes_one_workspace(tool)
+  local spec = vim.iter(schemas):find(function(one) return one.tool == tool end)
+  local workspace = spec and spec.parameters.properties.workspace
+  return workspace ~= nil and workspace.type == 'string'
+end
+
+--- A model's arguments as the engine takes them: JSON nulls (its "not given") left out; for hosts whose
+--- parameters are strings (avante), an array given as "a, b" split (a name or a list: split when it holds a
+--- comma) and an object given as JSON decoded.
+---@param spec table one of M.tools()
+---@param args table|nil
+---@param max_tokens integer|nil the text budget for hits when the model gives none
+---@return table
+function M.arguments(spec, args, max_tokens)
+  local properties = spec.parameters.properties
+  local out = {}
+  for key, value in pairs(args or {}) do
+    local kind = properties[key] and (properties[key].type or properties[key].anyOf and 'one or several')
+    if value == vim.NIL then
+      value = nil
+    elseif kind == 'one or several' and type(value) == 'string' and value:find(',') then
+      value = vim.split(value, '[,%s]+', { trimempty = true })
+    elseif kind == 'array' and type(value) == 'string' then
+      value = vim.split(value, '[,%s]+', { trimempty = true })
+    elseif kind == 'object' and type(value) == 'string' then
+      local ok, decoded = pcall(vim.json.decode, value)
+      value = ok and decoded or value -- not JSON: the engine says what it wants
+    end
+    out[key] = value
+  end
+  if (spec.tool == 'search' or spec.tool == 'related') and out.max_tokens == nil then
+    out.max_tokens = max_tokens
+  end
+  return out
+end
+
+--- Run the MCP tool `tool` ('search', 'related', 'read', ...) with `args` on the editor's engine. `offered`
+--- (M.offered) words a failure's fix for the tools the agent has.
 ---@param tool string
 ---@param args table
 ---@param callback fun(answer: autodoc.AgentAnswer)
-function M.call(tool, args, callback)
+---@param offered table<string, string>|nil
+function M.call(tool, args, callback, offered)
   if state.phase ~= 'ready' then
     local why = state.phase == 'failed' and state.error
       or "AutoDoc's engine is still starting (opening its index); call again in a few seconds"
@@ -54,10 +158,11 @@ function M.call(tool, args, callback)
     return
   end
   args = vim.deepcopy(args or {})
-  if args.workspace == nil or args.workspace == vim.NIL or args.workspace == '' then
+  if takes_one_workspace(tool) and (args.workspace == nil or args.workspace == vim.NIL or args.workspace == '') then
     args.workspace = M.default_workspace()
   end
-  rpc.request('agent.tool', { tool, args }, function(err, answer)
+  args = next(args) and args or vim.empty_dict() -- no arguments is an object, not a list
+  rpc.request('agent.tool', { tool, args, { tools = offered or M.offered() } }, function(err, answer)
     if err then
       callback(failed(string.format('%s failed: %s', tool, rpc.describe(err))))
     else
@@ -71,10 +176,11 @@ end
 ---@param tool string
 ---@param args table
 ---@param timeout_ms integer|nil
+---@param offered table<string, string>|nil
 ---@return autodoc.AgentAnswer
-function M.call_sync(tool, args, timeout_ms)
+function M.call_sync(tool, args, timeout_ms, offered)
   local answer
-  M.call(tool, args, function(a) answer = a end)
+  M.call(tool, args, function(a) answer = a end, offered)
   vim.wait(timeout_ms or 15000, function() return answer ~= nil end, 10)
   return answer or failed(string.format('%s failed: no answer from the engine within %d ms', tool, timeout_ms or 15000))
 end
@@ -135,21 +241,16 @@ function M.choose_hits(on_choose, opts)
     local name = session and session.workspace or workspace
     on_choose(hits, session and session.root or autodoc.workspaces[name] or '')
   end
-  if autodoc.pick then -- the pickers' one entry point, every view with multi-select (when present)
-    autodoc.pick({ view = (opts.provider == nil or opts.provider == 'autodoc') and 'builtin' or opts.provider,
-      query = opts.query, workspace = workspace, on_choose = chosen })
-  elseif opts.provider and opts.provider ~= 'autodoc' then
-    require('autodoc.sources.' .. opts.provider).search({ on_choose = chosen, query = opts.query })
-  else
-    require('autodoc.picker').open({ query = opts.query, workspace = workspace, on_choose = chosen })
-  end
+  -- the pickers' one entry point: every view, each with multi-select
+  autodoc.pick({ view = (opts.provider == nil or opts.provider == 'autodoc') and 'builtin' or opts.provider,
+    query = opts.query, workspace = workspace, on_choose = chosen })
 end
 
---- The tools autodoc_search and autodoc_related as avante.nvim `custom_tools` entries.
----@param opts { max_tokens: integer|nil }|nil
+--- The agent tools as avante.nvim `custom_tools` entries (autodoc.avante).
+---@param opts { max_tokens: integer|nil, tools: string[]|nil }|nil
 ---@return table[]
 function M.avante_tools(opts)
-  return require('codecompanion._extensions.autodoc.tools').avante(opts) -- AutoDoc's file; needs no CodeCompanion
+  return require('autodoc.avante').tools(opts)
 end
 
 return M

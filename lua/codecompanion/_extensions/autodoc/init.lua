@@ -1,4 +1,5 @@
---- AutoDoc as a CodeCompanion extension: the tools autodoc_search and autodoc_related (the group @{autodoc}),
+--- AutoDoc as a CodeCompanion extension: the tools autodoc_search, autodoc_related, autodoc_read,
+--- autodoc_documents and autodoc_workspaces (the group @{autodoc}; `tools = { 'search', ... }` offers fewer),
 --- the slash command /autodoc and the editor context #{autodoc}, all answered by the editor's own engine.
 ---
 ---   require('codecompanion').setup({ extensions = { autodoc = { opts = { require_approval = false } } } })
@@ -12,7 +13,8 @@ local Extension = {}
 Extension.defaults = {
   require_approval = false, -- the tools only read; true asks before each call
   provider = nil, -- the picker /autodoc opens: nil or 'autodoc' (built in), or 'telescope'
-  max_tokens = nil, -- the tools' default text budget (the MCP default when nil)
+  max_tokens = nil, -- the search and related tools' default text budget (the MCP default when nil)
+  tools = nil, -- the engine tools to offer, e.g. { 'search', 'related' } (default: every one)
 }
 
 ---@param chat table CodeCompanion.Chat
@@ -54,6 +56,14 @@ local function editor_context()
   }
 end
 
+--- What the group tells the model: the tools, the workspaces (when known) and how to cite.
+---@return string
+local function group_prompt()
+  local names = agents.workspace_names()
+  local where = #names > 0 and string.format(' (its workspaces: %s)', table.concat(names, ', ')) or ''
+  return 'I am giving you ${tools} to answer from my knowledge base' .. where .. '; cite path:line_start-line_end'
+end
+
 ---@param opts table|nil the `opts` of `extensions.autodoc` in CodeCompanion's setup
 function Extension.setup(opts)
   opts = vim.tbl_extend('force', Extension.defaults, opts or {})
@@ -65,10 +75,16 @@ function Extension.setup(opts)
   chat.tools.groups = chat.tools.groups or {}
   chat.tools.groups.autodoc = {
     description = "AutoDoc: search the user's Markdown knowledge base and find what it says about a file",
-    prompt = 'I am giving you ${tools} to answer from my knowledge base; cite path:line_start-line_end',
-    tools = { 'autodoc_search', 'autodoc_related' },
+    prompt = group_prompt(),
+    tools = tools.names(opts),
     opts = { collapse_tools = true },
   }
+  -- The workspaces may be known only once the engine has started: a new chat names those of its start.
+  vim.api.nvim_create_autocmd('User', {
+    pattern = 'CodeCompanionChatCreated',
+    group = vim.api.nvim_create_augroup('autodoc.codecompanion', { clear = true }),
+    callback = function() chat.tools.groups.autodoc.prompt = group_prompt() end,
+  })
   chat.slash_commands.autodoc = slash_command(opts)
   config.interactions.shared.editor_context.autodoc = editor_context()
 end

@@ -1,0 +1,163 @@
+"""``autodoc search``, ``related`` and ``status``: the engine's answers as lines a person reads in a shell.
+
+Hits go to stdout, one a line (``path:line  breadcrumb  relevance``, the workspace first when several were
+searched), so they pipe into grep, head or an editor's quickfix; what is said about the search (no hits, a
+semantic stage that was skipped) goes to stderr. ``--json`` prints the wire answer instead, as ``--call`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from autodoc_core.errors import AutodocError, from_sqlite
+from autodoc_core.surface.wire import to_json
+
+if TYPE_CHECKING:
+    from autodoc_core.service.engine import Engine
+
+EVERY_WORKSPACE = "*"
+PATH_COLUMN_MOST = 60  # a longer path:line pushes its own row's breadcrumb right, not every row's
+
+
+def run(command: str, db: str | None, args: argparse.Namespace) -> int:
+    """Run ``command`` on the engine at ``db``; an error is one sentence on stderr and status 1."""
+    from autodoc_core.service.engine import Engine
+
+    try:
+        engine = Engine(db)
+    except AutodocError as exc:
+        return _failed(command, exc)
+    try:
+        return COMMANDS[command](engine, args)
+    except Exception as exc:
+        known = exc if isinstance(exc, AutodocError) else from_sqlite(exc)
+        if known is None:
+            raise
+        return _failed(command, known)
+    finally:
+        engine.close()
+
+
+def _failed(command: str, exc: AutodocError) -> int:
+    fix = exc.data.get("fix")
+    print(f"autodoc {command}: {exc.reason}" + (f" ({fix})" if fix else ""), file=sys.stderr)
+    return 1
+
+
+# -- search -------------------------------------------------------------------------------------------------
+
+def search(engine: Engine, args: argparse.Namespace) -> int:
+    scope, query = search_scope(args.words, args.workspace, _workspace_names(engine))
+    answer = engine.search_query(scope, query, {"limit": args.limit}).to_wire()
+    return _print_answer(answer, args.json, f"for {query!r}", scope)
+
+
+def search_scope(words: list[str], asked: list[str] | None, known: list[str]) -> tuple[Any, str]:
+    """(scope, query): ``-w`` names the workspaces; else a first word that names one (with more words after it)
+    is the workspace; else every workspace is searched."""
+    if asked:
+        return (asked[0] if len(asked) == 1 else asked), " ".join(words)
+    if len(words) > 1 and words[0] in known:
+        return words[0], " ".join(words[1:])
+    return EVERY_WORKSPACE, " ".join(words)
+
+
+def _workspace_names(engine: Engine) -> list[str]:
+    return [ws["name"] for ws in engine.workspace_list()]
+
+
+# -- related ------------------------------------------------------------------------------------------------
+
+LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
+
+
+def related(engine: Engine, args: argparse.Namespace) -> int:
+    path, line = split_target(args.target)
+    if os.path.exists(path):  # a file named from here; else a path as a hit names it, inside its workspace
+        path = os.path.abspath(path)
+    opts: dict[str, Any] = {"limit": args.limit, **({"line": line} if line is not None else {})}
+    scope = args.workspace or EVERY_WORKSPACE
+    answer = engine.search_related(scope, path, opts).to_wire()
+    return _print_answer(answer, args.json, f"related to {args.target}", scope)
+
+
+def split_target(target: str) -> tuple[str, int | None]:
+    """``PATH:LINE`` into its path and line; a path alone (or one whose own name ends in ``:x``) as it is."""
+    if (match := LINE_SUFFIX.match(target)) and not os.path.exists(target):
+        return match["path"], int(match["line"])
+    return target, None
+
+
+# -- status -------------------------------------------------------------------------------------------------
+
+def status(engine: Engine, args: argparse.Namespace) -> int:
+    from autodoc_core.surface.mcp_answer import workspace_summary
+    from autodoc_core.surface.mcp_text import render_workspaces
+
+    names = args.workspaces or _workspace_names(engine)
+    statuses = [engine.workspace_status(name) for name in names]
+    if args.json:
+        print(to_json(statuses, indent=2))
+    else:
+        print(render_workspaces({"workspaces": [workspace_summary(one) for one in statuses]}))
+    return 0
+
+
+COMMANDS: dict[str, Callable[[Engine, argparse.Namespace], int]] = {
+    "search": search, "related": related, "status": status,
+}
+
+
+# -- rows ---------------------------------------------------------------------------------------------------
+
+def _print_answer(answer: dict[str, Any], as_json: bool, what: str, scope: Any) -> int:
+    if as_json:
+        print(to_json(answer, indent=2))
+        return 0
+    searched = searched_workspaces(answer, scope)
+    for row in hit_rows(answer, len(searched) > 1):
+        print(row)
+    for line in answer_notes(answer, what, searched):
+        print(line, file=sys.stderr)
+    return 0
+
+
+def hit_rows(answer: dict[str, Any], several: bool) -> list[str]:
+    """One line a hit: ``path:line  breadcrumb  relevance``, led by the hit's workspace when ``several`` were
+    searched; the location column padded to the widest (up to PATH_COLUMN_MOST) so the breadcrumbs line up."""
+    hits = answer["hits"]
+    places = [f"{hit['path']}:{hit['line_start']}" for hit in hits]
+    width = min(max(map(len, places), default=0), PATH_COLUMN_MOST)
+    names = [hit.get("workspace") or "" for hit in hits]
+    name_width = max(map(len, names), default=0)
+    rows = []
+    for hit, place, name in zip(hits, places, names, strict=True):
+        crumb = hit.get("breadcrumb") or hit.get("title") or ""
+        columns = [place.ljust(width), crumb, f"{hit['relevance']:.2f}"]
+        rows.append("  ".join([name.ljust(name_width), *columns] if several else columns))
+    return rows
+
+
+def searched_workspaces(answer: dict[str, Any], scope: Any) -> list[str]:
+    """The workspaces the answer says it searched, else the ones asked for by name."""
+    if isinstance(answer.get("scope"), dict):
+        return list(answer["scope"].get("workspaces") or [])
+    return [scope] if isinstance(scope, str) else list(scope)
+
+
+def answer_notes(answer: dict[str, Any], what: str, searched: list[str]) -> list[str]:
+    """What a person should know about the list above it: nothing found, or a stage that did not run."""
+    notes = []
+    if not answer["hits"]:
+        notes.append(f"no hits {what} in {', '.join(searched)}")
+    skipped = (answer.get("stages") or {}).get("skipped", {})
+    notes += [f"{stage} skipped: {why}" for stage, why in skipped.items()
+              if not (stage == "rerank" and "no ranker is configured" in why)]  # the usual case: not news
+    if "semantic" not in skipped and answer.get("semantic") not in (None, "ready", "off"):
+        notes.append(f"semantic index: {answer['semantic']} (a search by meaning covers part of the sections)")
+    return notes

@@ -1,0 +1,291 @@
+"""Every workspace at once (issue 49): the merged list against each workspace searched alone, and its speed.
+
+Four corpora go into ONE database, each its own workspace: techdocs, SciFact, the KEPs (the labelled ones) and the
+Rust RFCs (a fourth for the speed of four). Each labelled query is searched in its own workspace alone and in the
+three labelled workspaces together; hits are told apart by workspace, so a hit of another workspace never counts
+as relevant. Recall@3 and nDCG@10 (by document, as tests/bench/retrieval.py) of both, and the difference.
+
+The merged list is the product's own: each workspace's answer from ``Engine._search_one`` (what a search of a
+scope runs for each workspace) merged by ``search.scope._merged_hits``; ``MATCH_POWER`` is chosen here on the
+tuning halves (even lines) of techdocs-dev, SciFact train and keps-dev and reported on the odd halves and on two
+held-out sets no decision used. Lexical stage only (``--semantic`` is not measured: see the md file).
+
+Speed: the median wall time of ``Engine.search_query`` for one workspace, two (techdocs and the KEPs) and four
+(words only), and one, two and three on the semantic subset (every stage), over the reporting queries.
+
+    python -m tests.bench.scope --shared ../shared [--db /tmp/scope.db] --out doc/benchmarks/scope.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from autodoc_core.search import scope as scope_merge
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.service.engine import Engine
+from tests.bench.retrieval import load_queries, ndcg_at_10, recall_at
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = {"techdocs": "techdocs", "scifact": "scifact", "keps": "keps", "rfcs": "rust-rfcs/text"}
+LABELLED = ("techdocs", "scifact", "keps")
+POWERS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+OPTIONS = {"stages": ["lexical"], "limit": 50, "snippets": False}
+SPEED_REPEATS = 3
+
+
+def query_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
+    """(name, workspace, queries, tuning)."""
+    local = ROOT / "tests" / "bench" / "eval"
+    whole = {"techdocs": load_queries(shared / "eval" / "techdocs-dev.jsonl"),
+             "scifact": load_queries(shared / "eval" / "scifact-train.jsonl"),
+             "keps": load_queries(local / "keps-dev.jsonl")}
+    sets = []
+    for workspace, queries in whole.items():
+        sets.append((f"{workspace} even (tuning)", workspace, queries[0::2], True))
+        sets.append((f"{workspace} odd", workspace, queries[1::2], False))
+    sets.append(("techdocs-heldout9", "techdocs", load_queries(local / "techdocs-heldout9.jsonl"), False))
+    sets.append(("keps-heldout9", "keps", load_queries(local / "keps-heldout9.jsonl"), False))
+    return sets
+
+
+def database(engine: Engine, shared: Path) -> None:
+    """The four corpora indexed (words only) into the engine's database, unless they are there already."""
+    known = {ws["name"] for ws in engine.workspace_list()}
+    for name, folder in CORPORA.items():
+        if name not in known:
+            engine.workspace_add(name, str(shared / "data" / (folder if "/" in folder else f"{folder}/docs")))
+            engine.workspace_configure(name, {"embedder": {"provider": "none"}})
+            started = time.perf_counter()
+            engine.workspace_index(name)
+            print(f"indexed {name} in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+SEMANTIC_QUERIES = 60  # per labelled set: the first of its lines (half tuning, half reporting as above)
+DISTRACTORS = {"techdocs": 300, "scifact": 600, "keps": 40}  # documents no chosen query is about, per corpus
+
+
+def semantic_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
+    """The query sets of the semantic subset: each labelled set's first SEMANTIC_QUERIES lines, split as above."""
+    return [(name, workspace, queries, tuning) for name, workspace, queries, tuning in
+            ((f"{n} (subset)", w, q[: SEMANTIC_QUERIES // 2], t) for n, w, q, t in query_sets(shared)[:6])]
+
+
+def semantic_database(engine: Engine, shared: Path, folders: Path) -> None:
+    """Part of each labelled corpus, indexed and embedded with the default local model: the documents the chosen
+    queries are about and a seeded sample of the others (embedding whole corpora takes most of an hour on 2
+    cores)."""
+    import random
+    import shutil
+
+    known = {ws["name"] for ws in engine.workspace_list()}
+    wanted: dict[str, set[str]] = {name: set() for name in LABELLED}
+    for _, workspace, queries, _ in semantic_sets(shared):
+        for q in queries:
+            wanted[workspace].update(q["relevant"])
+    for name in LABELLED:
+        if name in known:
+            continue
+        source = shared / "data" / CORPORA[name] / "docs"
+        others = sorted(str(p.relative_to(source)) for p in source.rglob("*.md") if
+                        str(p.relative_to(source)) not in wanted[name])
+        chosen = wanted[name] | set(random.Random(49).sample(others, min(DISTRACTORS[name], len(others))))
+        for relative in chosen:
+            target = folders / name / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (source / relative).exists():
+                shutil.copy(source / relative, target)
+        engine.workspace_add(name, str(folders / name))
+        started = time.perf_counter()
+        engine.workspace_index(name, {"wait": "semantic"})
+        print(f"indexed and embedded {len(chosen)} documents of {name} in {time.perf_counter() - started:.0f} s",
+              flush=True)
+
+
+def ranked(hits: list, workspace: str | None = None) -> list[str]:
+    """Documents in order, named with their workspace."""
+    return list(dict.fromkeys(f"{workspace or hit.workspace}/{hit.path}" for hit in hits))
+
+
+def captured(engine: Engine, queries: list[dict], options: dict) -> list[dict[str, SearchAnswer]]:
+    """Each query's answer in each labelled workspace, as a search of a scope gets them."""
+    return [{name: engine._search_one(name, q["query"], options) for name in LABELLED} if not q.get("facets")
+            else _facet_answers(engine, q, options) for q in queries]
+
+
+def _facet_answers(engine: Engine, query: dict, options: dict) -> dict[str, SearchAnswer]:
+    """A facet query is filtered in each workspace by its own fields: one that lacks the field gives no hits."""
+    answers = {}
+    for name in LABELLED:
+        try:
+            answers[name] = engine._search_one(name, query["query"], {**options, "facets": query["facets"]})
+        except Exception:  # noqa: BLE001 (the field is not this workspace's: it has no hits for it)
+            continue
+    return answers
+
+
+def figures(lists: list[list[str]], queries: list[dict], own: str) -> tuple[float, float]:
+    relevant = [{f"{own}/{path}" for path in q["relevant"]} for q in queries]
+    recall = statistics.fmean(recall_at(r, rel, 3) for r, rel in zip(lists, relevant, strict=True))
+    ndcg = statistics.fmean(ndcg_at_10(r, rel) for r, rel in zip(lists, relevant, strict=True))
+    return recall, ndcg
+
+
+def _by_local_relevance(answers: dict[str, SearchAnswer]) -> list:
+    import dataclasses
+    pooled = [(-h.relevance, place, order, dataclasses.replace(h, workspace=name))
+              for order, (name, a) in enumerate(answers.items()) for place, h in enumerate(a.hits)]
+    return [entry[3] for entry in sorted(pooled, key=lambda e: e[:3])]
+
+
+def _round_robin(answers: dict[str, SearchAnswer]) -> list:
+    import dataclasses
+    lists = [[dataclasses.replace(h, workspace=name) for h in a.hits] for name, a in answers.items()]
+    return [hit for row in zip(*lists, strict=False) for hit in row]
+
+
+MERGES = {"each hit's match (the product)": lambda answers, share: scope_merge._merged_hits(answers, 50, share),
+          "each workspace's own relevance": lambda answers, share: _by_local_relevance(answers),
+          "round robin": lambda answers, share: _round_robin(answers)}
+PRODUCT = next(iter(MERGES))
+SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune: bool,
+            options: dict) -> tuple[list[str], float]:
+    """The tables for these query sets; ``tune``: choose LEXICAL_SHARE on the tuning sets (it only matters when
+    the semantic stage ran everywhere)."""
+    captures = {name: (workspace, queries, captured(engine, queries, options), tuning)
+                for name, workspace, queries, tuning in sets}
+    alone = {name: figures([ranked(a[workspace].hits, workspace) for a in answers], queries, workspace)
+             for name, (workspace, queries, answers, _) in captures.items()}
+
+    def together(name: str, merge: str, share: float) -> tuple[float, float]:
+        workspace, queries, answers, _ = captures[name]
+        return figures([ranked(MERGES[merge](a, share)) for a in answers], queries, workspace)
+
+    def tuning_loss(share: float) -> float:
+        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share)[i] for n, c in captures.items() if c[3]
+                                for i in (0, 1))
+
+    lines = []
+    share = scope_merge.LEXICAL_SHARE
+    if tune:
+        losses = {s: tuning_loss(s) for s in SHARES}
+        chosen = min(SHARES, key=lambda s: (round(losses[s], 4), abs(s - 0.5)))
+        lines += ["LEXICAL_SHARE tried on the tuning halves (mean of Recall@3 and nDCG@10 lost):", "",
+                  "| LEXICAL_SHARE | mean loss |", "|---|---|", *(f"| {s} | {loss:+.4f} |" for s, loss in
+                                                                  losses.items()),
+                  "", f"Lowest: {chosen}; the product's LEXICAL_SHARE is {share}.", ""]
+    lines += ["| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, (_, queries, _, _) in captures.items():
+        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share)
+        lines.append(f"| {name} | {len(queries)} | {r1:.3f} | {r2:.3f} | {r2 - r1:+.3f} | {n1:.3f} | {n2:.3f} | "
+                     f"{n2 - n1:+.3f} |")
+    others = [m for m in MERGES if m != PRODUCT]
+    lines += ["", "Other merges, for comparison (difference to alone, Recall@3 / nDCG@10):", "",
+              f"| query set | {' | '.join(others)} |", "|---|" + "---|" * len(others)]
+    for name in captures:
+        r1, n1 = alone[name]
+        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share) for m in others)]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    worst = min(min(together(n, PRODUCT, share)[i] - alone[n][i] for i in (0, 1))
+                for n, c in captures.items() if not c[3])
+    return lines, worst
+
+
+def semantic_quality(shared: Path, db: Path) -> list[str]:
+    """The subset's figures, every stage (the local encoder embeds the queries)."""
+    with Engine(db) as engine:
+        semantic_database(engine, shared, db.parent / f"{db.stem}-folders")
+        lines, worst = quality(engine, semantic_sets(shared), tune=True, options={"limit": 50, "snippets": False})
+    return [f"{SEMANTIC_QUERIES} queries of each set, on its relevant documents and {DISTRACTORS} others (seeded), "
+            "hybrid (lexical and semantic, the default local model).", "", *lines, "",
+            f"Worst difference on a reporting half: {worst:+.3f}."]
+
+
+def speed(engine: Engine, queries: list[tuple[str, str]], scopes: dict[str, list[str] | str | None], opts: dict,
+          names: list[str]) -> list[str]:
+    """Median wall time of ``search_query`` for each scope (None: the query's own workspace), the queries
+    interleaved, and of each workspace alone."""
+    times: dict[str, list[float]] = {label: [] for label in scopes}
+    singles: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(SPEED_REPEATS):
+        for workspace, text in queries:
+            for label, asked in scopes.items():
+                started = time.perf_counter()
+                engine.search_query(asked or workspace, text, opts)
+                times[label].append((time.perf_counter() - started) * 1000)
+            for name in names:
+                started = time.perf_counter()
+                engine.search_query(name, text, opts)
+                singles[name].append((time.perf_counter() - started) * 1000)
+    reference = statistics.median(times[next(iter(scopes))])
+    pooled = statistics.median([ms for values in singles.values() for ms in values])
+    lines = ["| workspaces searched | median ms | ratio to the first row | ratio to any one workspace's median |",
+             "|---|---|---|---|"]
+    lines += [f"| {label} | {statistics.median(ms):.1f} | {statistics.median(ms) / reference:.2f} | "
+              f"{statistics.median(ms) / pooled:.2f} |" for label, ms in times.items()]
+    lines += ["", "Each workspace alone (the same queries in every one):", "", "| workspace | median ms |",
+              "|---|---|", *(f"| {name} | {statistics.median(ms):.1f} |" for name, ms in singles.items()),
+              f"| any one (pooled) | {pooled:.1f} |", "",
+              f"{len(queries)} queries x {SPEED_REPEATS} rounds, limit 10, {opts or 'every stage'}."]
+    return lines
+
+
+def words_speed(engine: Engine, shared: Path) -> list[str]:
+    queries = [(ws, q["query"]) for name, ws, qs, tuning in query_sets(shared) if not tuning for q in qs][::3]
+    return speed(engine, queries, {"one (its own)": None, "two (techdocs, keps)": ["techdocs", "keps"],
+                                   "four (*)": "*"}, {"stages": ["lexical"]}, list(CORPORA))
+
+
+def hybrid_speed(shared: Path, db: Path) -> list[str]:
+    """The subset's three workspaces, every stage (the query embedded once for all three)."""
+    queries = [(ws, q["query"]) for name, ws, qs, tuning in semantic_sets(shared) if not tuning for q in qs][::2]
+    with Engine(db) as engine:
+        semantic_database(engine, shared, db.parent / f"{db.stem}-folders")
+        return speed(engine, queries, {"one (its own)": None, "two (techdocs, keps)": ["techdocs", "keps"],
+                                       "three (*)": "*"}, {}, list(LABELLED))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--db", type=Path, help="a database to keep between runs (built when missing)")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=("quality", "speed", "build", "semantic"))
+    parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
+        database(engine, args.shared)
+        if args.only == "build":
+            return 0
+        lines = ["# Every workspace at once: one merged list against each workspace alone", "",
+                 f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, 2 cores shared with other "
+                 "jobs (times are noisy; ratios compare runs taken side by side). Reproduce: `python -m "
+                 "tests.bench.scope --shared ../shared --out doc/benchmarks/scope.md` (`make bench`).", ""]
+        if args.only in (None, "quality"):
+            quality_lines, worst = quality(engine, query_sets(args.shared), tune=False, options=OPTIONS)
+            lines += ["## Ranking, words only (whole corpora)", "", *quality_lines, "",
+                      f"Worst difference on a reporting set: {worst:+.3f} (target: no more than 0.02 lower).", ""]
+        if args.only in (None, "semantic"):
+            lines += ["## Ranking with the semantic stage (part of each corpus)", "",
+                      *semantic_quality(args.shared, args.semantic_db or Path(scratch) / "semantic.db"), ""]
+        if args.only in (None, "speed"):
+            lines += ["## Speed", "", "### Words only, whole corpora", "", *words_speed(engine, args.shared), "",
+                      "### Every stage, the semantic subset", "",
+                      *hybrid_speed(args.shared, args.semantic_db or Path(scratch) / "semantic.db"), ""]
+    text = "\n".join(lines)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

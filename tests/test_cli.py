@@ -1,0 +1,128 @@
+"""The `autodoc` command line, run as real processes: every form the docs and tests use, options refused where
+they mean nothing, and the commands a person types (search, related, status)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PROJECT, autodoc, call, write
+
+
+def text_of(done: subprocess.CompletedProcess) -> tuple[str, str]:
+    return done.stdout.decode(), done.stderr.decode()
+
+
+@pytest.mark.parametrize("misplaced", [["--allow-index"], ["--scan-seconds", "5"], ["--http", "127.0.0.1:0"],
+                                       ["--stdio"]])
+def test_an_option_given_where_it_means_nothing_is_refused(tmp_path: Path, misplaced: list[str]) -> None:
+    """`--call` ran and ignored `--allow-index`, `--scan-seconds` and `--stdio` (one parser for every form):
+    each subcommand now has its own options, and one given to another is an error naming it."""
+    db = tmp_path / "a.db"
+    done = autodoc(db, "--call", "workspace.list", "[]", *misplaced)
+    out, err = text_of(done)
+    assert done.returncode == 2 and out == "" and misplaced[0] in err, (out, err)
+    assert "Traceback" not in err
+
+
+def test_serve_and_mcp_refuse_each_others_options(tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    served = autodoc(db, "serve", "--stdio", "--allow-index", stdin=b"")
+    assert served.returncode == 2 and "--allow-index" in served.stderr.decode()
+    served = autodoc(db, "serve", stdin=b"")
+    assert served.returncode == 2 and "--stdio" in served.stderr.decode()
+    mcp = autodoc(db, "mcp", "--stdio", stdin=b"")
+    assert mcp.returncode == 2 and "--stdio" in mcp.stderr.decode()
+    extra = autodoc(db, "--call", "workspace.list", "[]", "mcp")
+    assert extra.returncode == 2 and "unrecognized arguments: mcp" in extra.stderr.decode()
+
+
+def test_every_documented_form_still_works(tmp_path: Path, kb: Path) -> None:
+    """The forms of the Makefile, the README and the tests: --db before or after the command, --call with and
+    without params, serve --stdio."""
+    db = tmp_path / "a.db"
+    write(kb, "a.md", "# Alpha\n\nthe gecko note\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    listed = subprocess.run([sys.executable, "-m", "autodoc_core", "--call", "workspace.list", "--db", str(db)],
+                            capture_output=True, cwd=PROJECT, timeout=60)
+    assert listed.returncode == 0 and json.loads(listed.stdout)[0]["name"] == "kb"
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "workspace.list", "params": []}).encode() + b"\n"
+    for args in (["--db", str(db), "serve", "--stdio"], ["serve", "--stdio", "--db", str(db)]):
+        served = subprocess.run([sys.executable, "-m", "autodoc_core", *args], input=request,
+                                capture_output=True, cwd=PROJECT, timeout=60)
+        assert served.returncode == 0 and json.loads(served.stdout)["result"][0]["name"] == "kb", args
+    helped = subprocess.run([sys.executable, "-m", "autodoc_core", "mcp", "--help"], capture_output=True,
+                            cwd=PROJECT, timeout=60, text=True)
+    assert helped.returncode == 0 and "--allow-index" in helped.stdout and "--http" in helped.stdout
+    assert "--call" not in helped.stdout
+
+
+@pytest.fixture
+def two_workspaces(tmp_path: Path, kb: Path) -> Path:
+    db = tmp_path / "a.db"
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
+                             "We keep every workspace in one embedded relational store.\n")
+    write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n\n"
+                                  "See [the store](../adr/0002.md).\n")
+    rfcs = write(tmp_path / "rfcs", "0001-store.md", "# RFC 1 A relational store\n\n## Motivation\n\n"
+                                                     "An embedded relational store for the index.\n").parent
+    for name, root in (("kb", kb), ("rfcs", rfcs)):
+        assert call(db, "workspace.add", [name, str(root)])[0] == 0
+        assert call(db, "workspace.index", [name, {"wait": "lexical"}])[0] == 0
+    return db
+
+
+def test_search_prints_one_hit_a_line(two_workspaces: Path) -> None:
+    """`autodoc search kb QUERY`: `path:line  breadcrumb  relevance` rows, nothing else on stdout."""
+    done = autodoc(two_workspaces, "search", "kb", "relational", "store", "--limit", "5")
+    out, err = text_of(done)
+    assert done.returncode == 0, err
+    rows = out.splitlines()
+    assert rows and rows[0].startswith("adr/0002.md:")
+    place, crumb, relevance = [column.strip() for column in rows[0].split("  ") if column.strip()]
+    assert place == "adr/0002.md:3" and "Decision" in crumb and 0 < float(relevance) <= 1
+    answer = json.loads(autodoc(two_workspaces, "search", "kb", "relational store", "--json").stdout)
+    assert answer["hits"][0]["path"] == "adr/0002.md" and answer["query"]["terms"] == ["relational", "store"]
+
+
+def test_search_without_a_workspace_searches_every_one_and_names_it_on_each_row(two_workspaces: Path) -> None:
+    done = autodoc(two_workspaces, "search", "relational", "store")
+    out, err = text_of(done)
+    assert done.returncode == 0, err
+    workspaces = {row.split()[0] for row in out.splitlines()}
+    assert workspaces == {"kb", "rfcs"}, out
+    only = autodoc(two_workspaces, "search", "-w", "rfcs", "-w", "kb", "kb", "bread")
+    out, _ = text_of(only)
+    assert out.splitlines()[0].split()[:2] == ["kb", "notes/cooking.md:3"], out
+
+
+def test_search_says_what_it_found_nothing_in_and_refuses_an_unknown_workspace(two_workspaces: Path) -> None:
+    done = autodoc(two_workspaces, "search", "kb", "zebra")
+    out, err = text_of(done)
+    assert done.returncode == 0 and out == "" and "no hits for 'zebra' in kb" in err
+    unknown = autodoc(two_workspaces, "search", "-w", "nosuch", "bread")
+    out, err = text_of(unknown)
+    assert unknown.returncode == 1 and out == "" and "nosuch" in err and "Traceback" not in err
+
+
+def test_related_takes_a_file_and_a_line(two_workspaces: Path, kb: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(two_workspaces), "related",
+                           "notes/cooking.md:5", "-w", "kb"], capture_output=True, text=True, cwd=kb, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].startswith("adr/0002.md:"), done.stdout
+    absolute = autodoc(two_workspaces, "related", f"{kb / 'notes' / 'cooking.md'}:5")
+    out, err = text_of(absolute)
+    assert absolute.returncode == 0 and "adr/0002.md:" in out, err
+
+
+def test_status_names_each_workspace_and_its_state(two_workspaces: Path) -> None:
+    done = autodoc(two_workspaces, "status")
+    out, err = text_of(done)
+    assert done.returncode == 0, err
+    assert "- kb: " in out and "- rfcs: " in out and "2 documents" in out
+    one = json.loads(autodoc(two_workspaces, "status", "rfcs", "--json").stdout)
+    assert [status["name"] for status in one] == ["rfcs"] and one[0]["documents"] == 1
