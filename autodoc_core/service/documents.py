@@ -14,6 +14,7 @@ import apsw
 from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params, whole_number
 from autodoc_core.index.indexer import content_hash
 from autodoc_core.parse.walk import OutsideRoot, open_inside, resolve_inside
+from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
 from autodoc_core.store.workspace import Workspace
 
@@ -32,7 +33,12 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     if not isinstance(opts, dict):
         raise invalid_params("read options must be an object")
     raw = _raw(ws, abspath, relpath)
-    lines = text_lines(raw)
+    stored = indexed_hash(relpath)
+    return _lines_wanted(relpath, text_lines(raw), opts,
+                         {"changed_since_indexed": None if stored is None else stored != content_hash(raw)})
+
+
+def _lines_wanted(relpath: str, lines: list[str], opts: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     first = _line_option(opts, "line_start", 1)
     if first > len(lines):
         count = f"{len(lines)} line" + ("s" if len(lines) != 1 else "")
@@ -40,15 +46,49 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     last = _line_option(opts, "line_end", len(lines))
     if last < first:
         raise invalid_params("'line_end' must not be before 'line_start'")
-    stored = indexed_hash(relpath)
-    return {
-        "path": relpath,
-        "line_start": first,
-        "line_end": min(last, len(lines)),
-        "total_lines": len(lines),
-        "text": "\n".join(lines[first - 1 : last]),
-        "changed_since_indexed": None if stored is None else stored != content_hash(raw),
-    }
+    return {"path": relpath, "line_start": first, "line_end": min(last, len(lines)), "total_lines": len(lines),
+            "text": "\n".join(lines[first - 1 : last]), **extra}
+
+
+# A read replica's machine has the index, not the Markdown folder: its reads answer from the sections' text
+# the database holds, each section's shown text at its lines (the heading as its breadcrumb's last part;
+# blocks the index leaves out, such as HTML comments, left out here too).
+STORED_TEXT = ("the text the index stores (this replica has no Markdown folder): each section's indexed text at "
+               "its lines, without what indexing leaves out")
+NOT_STORED = "this document's text is not stored in the database (a replica has no Markdown folder to read it from)"
+
+
+def stored_lines(conn: apsw.Connection, ws: Workspace, relpath: str) -> list[str] | None:
+    """The document's lines rebuilt from its stored sections, or None when the database holds none."""
+    found = document_rows.located(conn, ws.id, relpath)
+    sections = chunk_rows.sections_of_document(conn, found.id) if found else []
+    if not sections:
+        return None
+    lines = [""] * found.line_count
+    for section in sections:
+        body = section.body.split("\n") if section.body else []
+        start = max(section.line_start, section.line_end - len(body) + 1)
+        if start > section.line_start and section.kind == "section":
+            depth = section.breadcrumb.count(" › ") + 1
+            lines[section.line_start - 1] = "#" * min(depth, 6) + " " + section.breadcrumb.rsplit(" › ", 1)[-1]
+        for offset, line in enumerate(body[: section.line_end - start + 1]):
+            if 0 < start + offset <= len(lines):
+                lines[start + offset - 1] = line
+    return lines
+
+
+def stored_read(conn: apsw.Connection, ws: Workspace, path: Any, opts: Any = None) -> dict[str, Any]:
+    """``read`` on a replica: the lines from the stored sections."""
+    if not isinstance(path, str) or not path:
+        raise invalid_params("'path' must be a document's path in the workspace")
+    if not isinstance(opts or {}, dict):
+        raise invalid_params("read options must be an object")
+    relpath = path.strip("/")
+    lines = stored_lines(conn, ws, relpath)
+    if lines is None:
+        raise AutodocError(NOT_FOUND, f"{relpath}: {NOT_STORED}" if document_rows.located(conn, ws.id, relpath)
+                           else f"{relpath} is not indexed in workspace {ws.name}", path=relpath)
+    return _lines_wanted(relpath, lines, opts or {}, {"changed_since_indexed": None, "text_source": STORED_TEXT})
 
 
 @dataclass
@@ -72,6 +112,15 @@ def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | N
             continue
         stored = indexed_hash(relpath)
         found[path] = FileText(text_lines(raw), None if stored is None else stored != content_hash(raw))
+    return found
+
+
+def stored_texts(conn: apsw.Connection, ws: Workspace, paths: list[str]) -> dict[str, FileText | str]:
+    """``texts`` on a replica: each document's lines from its stored sections, or why there are none."""
+    found: dict[str, FileText | str] = {}
+    for path in dict.fromkeys(paths):
+        lines = stored_lines(conn, ws, path)
+        found[path] = NOT_STORED if lines is None else FileText(lines, None)
     return found
 
 

@@ -314,6 +314,20 @@ class Engine:
         with self.store.snapshot() as conn:
             return self._semantic_state(conn, ws).progress
 
+    def workspace_counts(self) -> list[dict[str, Any]]:
+        """Each workspace's counts and states for a server's ``/health`` and ``/metrics``, read at every scrape:
+        one snapshot, cached semantic counts, no problems list, schema or remote model asked."""
+        found = []
+        with self.store.snapshot() as conn:
+            for ws in wsmod.all_workspaces(conn):
+                documents = document_rows.count_and_generation(conn, ws.id)[0]
+                source = self._semantic_state(conn, ws)
+                embedded, total = source.progress if source.embedder is not None else (None, None)
+                found.append({**self._describe(ws, documents), "documents": documents,
+                              "sections": chunk_rows.count(conn, ws.id), "semantic": source.state,
+                              "embedded": embedded, "total": total, "indexing": ws.id in self._indexing})
+        return found
+
     def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
         return self.search(name, query, opts)
 
@@ -476,6 +490,9 @@ class Engine:
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:
         ws = self._workspace(name)
+        if self.store.replica is not None:
+            with self.store.snapshot() as conn:
+                return documents.stored_read(conn, ws, path, opts)
 
         def indexed_hash(relpath: str) -> str | None:
             with self.store.snapshot() as conn:
@@ -488,6 +505,8 @@ class Engine:
         ``doc_read`` of each gives, or the reason it gives none."""
         ws = self._workspace(name)
         with self.store.snapshot() as conn:
+            if self.store.replica is not None:
+                return documents.stored_texts(conn, ws, paths)
             return documents.texts(ws, paths, lambda relpath: document_rows.content_hash_at(conn, ws.id, relpath))
 
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:

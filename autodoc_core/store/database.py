@@ -19,6 +19,7 @@ import apsw
 from autodoc_core.errors import IO_ERROR, SCHEMA_TOO_NEW, AutodocError, from_sqlite
 from autodoc_core.store.lease import WriterLease
 from autodoc_core.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from autodoc_core.store.replica import ReplicaLease, file_stamp, read_mark
 
 BUSY_TIMEOUT_MS = 10_000
 # After a checkpoint, SQLite reuses the WAL from its start but keeps the file at its largest size: an index
@@ -146,14 +147,17 @@ class Store:
         location = resolve_db_path(path)
         self.path = location.path
         _make_folder(location)
-        self.lease = lease or WriterLease(self.path)
+        self.replica = read_mark(self.path)  # a read replica's file: searched, never written (store/replica.py)
+        self.lease = ReplicaLease(self.replica) if self.replica else lease or WriterLease(self.path)
         self._writer: apsw.Connection | None = None
         self._writer_file: tuple[int, int] | None = None  # (device, inode) of the file the writer opened
         self._write_lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[tuple[threading.Thread, apsw.Connection]] = []  # one per thread that read
         self._readers_lock = threading.Lock()
-        if not self._ready_to_read():
+        if self.replica is not None:
+            self._check_replica()
+        elif not self._ready_to_read():
             with self.exclusive():
                 self._writer_connection()
 
@@ -171,6 +175,20 @@ class Store:
             probe.close()
         migrate_check(version, self.path)
         return version == SCHEMA_VERSION and mode == "wal"
+
+    def _check_replica(self) -> None:
+        """A replica is read as it is: at this autodoc's schema version, or refused (it cannot migrate)."""
+        probe = _open(self.path, readonly=True)
+        try:
+            version = schema_version(probe)
+        except (apsw.NotADBError, apsw.CorruptError) as exc:
+            raise not_a_database(self.path, exc) from None
+        finally:
+            probe.close()
+        if version != SCHEMA_VERSION:
+            raise AutodocError(SCHEMA_TOO_NEW, f"the replica {self.path} of {self.replica.url} has schema version "
+                               f"{version} and this autodoc reads {SCHEMA_VERSION}: run the same autodoc version on "
+                               "the writer and its replicas", schema_version=version, supported=SCHEMA_VERSION)
 
     def _writer_connection(self) -> apsw.Connection:
         if self._writer is None:
@@ -222,11 +240,31 @@ class Store:
             try:
                 # A deferred transaction takes its snapshot at the first read: take it now.
                 conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+                if self.replica is not None:
+                    conn = self._replica_reader_in_step(conn)
                 yield conn
             finally:
                 conn.execute("COMMIT")
         finally:
             self._local.depth = depth
+
+    def _replica_reader_in_step(self, conn: apsw.Connection) -> apsw.Connection:
+        """The thread's reader inside its read transaction, on a fresh connection when the follower changed the
+        file since this one last read (see store/replica.py: its cached pages may be the old state's)."""
+        stamp = file_stamp(self.path)
+        if getattr(self._local, "stamp", None) in (None, stamp):
+            self._local.stamp = stamp
+            return conn
+        conn.execute("COMMIT")
+        with self._readers_lock:
+            self._readers = [(thread, c) for thread, c in self._readers if c is not conn]
+        conn.close()
+        self._local.conn = None
+        fresh = self._reader()
+        fresh.execute("BEGIN DEFERRED")
+        fresh.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+        self._local.stamp = file_stamp(self.path)
+        return fresh
 
     @contextmanager
     def exclusive(self, wait_seconds: float | None = None) -> Iterator[None]:

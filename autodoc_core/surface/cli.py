@@ -29,6 +29,7 @@ from autodoc_core.surface.wire import to_json
 
 if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
+    from autodoc_core.surface.replication import TeamOptions
 
 USAGE = """autodoc [--db PATH] search [WORKSPACE] QUERY   (also: related, status; see below)
        autodoc [--db PATH] --call METHOD ['JSON PARAMS']
@@ -120,6 +121,7 @@ def _mcp_arguments(mcp: argparse.ArgumentParser) -> None:
                      help="re-index changed files every N seconds (at least 1), and when a search meets one "
                           "(default 30; 0: never)")
     _http_arguments(mcp.add_argument_group("--http (one server for many agents; see doc/mcp-http.md)"))
+    _team_arguments(mcp.add_argument_group("--http for a team (replicas, every core; see doc/team.md)"))
 
 
 def _http_arguments(group: argparse._ArgumentGroup) -> None:
@@ -159,6 +161,26 @@ def main(argv: list[str] | None = None) -> int:
         return CLOSED_PIPE_STATUS
 
 
+def _team_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--replicate-to", metavar="URL", help="replicate the index to URL with Litestream "
+                       "(file:///folder, s3://bucket/path, ...), for replicas to follow")
+    group.add_argument("--replica-of", metavar="URL", help="serve a read replica of the index a writer replicates "
+                       "to URL: restored into --db on the first start, then kept in step")
+    group.add_argument("--workers", type=int, default=1, metavar="N",
+                       help="N server processes on one port over one database (default 1)")
+    group.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)  # a worker's inherited socket
+
+
+def _team_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TeamOptions:
+    from autodoc_core.surface.replication import TeamOptions
+
+    if args.workers < 1:
+        parser.error("--workers must be 1 or more")
+    if args.replicate_to and args.replica_of:
+        parser.error("--replicate-to and --replica-of exclude each other: a server is the writer or a replica")
+    return TeamOptions(args.replicate_to, args.replica_of, args.workers, args.worker_socket)
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's flush at exit does not fail on the closed pipe again
     (the recipe in the Python docs, "Note on SIGPIPE")."""
@@ -174,6 +196,7 @@ def _run(argv: list[str] | None) -> int:
         return _call_once(getattr(called, "db", None), called.call, called.params)
     parser = _parser()
     args = parser.parse_args(argv)
+    args.command_line = argv  # what each of --workers runs again
     db = getattr(args, "db", None)
     if args.command is None:
         parser.print_help(sys.stderr)
@@ -190,6 +213,8 @@ def _run(argv: list[str] | None) -> int:
 def _serve_mcp(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:
     if args.http:
         return _serve_http(parser, db, args)
+    if args.replicate_to or args.replica_of or args.workers != 1:
+        parser.error("--replicate-to, --replica-of and --workers go with --http HOST:PORT")
     from autodoc_core.surface.mcp import serve
 
     return serve(db, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
@@ -221,7 +246,8 @@ def _serve_http(parser: argparse.ArgumentParser, db: str | None, args: argparse.
         refuse_open_port(address, tokens)  # before anything binds
         options = HttpOptions(address, tokens, args.allow_origin, args.allow_host, args.max_body_bytes,
                               args.max_in_flight, args.request_seconds, args.access_log, args.access_log_queries)
-        return serve_http(db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0))
+        return serve_http(db, options, allow_index=args.allow_index, scan_seconds=max(args.scan_seconds, 0.0),
+                          team=_team_options(parser, args), argv=args.command_line)
     except SetupError as exc:
         print(f"autodoc mcp: {exc}", file=sys.stderr)
         return 2

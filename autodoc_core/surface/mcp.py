@@ -216,6 +216,15 @@ class Tools:
             self.handlers["index"] = self.index
         self.definitions = {tool.name: tool for tool in self.listed}
 
+    def index_hint(self) -> str:
+        """Why there is no index tool: a replica never writes (its writer's URL), else the flag that offers it."""
+        engine = self.engines.opened
+        if engine is not None and engine.store.replica is not None:
+            from autodoc_core.store.replica import refusal
+
+            return refusal(engine.store.replica).reason
+        return "start the server with --allow-index for it"
+
     def run(self, name: str, arguments: dict[str, Any]) -> Answer:
         return self.handlers[name](checked_arguments(arguments, self.definitions[name]))
 
@@ -254,6 +263,8 @@ class Tools:
 
     def _with_texts(self, engine: Engine, answer: SearchAnswer, budget: Budget) -> dict[str, Any]:
         """A search's or related answer's hits with their section texts, and what the agent needs beside."""
+        from autodoc_core.service.documents import STORED_TEXT  # the engine's modules: loaded once it is open
+
         searched = list(answer.workspaces or {})
         files = {name: FileLines(engine, name, [hit for hit in answer.hits if hit.workspace == name])
                  for name in searched}
@@ -263,7 +274,8 @@ class Tools:
         return {"hits": hits, "workspaces": searched, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
                 **filling(engine, answer),
                 "mode_used": answer.mode_used, "max_tokens": budget.total, "text_tokens": budget.used,
-                "trimmed": budget.trimmed, "notes": query_notes(answer)}
+                "trimmed": budget.trimmed, "notes": query_notes(answer),
+                **({"text_source": STORED_TEXT} if engine.store.replica is not None else {})}
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
@@ -282,6 +294,7 @@ class Tools:
             "line_end": last if budget.trimmed else answer["line_end"], "total_lines": answer["total_lines"],
             "text": "\n".join(kept), "trimmed": budget.trimmed, "next_line": last + 1 if budget.trimmed else None,
             "line_cut": budget.line_cut, "changed_since_indexed": answer["changed_since_indexed"],
+            **({"text_source": answer["text_source"]} if "text_source" in answer else {}),
         }
         return result, render_read(result, budget.total)
 
@@ -349,7 +362,9 @@ def _outcome(result: types.CallToolResult) -> str:
     return "internal" if code == INTERNAL_ERROR else "error"
 
 
-def build_server(tools: Tools, policy: CallPolicy | None = None) -> Server:
+def build_server(tools: Tools, policy: CallPolicy | None = None, open_engine: bool = True) -> Server:
+    """``open_engine``: open the engine in the background when the server starts (stdio); the HTTP server opens
+    it once itself, as its stateless transport runs the server, lifespan included, for every request."""
     policy = policy or CallPolicy()
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -359,7 +374,7 @@ def build_server(tools: Tools, policy: CallPolicy | None = None) -> Server:
         if params.name not in tools.handlers:
             if policy.observe is not None:
                 policy.observe("unknown", "unknown_tool", 0.0)
-            hint = " (start the server with --allow-index for it)" if params.name == "index" else ""
+            hint = f" ({tools.index_hint()})" if params.name == "index" else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{hint}; tools: {', '.join(tools.handlers)}")
         started = time.monotonic()
         result = await _timed_call(params.name, params.arguments or {})
@@ -393,7 +408,8 @@ def build_server(tools: Tools, policy: CallPolicy | None = None) -> Server:
 
     @asynccontextmanager
     async def lifespan(server: Server) -> AsyncIterator[dict[str, Any]]:
-        tools.engines.open_in_background()
+        if open_engine:
+            tools.engines.open_in_background()
         yield {}
 
     return Server("autodoc", version=__version__, title="AutoDoc", instructions=INSTRUCTIONS,

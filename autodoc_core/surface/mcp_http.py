@@ -40,8 +40,8 @@ from autodoc_core import __version__
 from autodoc_core.surface.http_guard import InFlightLimit, guards, transport_security
 from autodoc_core.surface.http_options import Address, HttpOptions, SetupError
 from autodoc_core.surface.mcp import CallPolicy, EngineHandle, Tools, build_server
-from autodoc_core.surface.mcp_answer import workspace_summary
-from autodoc_core.surface.prometheus import CONTENT_TYPE, Metrics
+from autodoc_core.surface.prometheus import CONTENT_TYPE, Metrics, Scrape
+from autodoc_core.surface.replication import Replication, TeamOptions, start_replication
 
 log = logging.getLogger("autodoc.mcp.http")
 
@@ -61,58 +61,57 @@ def writer(engines: EngineHandle) -> str:
 
 def workspace_states(engines: EngineHandle) -> list[dict[str, Any]]:
     """Each workspace's counts, semantic state and folder state ("ok", "gone", "not a folder", "unreadable",
-    "empty"); no root, no error texts (they hold paths and URLs)."""
+    "empty"); no root, no error texts (they hold paths and URLs). Cheap counts (Engine.workspace_counts): read
+    at every scrape."""
     engine = engines.opened
     if engine is None:
         return []
-    states = []
-    for listed in engine.workspace_list():
-        status = engine.workspace_status(listed["name"])
-        summary = workspace_summary(status)
-        embedding = summary["embedding"] or {}
-        states.append({"name": summary["name"], "semantic": summary["semantic"], "documents": summary["documents"],
-                       "sections": summary["chunks"], "embedded": embedding.get("embedded"),
-                       "total": embedding.get("total"), "indexed_at": summary["indexed_at"],
-                       "indexing": status["indexing"] is not None, "folder": status["folder"]})
-    return states
+    keys = ("name", "semantic", "documents", "sections", "embedded", "total", "indexed_at", "indexing", "folder")
+    return [{key: counted[key] for key in keys} for counted in engine.workspace_counts()]
 
 
 class StatusPages:
     """``/health`` and ``/metrics``."""
 
-    def __init__(self, engines: EngineHandle, metrics: Metrics, ready: threading.Event) -> None:
+    def __init__(self, engines: EngineHandle, metrics: Metrics, ready: threading.Event,
+                 replication: Replication | None = None) -> None:
         self.engines = engines
         self.metrics = metrics
         self.ready = ready
+        self.replication = replication
         self._limiter: anyio.CapacityLimiter | None = None
 
-    async def _read(self) -> tuple[list[dict[str, Any]], str]:
+    async def _read(self) -> Scrape:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(STATUS_THREADS)
         return await anyio.to_thread.run_sync(self._read_now, limiter=self._limiter)
 
-    def _read_now(self) -> tuple[list[dict[str, Any]], str]:
-        return workspace_states(self.engines), writer(self.engines)
+    def _read_now(self) -> Scrape:
+        replication = self.replication.status() if self.replication is not None else None
+        return Scrape(workspace_states(self.engines), writer(self.engines), self.ready.is_set(), replication)
 
     async def health(self, request: Request) -> Response:
-        ready = self.ready.is_set()
-        workspaces, who_writes = await self._read()
-        body = {"ready": ready, "version": __version__, "writer": who_writes, "workspaces": workspaces}
-        return JSONResponse(body, status_code=200 if ready else 503)
+        scrape = await self._read()
+        body = {"ready": scrape.ready, "version": __version__, "writer": scrape.writer,
+                "workspaces": scrape.workspaces,
+                **({"role": scrape.replication["role"], "replication": scrape.replication} if scrape.replication
+                   else {})}
+        return JSONResponse(body, status_code=200 if scrape.ready else 503)
 
     async def prometheus(self, request: Request) -> Response:
-        workspaces, who_writes = await self._read()
-        text = self.metrics.render(workspaces, who_writes, self.ready.is_set())
-        return Response(text, media_type=CONTENT_TYPE)
+        return Response(self.metrics.render(await self._read()), media_type=CONTENT_TYPE)
 
 
 def build_app(tools: Tools, options: HttpOptions, metrics: Metrics, ready: threading.Event,
-              on_listening: Any = None) -> Starlette:
-    server = build_server(tools, CallPolicy(seconds=options.request_seconds, observe=metrics.observe_call))
+              on_listening: Any = None, replication: Replication | None = None) -> Starlette:
+    # The engine is opened once, by open_writer: not by the SDK's lifespan, which a stateless server enters
+    # for every request.
+    server = build_server(tools, CallPolicy(seconds=options.request_seconds, observe=metrics.observe_call),
+                          open_engine=False)
     manager = StreamableHTTPSessionManager(
         app=server, json_response=True, stateless=True, max_request_body_size=options.max_body_bytes,
         security_settings=transport_security(options.address, options.allow_hosts, options.allow_origins))
-    pages = StatusPages(tools.engines, metrics, ready)
+    pages = StatusPages(tools.engines, metrics, ready, replication)
 
     def guarded(app: ASGIApp) -> ASGIApp:
         return RequireAuthMiddleware(app, required_scopes=[]) if options.tokens else app
@@ -144,6 +143,9 @@ def open_writer(engines: EngineHandle, ready: threading.Event) -> None:
         log.warning("cannot open the database: %s", getattr(exc, "reason", exc))
         return
     lease = engine.store.lease
+    if engine.store.replica is not None:  # a replica never writes: nothing to take
+        ready.set()
+        return
     lease.idle_release_seconds = math.inf  # hand over only when another process asks
     if not lease.try_acquire():
         holder = lease.holder() or {}
@@ -166,12 +168,35 @@ def listening_socket(address: Address) -> socket.socket:
     return sock
 
 
-def serve_http(db: str | None, options: HttpOptions, allow_index: bool = False, scan_seconds: float = 0.0) -> int:
+def serve_http(db: str | None, options: HttpOptions, allow_index: bool = False, scan_seconds: float = 0.0,
+               team: TeamOptions | None = None, argv: list[str] | None = None) -> int:
     """Serve MCP on HTTP until SIGINT or SIGTERM. The first line on stderr once it answers:
-    ``autodoc mcp: listening on http://HOST:PORT/mcp``."""
+    ``autodoc mcp: listening on http://HOST:PORT/mcp``. ``team``: replication and workers (doc/team.md);
+    ``argv``: the command line, which each of ``--workers`` runs again."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="autodoc mcp: %(levelname)s %(name)s: %(message)s")
-    sock = listening_socket(options.address)
+    team = team or TeamOptions()
+    from autodoc_core.store.database import resolve_db_path
+
+    replication = start_replication(resolve_db_path(db).path, team)
+    try:
+        if team.worker:
+            sock = socket.socket(fileno=team.worker_socket)
+        else:
+            sock = listening_socket(options.address)
+        if team.workers > 1 and not team.worker:
+            from autodoc_core.surface.workers import run_workers
+
+            return run_workers(argv or [], sock, team.workers)
+        replica = team.replica_of is not None
+        return _serve(db, sock, options, allow_index and not replica, 0.0 if replica else scan_seconds, replication)
+    finally:
+        if replication is not None and not team.worker:
+            replication.stop()
+
+
+def _serve(db: str | None, sock: socket.socket, options: HttpOptions, allow_index: bool, scan_seconds: float,
+           replication: Replication | None) -> int:
     host, port = sock.getsockname()[:2]
     url = f"http://{f'[{host}]' if ':' in host else host}:{port}/mcp"
     engines = EngineHandle(db, scan_seconds)
@@ -181,7 +206,7 @@ def serve_http(db: str | None, options: HttpOptions, allow_index: bool = False, 
         print(f"autodoc mcp: listening on {url} ({token})", file=sys.stderr, flush=True)
 
     ready = threading.Event()
-    app = build_app(Tools(engines, allow_index), options, Metrics(), ready, on_listening)
+    app = build_app(Tools(engines, allow_index), options, Metrics(), ready, on_listening, replication)
     # The open runs beside the server: /health answers "not ready" meanwhile.
     threading.Thread(target=open_writer, args=(engines, ready), name="autodoc-mcp-open", daemon=True).start()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=5,
