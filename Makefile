@@ -72,6 +72,7 @@ bench: dev
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
 	$(BIN)/python -m tests.bench.mcp_http --shared $(SHARED) --out doc/benchmarks/mcp-http.md
+	$(BIN)/python -m tests.bench.replica --shared $(SHARED) --out doc/benchmarks/replica.md
 	$(BIN)/python -m tests.bench.agents --shared $(SHARED) --out doc/benchmarks/agents.md
 	$(BIN)/python -m tests.bench.fusion --shared $(SHARED) $(if $(FUSION_DB),--db $(FUSION_DB)) \
 		--out doc/benchmarks/fusion.md
