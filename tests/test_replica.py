@@ -227,3 +227,29 @@ def test_two_workers_answer_32_clients(tmp_path: Path, kb: Path) -> None:
     finally:
         server.stop()
         shutil.rmtree(tmp_path / "kb", ignore_errors=True)
+
+
+def test_the_editor_on_a_replicas_file_searches_and_refuses_to_index(tmp_path: Path, kb: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.nvim import wait_for
+    from tests.nvim.plugin import lua, plugin_nvim
+
+    write(kb, "storage.md", NOTES)
+    setup_workspace(tmp_path / "w.db", "kb", kb)
+    url = (tmp_path / "storage").as_uri()
+    done = subprocess.run([str(LITESTREAM), "replicate", "-once", str(tmp_path / "w.db"), url], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    Server(tmp_path / "autodoc.db", "--replica-of", url).stop()  # the editor's database: a replica's file
+    before = (tmp_path / "autodoc.db").read_bytes()
+    with plugin_nvim(tmp_path, kb, monkeypatch) as nvim:
+        wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.kb ~= nil"), what="the workspace known")
+        lua(nvim, "_G.answer = nil; local rpc = require('autodoc.rpc'); rpc.request('workspace.index', "
+                  "{ 'kb', { wait = 'lexical' } }, function(err) _G.answer = { said = rpc.describe(err) } end)")
+        refused = wait_for(lambda: lua(nvim, "return _G.answer"), what="the index run's answer")["said"]
+        assert url in refused and "litestream restore -o NEW.db" in refused, refused
+        lua(nvim, "_G.found = nil; require('autodoc.rpc').request('search.query', { 'kb', 'write-ahead log' }, "
+                  "function(err, r) _G.found = { err = err, r = r } end)")
+        found = wait_for(lambda: lua(nvim, "return _G.found"), what="the search's answer")
+        assert found["r"]["hits"][0]["path"] == "storage.md", found
+    assert (tmp_path / "autodoc.db").read_bytes() == before

@@ -175,6 +175,8 @@ class Engine:
         """Register ``root`` as ``name``. A name already at another folder is refused unless ``opts.move``: then
         the workspace moves there (``moves.move_workspace``) and the answer's ``moved_from`` says from where."""
         name = wsmod.validate_name(name)
+        if self.store.replica is not None and self._registered(name):
+            return self._describe(self._workspace(name))  # a replica's editor adds its workspaces: they are there
         real_root = wsmod.validate_root(root)
         move = moves.validate_add_options(opts)
         with self.store.write() as conn:
@@ -191,6 +193,10 @@ class Engine:
             if moved is not None:
                 return {**self._describe(self._workspace(name)), **moved}
         return self._describe(self._workspace(name))
+
+    def _registered(self, name: str) -> bool:
+        with self.store.snapshot() as conn:
+            return wsmod.root_of(conn, name) is not None
 
     def workspace_list(self) -> list[dict[str, Any]]:
         with self.store.snapshot() as conn:
