@@ -22,8 +22,8 @@ PROTOCOL = "2025-06-18"
 class Server:
     """``autodoc --db DB mcp --http 127.0.0.1:0 OPTIONS``, ready (its index open) once constructed."""
 
-    def __init__(self, db: Path, *options: str) -> None:
-        env = {key: value for key, value in os.environ.items() if key != "AUTODOC_MCP_TOKEN"}
+    def __init__(self, db: Path, *options: str, env: dict[str, str] | None = None) -> None:
+        env = {**{key: value for key, value in os.environ.items() if key != "AUTODOC_MCP_TOKEN"}, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", *options],
             cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

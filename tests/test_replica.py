@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import apsw
+import httpx2
 import pytest
 
 from autodoc_core.store.migrations import SCHEMA_VERSION
@@ -66,7 +67,9 @@ def test_a_writer_and_two_replicas(tmp_path: Path) -> None:
     write(kb, "net/network.md", NETWORK)
     setup_workspace(writer_side / "w.db", "kb", kb)
     url = storage.as_uri()
-    writer = Server(writer_side / "w.db", "--replicate-to", url, "--allow-index", "--scan-seconds", "0")
+    # The writer dies inside the transaction of the third document it indexes (the second index call below).
+    writer = Server(writer_side / "w.db", "--replicate-to", url, "--allow-index", "--scan-seconds", "0",
+                    env={"AUTODOC_TEST_KILL_AT": "index.document:3"})
     replicas: list[Server] = []
     try:
         wait_until(lambda: writer.health()["replication"]["txid"] is not None, what="the first transaction shipped")
@@ -109,13 +112,18 @@ def test_a_writer_and_two_replicas(tmp_path: Path) -> None:
                        what="the new file searchable on a replica")
         print(f"\nindexed on the writer to searchable on both replicas: {time.monotonic() - indexed:.2f} s")
 
-        # The writer killed: the replicas keep answering, consistent, and say how stale they are.
-        writer.process.send_signal(signal.SIGKILL)
-        writer.process.wait(30)
+        # The writer killed mid-transaction: the replicas keep answering, consistent, and say how stale they are.
+        for number in range(5):
+            write(kb, f"more/{number}.md", f"# More {number}\n\nUnfinished business {number}.\n")
+        with pytest.raises(httpx2.TransportError):
+            writer.post(call("index", {}))
+        assert writer.process.wait(60) == -signal.SIGKILL
         for replica in replicas:
             assert "carbonara.md" in search_paths(replica, "guanciale pecorino")
-            replication = replica.health()["replication"]
-            assert replication["lag_seconds"] == 0.0 and replication["newest_change_seconds_ago"] is not None
+            wait_until(lambda r=replica: r.health()["replication"]["lag_seconds"] == 0.0, timeout=120,
+                       what="the replica holding every shipped transaction")
+            assert replica.health()["replication"]["newest_change_seconds_ago"] is not None
+            assert search_paths(replica, "unfinished business") == []  # nothing of the killed transaction
         for n in (1, 2):
             assert integrity(tmp_path / f"r{n}" / "r.db") == "ok"
 
