@@ -5,10 +5,10 @@ The folders follow a document's way in and a query's way out, one floor above an
     parse/      walk, frontmatter, markdown, chunk, document, symbols (identifiers in a chunk), cjk (CJK
                 text as the word index holds it): a file becomes chunks with spans
     providers/  model clients: local MiniLM, TEI, OpenAI-compatible, Cohere; HTTP, deadlines
-    store/      the SQLite file, and all of its SQL: database, migrations, writer lease; one module per
-                family of tables (workspace, documents, links, chunks with the FTS table, facets, symbols,
-                embeddings with the semantic states and the sign-bit codec, changes) and filters (the
-                clauses every retriever adds, each with its parameters)
+    store/      the SQLite file, and all of its SQL: database, migrations, writer lease, replica (a read replica's
+                mark and its never-held lease); one module per family of tables (workspace, documents, links,
+                chunks with the FTS table, facets, symbols, embeddings with the semantic states and the sign-bit
+                codec, changes) and filters (the clauses every retriever adds, each with its parameters)
     index/      indexer (files -> rows), parsing, links, report, vectors (rows -> embeddings, in the background)
     retrieve/   options, query (parsing), filters, lexical (FTS5), symbols (identifier-shaped queries),
                 semantic (vectors), semantic_stage, linked, more_like_this
@@ -28,7 +28,8 @@ The folders follow a document's way in and a query's way out, one floor above an
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``; cli_commands: search, related, status for a person),
                 mcp (Model Context Protocol; tool_arguments checks a call against its tool's schema, tool_errors
                 words a failure for the tools the agent has), agent_tool (the same tools for the editor's
-                agents), mcp_http (with http_guard and http_access_log)
+                agents), mcp_http (with http_guard and http_access_log; prometheus for /metrics; replication:
+                Litestream for --replicate-to and --replica-of; workers for --workers)
 
 ``errors`` (the JSON-RPC codes and the one exception callers see) and ``search.stages`` are shared by all of
 them. ``FLOORS`` is the map as data (each module of search/ has a floor of its own, named ``search.module``):
