@@ -20,14 +20,15 @@ PROTOCOL = "2025-06-18"
 
 
 class Server:
-    """``autodoc --db DB mcp --http 127.0.0.1:0 OPTIONS``, ready (its index open) once constructed."""
+    """``autodoc --db DB mcp --http 127.0.0.1:0 --workers 1 OPTIONS`` (a later ``--workers`` wins), ready (its index
+    open) once constructed."""
 
     def __init__(self, db: Path, *options: str, env: dict[str, str] | None = None) -> None:
         env = {**{key: value for key, value in os.environ.items() if key != "AUTODOC_MCP_TOKEN"}, **(env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", *options],
-            cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True)
+            [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", "--workers", "1",
+             *options], cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self._listening = threading.Event()
         threading.Thread(target=self._read_stderr, daemon=True).start()

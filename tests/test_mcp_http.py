@@ -39,7 +39,8 @@ class Server:
         if token is not None:
             env["AUTODOC_MCP_TOKEN"] = token
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", *options],
+            [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", "--workers", "1",
+             *options],
             cwd=PROJECT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True)
         self.lines: list[str] = []

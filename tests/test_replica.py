@@ -261,3 +261,24 @@ def test_the_editor_on_a_replicas_file_searches_and_refuses_to_index(tmp_path: P
         found = wait_for(lambda: lua(nvim, "return _G.found"), what="the search's answer")
         assert found["r"]["hits"][0]["path"] == "storage.md", found
     assert (tmp_path / "autodoc.db").read_bytes() == before
+
+
+def test_workers_default_to_the_number_of_cores(tmp_path: Path, kb: Path) -> None:
+    write(kb, "storage.md", NOTES)
+    setup_workspace(tmp_path / "a.db", "kb", kb)
+    process = subprocess.Popen([sys.executable, "-m", "autodoc_core", "--db", str(tmp_path / "a.db"), "mcp", "--http",
+                                "127.0.0.1:0"], cwd=PROJECT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+
+    def workers() -> int:
+        children = [int(pid) for task in Path(f"/proc/{process.pid}/task").glob("*/children")
+                    for pid in task.read_text().split()]
+        return sum(b"--worker-socket" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children
+                   if Path(f"/proc/{pid}/cmdline").exists())
+
+    cores = os.cpu_count() or 1
+    try:
+        wait_until(lambda: workers() == (cores if cores > 1 else 0), timeout=120, what=f"{cores} workers")
+    finally:
+        process.terminate()
+        process.wait(60)

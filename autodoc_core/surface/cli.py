@@ -166,19 +166,20 @@ def _team_arguments(group: argparse._ArgumentGroup) -> None:
                        "(file:///folder, s3://bucket/path, ...), for replicas to follow")
     group.add_argument("--replica-of", metavar="URL", help="serve a read replica of the index a writer replicates "
                        "to URL: restored into --db on the first start, then kept in step")
-    group.add_argument("--workers", type=int, default=1, metavar="N",
-                       help="N server processes on one port over one database (default 1)")
+    group.add_argument("--workers", type=int, metavar="N",
+                       help="N server processes on one port over one database (default: the number of cores)")
     group.add_argument("--worker-socket", type=int, help=argparse.SUPPRESS)  # a worker's inherited socket
 
 
 def _team_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TeamOptions:
     from autodoc_core.surface.replication import TeamOptions
 
-    if args.workers < 1:
+    workers = args.workers if args.workers is not None else os.cpu_count() or 1
+    if workers < 1:
         parser.error("--workers must be 1 or more")
     if args.replicate_to and args.replica_of:
         parser.error("--replicate-to and --replica-of exclude each other: a server is the writer or a replica")
-    return TeamOptions(args.replicate_to, args.replica_of, args.workers, args.worker_socket)
+    return TeamOptions(args.replicate_to, args.replica_of, workers, args.worker_socket)
 
 
 def _silence_stdout() -> None:
@@ -213,7 +214,7 @@ def _run(argv: list[str] | None) -> int:
 def _serve_mcp(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:
     if args.http:
         return _serve_http(parser, db, args)
-    if args.replicate_to or args.replica_of or args.workers != 1:
+    if args.replicate_to or args.replica_of or args.workers is not None:
         parser.error("--replicate-to, --replica-of and --workers go with --http HOST:PORT")
     from autodoc_core.surface.mcp import serve
 

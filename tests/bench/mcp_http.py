@@ -108,7 +108,8 @@ def ask_mcp(client: RawMcp, query: str) -> None:
 class HttpServer:
     def __init__(self, db: Path) -> None:
         env = {**os.environ, "AUTODOC_MCP_TOKEN": TOKEN}
-        self.process = subprocess.Popen([*autodoc_command(db, "mcp", "--http", "127.0.0.1:0", "--scan-seconds", "1")],
+        self.process = subprocess.Popen([*autodoc_command(db, "mcp", "--http", "127.0.0.1:0", "--scan-seconds", "1",
+                                                                         "--workers", "1")],
                                         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         self.listening, self.lines = threading.Event(), []

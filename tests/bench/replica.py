@@ -45,8 +45,8 @@ class Served:
     def __init__(self, db: Path, *options: str) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", "--scan-seconds",
-             "0", *options], cwd=ROOT, env={**os.environ, "AUTODOC_MCP_TOKEN": TOKEN}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             "0", "--workers", "1", *options], cwd=ROOT, env={**os.environ, "AUTODOC_MCP_TOKEN": TOKEN},
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.listening, self.lines = threading.Event(), []
         threading.Thread(target=self._read, daemon=True).start()
         if not self.listening.wait(600):
@@ -158,7 +158,7 @@ async def bench(args: argparse.Namespace) -> list[str]:
                       for c in range(args.clients)]
         warm = pool[:20]
         runs, memory = {}, {}
-        for label, options in (("1 process", ()), ("--workers 2", ("--workers", "2"))):
+        for label, options in (("1 process", ()), ("--workers 2", ("--workers", "2"))):  # the later --workers wins
             server = Served(db, *options)
             try:
                 runs[label] = await loaded([server.url], per_client, warm)
