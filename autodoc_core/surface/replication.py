@@ -33,6 +33,7 @@ from typing import Any
 from autodoc_core.surface.http_options import SetupError
 
 log = logging.getLogger("autodoc.litestream")
+log.setLevel(logging.INFO)  # Litestream's own log lines are the server's log (the rest of it shows warnings)
 
 LITESTREAM_VERSION = "0.5.17"  # the pinned `team` extra (pyproject.toml)
 INSTALL_HINT = ("install it with: pip install 'autodoc[team]' (from a checkout: make team), or put Litestream "
@@ -202,6 +203,8 @@ class Replicator:
             if stamps:
                 txid, at = max(stamps)
                 with self.state.lock:
+                    if self.state.txid is not None and txid > self.state.txid:
+                        self.state.last_error = None  # shipping again: the error is over
                     self.state.txid, self.state.shipped_at = txid, at
         return self.state.as_dict()
 
@@ -223,6 +226,9 @@ def list_storage(binary: str, url: str, state: ReplicationState) -> list[tuple[i
         with state.lock:
             state.last_error = f"cannot list {url}: {reason}"
         return None
+    with state.lock:
+        if state.last_error is not None and state.last_error.startswith("cannot list "):
+            state.last_error = None
     return [(int(f["max_txid"], 16), _epoch(f["timestamp"])) for f in files]
 
 
