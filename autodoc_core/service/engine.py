@@ -90,17 +90,21 @@ class Engine:
         if embedder is None:
             return {"state": SemanticState.OFF}
         progress = runtime.fill_progress()
-        if background:
+        if background:  # the filler claimed the fill; it lends the lease between batches and waits for it back
             def stop() -> bool:
-                return self._stop.is_set() or self._paused.is_set() or not self.store.lease.held
+                return self._stop.is_set() or self._paused.is_set() or self.store.lease.filling_elsewhere()
         else:
             stop = self._stop.is_set
+            self.store.lease.claim_fill(take=True)  # asked for: another process's background fill stops for it
         try:
             complete = fill(self.store, ws.id, embedder, progress, stop, self._wanted)
             if complete and progress.done_this_run:  # stopped early: the WAL is the next writer's
                 self.store.shrink_wal()
         except ProviderError as exc:
             raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
+        finally:
+            if not background:
+                self.store.lease.end_fill()
         return progress.as_dict()
 
     def start_background(self) -> None:

@@ -2,7 +2,8 @@
 
 Each workspace on its own schedule: a failing or hanging provider backs off (1 s doubling to
 5 min) without holding up the others. Only the process holding the writer lease fills, so two
-editors on one database never embed the same text twice.
+editors on one database never embed the same text twice; and once one fills, the others leave the fill
+to it until it ends (``WriterLease.claim_fill``), lending it the lease between batches for their writes.
 """
 
 from __future__ import annotations
@@ -95,7 +96,12 @@ class BackgroundFiller:
     def _fill_one(self, ws: Workspace) -> None:
         if time.monotonic() < self._retry_at.get(ws.id, 0):
             return
-        if not self.store.lease.try_acquire():
+        lease = self.store.lease
+        if not lease.claim_fill():
+            self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process fills now
+            return
+        if not lease.try_acquire():
+            lease.end_fill()
             self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
             return
         self._set_state("filling")
@@ -108,6 +114,7 @@ class BackgroundFiller:
             self._backoff.pop(ws.id, None)
             self._retry_at.pop(ws.id, None)
         finally:
+            lease.end_fill()
             self._set_state("paused" if self._paused.is_set() else "waiting")
 
 
