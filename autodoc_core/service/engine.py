@@ -32,7 +32,7 @@ from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
-from autodoc_core.service.filler import BackgroundFiller
+from autodoc_core.service.filler import BackgroundFiller, EmbeddingPause
 from autodoc_core.service.roots import root_state
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
 from autodoc_core.store import chunks as chunk_rows
@@ -56,7 +56,7 @@ class Engine:
         self._semantic = SemanticRuntimes()
         self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
-        self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
+        self._paused = EmbeddingPause(self.store)  # embedding.pause: no background fill takes a new batch
         self._filler: BackgroundFiller | None = None
         self._wanted = WantedDocuments()  # documents embedded first while a workspace fills
         self._index_locks: dict[int, threading.Lock] = {}
@@ -128,7 +128,8 @@ class Engine:
 
     def embedding_pause(self) -> dict[str, Any]:
         """Stop the background filler after the batch it is embedding (nothing is lost: the vectors
-        embedded so far are kept). A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
+        embedded so far are kept), in every process on the database and after a restart, until
+        ``embedding_resume``. A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
         self._paused.set()
         if self._filler is not None:
             self._filler.wake()  # its look after the batch under way says "paused" in workspace.status

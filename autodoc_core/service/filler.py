@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from autodoc_core.providers.base import mark_background_thread
+from autodoc_core.store import flags
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
@@ -28,9 +29,30 @@ MAX_BACKOFF_SECONDS = 300.0
 IDLE_WAKE_SECONDS = 60.0
 
 
+class EmbeddingPause:
+    """embedding.pause, kept in the database (``store.flags``) for every process on it until embedding.resume:
+    a host restarted after a crash, or another editor on the same file, does not fill either. Read before each
+    batch: a pause asked in another process stops this one's fill after the batch under way."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def is_set(self) -> bool:
+        with self.store.snapshot() as conn:
+            return flags.is_set(conn, flags.EMBEDDING_PAUSED)
+
+    def set(self) -> None:
+        with self.store.write() as conn:
+            flags.set_flag(conn, flags.EMBEDDING_PAUSED)
+
+    def clear(self) -> None:
+        with self.store.write() as conn:
+            flags.clear(conn, flags.EMBEDDING_PAUSED)
+
+
 class BackgroundFiller:
     def __init__(self, store: Store, needs_vectors: Callable[[apsw.Connection, Workspace], bool],
-                 fill: Callable[..., Any], stop: threading.Event, paused: threading.Event) -> None:
+                 fill: Callable[..., Any], stop: threading.Event, paused: EmbeddingPause) -> None:
         self.store = store
         self._needs_vectors = needs_vectors
         self._fill = fill
