@@ -67,6 +67,11 @@ def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
+def binary_reason(raw: bytes) -> str | None:
+    """Why a file is no Markdown text (the indexer skips it, and a read refuses it), or None."""
+    return "binary content (NUL bytes), not Markdown text" if b"\x00" in raw[:BINARY_SNIFF_BYTES] else None
+
+
 def _parser_version(parsed_with: str) -> int:
     """The PARSER_VERSION a document was parsed with ("p6:t512:snone" -> 6)."""
     head = parsed_with.split(":", 1)[0]
@@ -187,8 +192,8 @@ class Indexer:
             return None, f"cannot read the file: {exc.strerror or exc}"
         if len(raw) > limit:
             return None, f"the file grew past the {limit / 1e6:g} MB limit (max_file_bytes)"
-        if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
-            return None, "binary content (NUL bytes), not Markdown text"
+        if (binary := binary_reason(raw)) is not None:
+            return None, binary
         return raw, None
 
     def _pair_renames(self, gone: dict[str, _Existing], pending: list) -> dict[str, tuple[str, _Existing]]:
