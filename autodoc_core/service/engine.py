@@ -275,11 +275,11 @@ class Engine:
         if source.embedder is not None:
             embedded, total = source.progress
             # The pace from the database's count: another process may be the one embedding (the lease holder).
-            pace = runtime.fill_window.observe(source.embedder.model_fp, embedded, total)
-            progress = {**(runtime.progress.as_dict() if runtime.progress else {}), "embedded": embedded,
-                        "total": total, **pace.as_dict()}
+            progress = runtime.status_progress(source.embedder.model_fp, embedded, total)
+            # total counts distinct texts: a section whose heading path and body repeat another's shares its vector
             embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
-                        "embedded": embedded, "total": total, "progress": progress,
+                        "embedded": embedded, "total": total, "repeated_chunks": max(chunks - total, 0),
+                        "progress": progress,
                         **({"unreachable": unreachable} if unreachable else {})}
         return {
             **self._describe(ws, documents),
