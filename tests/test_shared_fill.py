@@ -23,7 +23,7 @@ NOTES, PARTS = 60, 6
 def events(log: Path) -> list[tuple[str, int]]:
     if not log.exists():
         return []
-    return [(kind, int(pid)) for kind, pid in (line.split() for line in log.read_text().splitlines() if line)]
+    return [(kind, int(pid)) for kind, pid, _ in (line.split() for line in log.read_text().splitlines() if line)]
 
 
 def fill_moves(batches: list[int]) -> int:

@@ -54,10 +54,10 @@ def fill(db: str, workspace: str) -> None:
 def editor(db: str, event_log: str, scan_seconds: str) -> None:
     """What an editor's host does on a shared database: fill in the background and scan every workspace every
     ``scan_seconds`` (an editor's scan_ms). Each batch of vectors this process stores and each scan appends a
-    line (``batch PID``, ``scan PID``) to ``event_log``, so a test sees who did what, in order."""
+    line (``batch PID TIME``, ``scan PID TIME``) to ``event_log``, so a test sees who did what, in order."""
     def log(event: str) -> None:
         with open(event_log, "a", encoding="utf-8") as handle:
-            handle.write(f"{event} {os.getpid()}\n")
+            handle.write(f"{event} {os.getpid()} {time.time()}\n")
 
     reached = checkpoints.reached
 
