@@ -158,6 +158,28 @@ class Indexer:
         self.report.seconds = time.perf_counter() - started
         return self.report
 
+    def unchanged(self) -> IndexReport | None:
+        """Without writing: the report of a whole run that would find every document as indexed (the same size,
+        time and parser settings; none new, none gone, no file with a problem, links resolved), or None when a run
+        has something to write. A scan while another process fills then leaves that process its lease."""
+        started = time.perf_counter()
+        existing = self._existing(None)
+        notes = WalkNotes()
+        found = self._found(None, notes)
+        if (not existing or notes.bad_names or notes.unlisted or self.paths_with_problems
+                or found.keys() != existing.keys()):
+            return None
+        for path, item in found.items():
+            old = existing[path]
+            if (old.size, old.mtime_ns, old.parsed_with) != (item.size, item.mtime_ns, self.parsed_with):
+                return None
+        with self.store.snapshot() as conn:
+            if workspaces.links_dirty(conn, self.ws.id):
+                return None
+        self.report.scanned = self.report.unchanged = len(found)
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
     def _existing(self, only: list[str] | None) -> dict[str, _Existing]:
         """Stored documents (only those at ``only``'s paths when given)."""
         with self.store.snapshot() as conn:

@@ -236,17 +236,21 @@ class Engine:
         waited_for = self._workspace(name)
         if paths is not None:  # an absolute path inside the root, as an agent passes it, is that file
             paths = [relative_to_root(waited_for.root, path) for path in paths]
-        with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
-            ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
-            if ws.id != waited_for.id:
-                raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while this "
-                                   "index run waited; run it again", name=name)
-            progress = self._indexing[ws.id] = IndexProgress()
-            try:
-                report = Indexer(self.store, ws, progress).run(only=paths)
-                self.store.shrink_wal()
-            finally:
-                self._indexing.pop(ws.id, None)
+        # While another process fills, a scan that would change nothing leaves it the lease (it lent it at every scan).
+        quiet = paths is None and wait == "lexical" and self.store.lease.filling_elsewhere()
+        report = Indexer(self.store, waited_for).unchanged() if quiet else None
+        if report is None:
+            with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
+                ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
+                if ws.id != waited_for.id:
+                    raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while "
+                                       "this index run waited; run it again", name=name)
+                progress = self._indexing[ws.id] = IndexProgress()
+                try:
+                    report = Indexer(self.store, ws, progress).run(only=paths)
+                    self.store.shrink_wal()
+                finally:
+                    self._indexing.pop(ws.id, None)
         result = report.as_dict()
         if wait == "semantic":
             result["embedding"] = self.fill_vectors(self._workspace(name))
