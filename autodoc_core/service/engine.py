@@ -18,6 +18,7 @@ import apsw
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index import checkpoints
 from autodoc_core.index.indexer import Indexer, IndexProgress
+from autodoc_core.index.report import IndexReport
 from autodoc_core.index.vectors import fill
 from autodoc_core.index.wanted import KEPT, WantedDocuments
 from autodoc_core.parse import frontmatter as fm
@@ -236,21 +237,20 @@ class Engine:
         waited_for = self._workspace(name)
         if paths is not None:  # an absolute path inside the root, as an agent passes it, is that file
             paths = [relative_to_root(waited_for.root, path) for path in paths]
-        # While another process fills, a scan that would change nothing leaves it the lease (it lent it at every scan).
-        quiet = paths is None and wait == "lexical" and self.store.lease.filling_elsewhere()
-        report = Indexer(self.store, waited_for).unchanged() if quiet else None
-        if report is None:
-            with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
-                ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
-                if ws.id != waited_for.id:
-                    raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while "
-                                       "this index run waited; run it again", name=name)
-                progress = self._indexing[ws.id] = IndexProgress()
-                try:
-                    report = Indexer(self.store, ws, progress).run(only=paths)
-                    self.store.shrink_wal()
-                finally:
-                    self._indexing.pop(ws.id, None)
+        if (unchanged := self._unchanged_while_another_fills(waited_for, paths, wait)) is not None:
+            with self.store.snapshot() as conn:
+                return {**unchanged.as_dict(), "semantic": self._semantic_state(conn, waited_for).state}
+        with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
+            ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
+            if ws.id != waited_for.id:
+                raise AutodocError(UNKNOWN_WORKSPACE, f"workspace {name!r} was removed and added again while this "
+                                   "index run waited; run it again", name=name)
+            progress = self._indexing[ws.id] = IndexProgress()
+            try:
+                report = Indexer(self.store, ws, progress).run(only=paths)
+                self.store.shrink_wal()
+            finally:
+                self._indexing.pop(ws.id, None)
         result = report.as_dict()
         if wait == "semantic":
             result["embedding"] = self.fill_vectors(self._workspace(name))
@@ -259,6 +259,13 @@ class Engine:
         with self.store.snapshot() as conn:
             result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
         return result
+
+    def _unchanged_while_another_fills(self, ws: Workspace, paths: list[str] | None, wait: str) -> IndexReport | None:
+        """While another process fills, a whole scan that would change nothing writes nothing and leaves that
+        process its lease (it lent it at every editor's scan); None when this run is to run as always."""
+        if paths is not None or wait != "lexical" or not self.store.lease.filling_elsewhere():
+            return None
+        return Indexer(self.store, ws).unchanged()
 
     def workspace_status(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
