@@ -62,7 +62,7 @@ def test_the_editor_that_fills_keeps_the_fill_while_the_others_scan(tmp_path: Pa
     for note in kb.iterdir():  # notes written long before the editors open (a file written just now is re-read)
         os.utime(note, (an_hour_ago, an_hour_ago))
     db, log = tmp_path / "a.db", tmp_path / "events.log"
-    with model_server("tei", Behaviour(delay=0.05)) as server:
+    with model_server("tei", Behaviour(delay=0.05, hold_after=3)) as server:
         with Engine(db) as setup:
             setup.workspace_add("kb", str(kb))
             setup.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 8}})
@@ -73,6 +73,19 @@ def test_the_editor_that_fills_keeps_the_fill_while_the_others_scan(tmp_path: Pa
         watch = LeaseWatch(db)
         watch.start()
         try:
+            # The filler's fourth batch is held at the server: the fill is under way, whatever the machine's pace.
+            assert server.behaviour.holding.wait(timeout=120)
+            held_at = len(events(log))
+            filler = next(pid for kind, pid in events(log) if kind == "batch")
+            others = {editor.pid for editor in editors} - {filler}
+
+            def others_scanned_or_wait() -> bool:
+                scanned = {pid for kind, pid in events(log)[held_at:] if kind == "scan"}
+                waiting = {w["pid"] for w in lease_record(db).get("wanted", {}).values()}
+                return others <= scanned | waiting
+
+            wait_until(others_scanned_or_wait, timeout=120, what="the other editors to scan, or wait to, mid-fill")
+            server.behaviour.release.set()
             with Engine(db) as reader:
                 wait_until(lambda: reader.workspace_status("kb")["semantic"] == "ready", timeout=300,
                            what="the fill to complete", every=0.2)
