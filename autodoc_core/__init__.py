@@ -8,7 +8,7 @@ The folders follow a document's way in and a query's way out, one floor above an
     store/      the SQLite file, and all of its SQL: database, migrations, writer lease, replica (a read replica's
                 mark and its never-held lease); one module per family of tables (workspace, documents, links,
                 chunks with the FTS table, facets, symbols, embeddings with the semantic states and the sign-bit
-                codec, changes) and filters (the clauses every retriever adds, each with its parameters)
+                codec, changes, flags) and filters (the clauses every retriever adds, each with its parameters)
     index/      indexer (files -> rows), parsing, links, report, vectors (rows -> embeddings, in the background)
     retrieve/   options, query (parsing), filters, lexical (FTS5), symbols (identifier-shaped queries),
                 semantic (vectors), semantic_stage, linked, more_like_this

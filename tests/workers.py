@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -50,5 +51,32 @@ def fill(db: str, workspace: str) -> None:
         print("filled", flush=True)
 
 
+def editor(db: str, event_log: str, scan_seconds: str) -> None:
+    """What an editor's host does on a shared database: fill in the background and scan every workspace every
+    ``scan_seconds`` (an editor's scan_ms). Each batch of vectors this process stores and each scan appends a
+    line (``batch PID TIME``, ``scan PID TIME``) to ``event_log``, so a test sees who did what, in order."""
+    def log(event: str) -> None:
+        with open(event_log, "a", encoding="utf-8") as handle:
+            handle.write(f"{event} {os.getpid()} {time.time()}\n")
+
+    reached = checkpoints.reached
+
+    def logging_reached(name: str) -> None:
+        if name == "embed.batch":
+            log("batch")
+        reached(name)
+
+    checkpoints.reached = logging_reached
+    with Engine(db) as engine:
+        engine.start_background()
+        print("started", flush=True)
+        while True:
+            for workspace in engine.workspace_list():
+                engine.workspace_index(workspace["name"])
+            log("scan")
+            time.sleep(float(scan_seconds))  # an editor's scan interval, not a wait for a state
+
+
 if __name__ == "__main__":
-    {"hold-lease": hold_lease, "index-loop": index_loop, "fill": fill}[sys.argv[1]](*sys.argv[2:])
+    roles = {"hold-lease": hold_lease, "index-loop": index_loop, "fill": fill, "editor": editor}
+    roles[sys.argv[1]](*sys.argv[2:])

@@ -67,6 +67,11 @@ def content_hash(raw: bytes) -> str:
     return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
 
+def binary_reason(raw: bytes) -> str | None:
+    """Why a file is no Markdown text (the indexer skips it, and a read refuses it), or None."""
+    return "binary content (NUL bytes), not Markdown text" if b"\x00" in raw[:BINARY_SNIFF_BYTES] else None
+
+
 def _parser_version(parsed_with: str) -> int:
     """The PARSER_VERSION a document was parsed with ("p6:t512:snone" -> 6)."""
     head = parsed_with.split(":", 1)[0]
@@ -153,6 +158,28 @@ class Indexer:
         self.report.seconds = time.perf_counter() - started
         return self.report
 
+    def unchanged(self) -> IndexReport | None:
+        """Without writing: the report of a whole run that would find every document as indexed (the same size,
+        time and parser settings; none new, none gone, no file with a problem, links resolved), or None when a run
+        has something to write. A scan while another process fills then leaves that process its lease."""
+        started = time.perf_counter()
+        existing = self._existing(None)
+        notes = WalkNotes()
+        found = self._found(None, notes)
+        if (not existing or notes.bad_names or notes.unlisted or self.paths_with_problems
+                or found.keys() != existing.keys()):
+            return None
+        for path, item in found.items():
+            old = existing[path]
+            if (old.size, old.mtime_ns, old.parsed_with) != (item.size, item.mtime_ns, self.parsed_with):
+                return None
+        with self.store.snapshot() as conn:
+            if workspaces.links_dirty(conn, self.ws.id):
+                return None
+        self.report.scanned = self.report.unchanged = len(found)
+        self.report.seconds = time.perf_counter() - started
+        return self.report
+
     def _existing(self, only: list[str] | None) -> dict[str, _Existing]:
         """Stored documents (only those at ``only``'s paths when given)."""
         with self.store.snapshot() as conn:
@@ -187,8 +214,8 @@ class Indexer:
             return None, f"cannot read the file: {exc.strerror or exc}"
         if len(raw) > limit:
             return None, f"the file grew past the {limit / 1e6:g} MB limit (max_file_bytes)"
-        if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
-            return None, "binary content (NUL bytes), not Markdown text"
+        if (binary := binary_reason(raw)) is not None:
+            return None, binary
         return raw, None
 
     def _pair_renames(self, gone: dict[str, _Existing], pending: list) -> dict[str, tuple[str, _Existing]]:

@@ -9,7 +9,6 @@ active only once every chunk has a vector ("switching" until then).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import apsw
 import numpy as np
 
 from autodoc_core.index import checkpoints
-from autodoc_core.index.fill_rate import FillWindow
+from autodoc_core.index.fill_rate import FillRate, FillWindow
 from autodoc_core.index.wanted import WantedDocuments
 from autodoc_core.providers.embedders import DEFAULT_EMBEDDER, Embedder
 from autodoc_core.providers.http import ProviderError
@@ -39,28 +38,28 @@ SAME_MODEL_COSINE = 0.98
 
 @dataclass
 class Progress:
+    """A workspace's fill as this process runs it. Its pace (rate, time left) is the window's alone, from the
+    database's count whoever embeds: status and the fill's own answer give the same figures."""
+
     model_fp: str = ""
     embedded: int = 0
     total: int = 0
-    rate: float = 0.0  # texts per second over the current run
-    started: float = field(default_factory=time.monotonic)
     done_this_run: int = 0
     error: str | None = None
     heading_only: int = 0  # sections the server refused, embedded from their heading alone (this run)
     refused: str | None = None  # the server's reason, for the last of them
     model_replaced: str | None = None  # what check_model found, when the server's model changed
-    window: FillWindow | None = None  # the workspace's rate from the database's count, told of each batch
+    window: FillWindow = field(default_factory=FillWindow)  # the workspace's, shared with status
+    pace: FillRate | None = None  # the window's answer to the latest count
 
     def counted(self) -> None:
         """The count moved here: a sample for the workspace's rate (which status reads too)."""
-        if self.window is not None:
-            self.window.observe(self.model_fp, self.embedded, self.total)
+        self.pace = self.window.observe(self.model_fp, self.embedded, self.total)
 
-    def as_dict(self) -> dict[str, Any]:
-        remaining = max(self.total - self.embedded, 0)
-        eta = remaining / self.rate if self.rate > 0 else None
-        return {"model_fp": self.model_fp, "embedded": self.embedded, "total": self.total,
-                "rate": round(self.rate, 2), "eta_seconds": round(eta, 1) if eta is not None else None,
+    def as_dict(self, pace: FillRate | None = None) -> dict[str, Any]:
+        """``pace``: a later count (status reads the database's), else this fill's latest."""
+        pace = pace or self.pace or FillRate(self.embedded, self.total, 0.0, None)
+        return {"model_fp": self.model_fp, "embedded": pace.embedded, "total": pace.total, **pace.as_dict(),
                 "error": self.error, "heading_only": self.heading_only, "refused": self.refused,
                 "model_replaced": self.model_replaced}
 
@@ -120,8 +119,6 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
         checkpoints.reached("embed.batch")  # after the batch's commit
         progress.embedded += len(missing)
         progress.done_this_run += len(missing)
-        elapsed = time.monotonic() - progress.started
-        progress.rate = progress.done_this_run / elapsed if elapsed > 0 else 0.0
         progress.counted()
     return False
 

@@ -12,7 +12,7 @@ from typing import Any
 import apsw
 
 from autodoc_core.errors import IO_ERROR, NOT_FOUND, OUTSIDE_ROOT, AutodocError, invalid_params, whole_number
-from autodoc_core.index.indexer import content_hash
+from autodoc_core.index.indexer import binary_reason, content_hash
 from autodoc_core.parse.walk import OutsideRoot, open_inside, resolve_inside
 from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
@@ -138,6 +138,8 @@ def _raw(ws: Workspace, abspath: str, relpath: str) -> bytes:
         raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath) from None
     except OSError as exc:  # a folder named like a note, no permission, a failing disk
         raise AutodocError(IO_ERROR, f"{relpath} cannot be read: {exc.strerror or exc}", path=relpath) from None
+    if (binary := binary_reason(raw)) is not None:  # decoded, it was pages of U+FFFD handed to an agent as text
+        raise invalid_params(f"{relpath} is not indexed and cannot be read: {binary}", path=relpath)
     return raw
 
 

@@ -19,6 +19,7 @@ import apsw
 from autodoc_core.errors import EMBED_FAILED, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.index import checkpoints
 from autodoc_core.index.indexer import Indexer, IndexProgress
+from autodoc_core.index.report import IndexReport
 from autodoc_core.index.vectors import fill
 from autodoc_core.index.wanted import KEPT, WantedDocuments
 from autodoc_core.parse import frontmatter as fm
@@ -36,7 +37,7 @@ from autodoc_core.search.scope import EVERY, Scope, Searched
 from autodoc_core.search.scope import resolve as resolve_scope
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
-from autodoc_core.service.filler import BackgroundFiller
+from autodoc_core.service.filler import BackgroundFiller, EmbeddingPause
 from autodoc_core.service.roots import root_state
 from autodoc_core.service.scoped import limit_of, search_scope
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
@@ -61,7 +62,7 @@ class Engine:
         self._semantic = SemanticRuntimes()
         self._indexing: dict[int, IndexProgress] = {}  # runs under way in this process, by workspace id
         self._stop = threading.Event()
-        self._paused = threading.Event()  # embedding.pause: the background filler takes no new batch
+        self._paused = EmbeddingPause(self.store)  # embedding.pause: no background fill takes a new batch
         self._filler: BackgroundFiller | None = None
         self._wanted = WantedDocuments()  # documents embedded first while a workspace fills
         self._index_locks: dict[int, threading.Lock] = {}
@@ -95,17 +96,21 @@ class Engine:
         if embedder is None:
             return {"state": SemanticState.OFF}
         progress = runtime.fill_progress()
-        if background:
+        if background:  # the filler claimed the fill; it lends the lease between batches and waits for it back
             def stop() -> bool:
-                return self._stop.is_set() or self._paused.is_set() or not self.store.lease.held
+                return self._stop.is_set() or self._paused.is_set() or self.store.lease.filling_elsewhere()
         else:
             stop = self._stop.is_set
+            self.store.lease.claim_fill(take=True)  # asked for: another process's background fill stops for it
         try:
             complete = fill(self.store, ws.id, embedder, progress, stop, self._wanted)
             if complete and progress.done_this_run:  # stopped early: the WAL is the next writer's
                 self.store.shrink_wal()
         except ProviderError as exc:
             raise AutodocError(EMBED_FAILED, f"embedding failed: {exc.reason}", **progress.as_dict()) from None
+        finally:
+            if not background:
+                self.store.lease.end_fill()
         return progress.as_dict()
 
     def start_background(self) -> None:
@@ -129,7 +134,8 @@ class Engine:
 
     def embedding_pause(self) -> dict[str, Any]:
         """Stop the background filler after the batch it is embedding (nothing is lost: the vectors
-        embedded so far are kept). A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
+        embedded so far are kept), in every process on the database and after a restart, until
+        ``embedding_resume``. A foreground ``workspace.index`` with ``wait: 'semantic'`` still fills."""
         self._paused.set()
         if self._filler is not None:
             self._filler.wake()  # its look after the batch under way says "paused" in workspace.status
@@ -241,6 +247,9 @@ class Engine:
         waited_for = self._workspace(name)
         if paths is not None:  # an absolute path inside the root, as an agent passes it, is that file
             paths = [relative_to_root(waited_for.root, path) for path in paths]
+        if (unchanged := self._unchanged_while_another_fills(waited_for, paths, wait)) is not None:
+            with self.store.snapshot() as conn:
+                return {**unchanged.as_dict(), "semantic": self._semantic_state(conn, waited_for).state}
         with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
             ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
             if ws.id != waited_for.id:
@@ -261,6 +270,13 @@ class Engine:
             result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
         return result
 
+    def _unchanged_while_another_fills(self, ws: Workspace, paths: list[str] | None, wait: str) -> IndexReport | None:
+        """While another process fills, a whole scan that would change nothing writes nothing and leaves that
+        process its lease (it lent it at every editor's scan); None when this run is to run as always."""
+        if paths is not None or wait != "lexical" or not self.store.lease.filling_elsewhere():
+            return None
+        return Indexer(self.store, ws).unchanged()
+
     def workspace_status(self, name: Any) -> dict[str, Any]:
         ws = self._workspace(name)
         schema = self._schema(ws)
@@ -280,11 +296,11 @@ class Engine:
         if source.embedder is not None:
             embedded, total = source.progress
             # The pace from the database's count: another process may be the one embedding (the lease holder).
-            pace = runtime.fill_window.observe(source.embedder.model_fp, embedded, total)
-            progress = {**(runtime.progress.as_dict() if runtime.progress else {}), "embedded": embedded,
-                        "total": total, **pace.as_dict()}
+            progress = runtime.status_progress(source.embedder.model_fp, embedded, total)
+            # total counts distinct texts: a section whose heading path and body repeat another's shares its vector
             embedder = {**source.embedder.describe(), "active_model_fp": ws.active_model_fp,
-                        "embedded": embedded, "total": total, "progress": progress,
+                        "embedded": embedded, "total": total, "repeated_chunks": max(chunks - total, 0),
+                        "progress": progress,
                         **({"unreachable": unreachable} if unreachable else {})}
         return {
             **self._describe(ws, documents),

@@ -2,7 +2,8 @@
 
 Each workspace on its own schedule: a failing or hanging provider backs off (1 s doubling to
 5 min) without holding up the others. Only the process holding the writer lease fills, so two
-editors on one database never embed the same text twice.
+editors on one database never embed the same text twice; and once one fills, the others leave the fill
+to it until it ends (``WriterLease.claim_fill``), lending it the lease between batches for their writes.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import apsw
 
 from autodoc_core.providers.base import mark_background_thread
+from autodoc_core.store import flags
 from autodoc_core.store import workspace as wsmod
 from autodoc_core.store.database import Store
 from autodoc_core.store.workspace import Workspace
@@ -27,9 +29,30 @@ MAX_BACKOFF_SECONDS = 300.0
 IDLE_WAKE_SECONDS = 60.0
 
 
+class EmbeddingPause:
+    """embedding.pause, kept in the database (``store.flags``) for every process on it until embedding.resume:
+    a host restarted after a crash, or another editor on the same file, does not fill either. Read before each
+    batch: a pause asked in another process stops this one's fill after the batch under way."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def is_set(self) -> bool:
+        with self.store.snapshot() as conn:
+            return flags.is_set(conn, flags.EMBEDDING_PAUSED)
+
+    def set(self) -> None:
+        with self.store.write() as conn:
+            flags.set_flag(conn, flags.EMBEDDING_PAUSED)
+
+    def clear(self) -> None:
+        with self.store.write() as conn:
+            flags.clear(conn, flags.EMBEDDING_PAUSED)
+
+
 class BackgroundFiller:
     def __init__(self, store: Store, needs_vectors: Callable[[apsw.Connection, Workspace], bool],
-                 fill: Callable[..., Any], stop: threading.Event, paused: threading.Event) -> None:
+                 fill: Callable[..., Any], stop: threading.Event, paused: EmbeddingPause) -> None:
         self.store = store
         self._needs_vectors = needs_vectors
         self._fill = fill
@@ -95,7 +118,12 @@ class BackgroundFiller:
     def _fill_one(self, ws: Workspace) -> None:
         if time.monotonic() < self._retry_at.get(ws.id, 0):
             return
-        if not self.store.lease.try_acquire():
+        lease = self.store.lease
+        if not lease.claim_fill():
+            self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process fills now
+            return
+        if not lease.try_acquire():
+            lease.end_fill()
             self._retry_at[ws.id] = time.monotonic() + LEASE_RETRY_SECONDS  # another process writes now
             return
         self._set_state("filling")
@@ -108,6 +136,7 @@ class BackgroundFiller:
             self._backoff.pop(ws.id, None)
             self._retry_at.pop(ws.id, None)
         finally:
+            lease.end_fill()
             self._set_state("paused" if self._paused.is_set() else "waiting")
 
 

@@ -151,8 +151,14 @@ class SemanticRuntime:
         """The progress a fill of this workspace reports into, started now."""
         with self.lock:
             self.progress = self.progress or Progress(window=self.fill_window)
-        self.progress.started, self.progress.done_this_run = time.monotonic(), 0
+        self.progress.done_this_run = 0
         return self.progress
+
+    def status_progress(self, model_fp: str, embedded: int, total: int) -> dict[str, Any]:
+        """The fill's progress for status: the database's count now, its pace from the workspace's window (the
+        one the fill reports into: whichever process embeds), and this process's last fill's problems."""
+        pace = self.fill_window.observe(model_fp, embedded, total)
+        return (self.progress or Progress(model_fp=model_fp, window=self.fill_window)).as_dict(pace)
 
     def needs_vectors(self, conn: apsw.Connection, ws: Workspace) -> bool:
         """Whether the background filler has work here: vectors missing, or a remote model not checked."""

@@ -11,6 +11,10 @@ rewritten under ``flock``, so two processes never both believe they hold it.
   after a while without writes.
 - A holder whose process is gone (its pid is dead on this host, or its heartbeat is stale,
   e.g. on another host) is taken over: a killed editor never leaves a lock to delete by hand.
+- One process at a time fills vectors, and the record says which (``filler``). It hands the lease to a
+  process that waits to write (an editor's scan, a saved buffer) between two batches and waits for it
+  back; the other processes' background fillers leave the fill to it while it lives. Without this, every
+  scan of another editor moved the fill there, and three editors filled at half one editor's pace.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ class WriterLease:
         self._last_used = time.monotonic()
         self._heartbeat: threading.Thread | None = None
         self._closed = threading.Event()
+        self._fills = 0  # fills under way in this process (its background filler, a foreground fill)
 
     # -- what callers use ------------------------------------------------------------------
 
@@ -126,9 +131,57 @@ class WriterLease:
 
     def close(self) -> None:
         self._closed.set()
+        with self._cond:
+            if self._fills:
+                self._fills = 0
+                self._transact(self._drop_fill)
         self.release()
         if self._heartbeat is not None:
             self._heartbeat.join(timeout=5)
+
+    # -- the fill: one process embeds at a time ----------------------------------------------
+
+    def claim_fill(self, take: bool = False) -> bool:
+        """Record this process as the one filling vectors (re-entrant). False, with nothing recorded, while
+        another live process fills, unless ``take`` (a fill a user asked for in the foreground)."""
+        with self._cond:
+            claimed = self._transact(lambda record: self._claim_fill(record, take))
+            if claimed:
+                self._fills += 1
+            return claimed
+
+    def end_fill(self) -> None:
+        with self._cond:
+            self._fills = max(self._fills - 1, 0)
+            if not self._fills:
+                self._transact(self._drop_fill)
+
+    def filling_elsewhere(self) -> bool:
+        """Whether another live process has claimed the fill (a background fill here stops at its next batch)."""
+        return self._transact(lambda record: self._other_filler(record) is not None, write=False)
+
+    def _claim_fill(self, record: dict, take: bool) -> bool:
+        if self._other_filler(record) is not None and not take:
+            return False
+        record["filler"] = {"pid": os.getpid(), "host": self.host, "token": self.token, "at": time.time()}
+        return True
+
+    def _drop_fill(self, record: dict) -> None:
+        if (record.get("filler") or {}).get("token") == self.token:
+            record.pop("filler")
+
+    def _other_filler(self, record: dict) -> dict | None:
+        filler = record.get("filler")
+        if not filler or filler.get("token") == self.token or not self._alive({**filler, "heartbeat": filler["at"]}):
+            return None
+        return filler
+
+    def _mark_filling(self, record: dict) -> None:
+        """Keep this process's claim fresh while it holds or waits for the lease (seen as stale from another
+        host otherwise)."""
+        filler = record.get("filler")
+        if filler and filler.get("token") == self.token:
+            filler["at"] = time.time()
 
     # -- acquiring -------------------------------------------------------------------------
 
@@ -159,6 +212,7 @@ class WriterLease:
         if not mine and (self._alive(holder) or reserved_for_other):
             if want:  # ask the holder to hand over when its current operation ends
                 record.setdefault("wanted", {})[self.token] = {"pid": os.getpid(), "host": self.host, "at": now}
+                self._mark_filling(record)
             return False
         record["holder"] = {"pid": os.getpid(), "host": self.host, "token": self.token,
                             "heartbeat": now, "since": now if not mine else holder.get("since", now)}
@@ -202,6 +256,7 @@ class WriterLease:
             self._held = False  # taken over (our heartbeat went stale): the next write waits for it again
             return
         holder["heartbeat"] = time.time()
+        self._mark_filling(record)
 
     def _hand_over_if_wanted(self, also_when_idle: bool = False) -> None:
         with self._cond:

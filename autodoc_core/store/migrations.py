@@ -142,6 +142,14 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY(ws_id, model_fp)
     );
     """,
+    # 6: flags of the whole database, for every process on it (store.flags): embedding.pause outlives the
+    # process that was asked, until embedding.resume.
+    """
+    CREATE TABLE flags(
+        name TEXT PRIMARY KEY,
+        set_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -113,6 +113,15 @@ class ReplicaLease:
     def holder(self) -> dict[str, Any] | None:
         return None
 
+    def claim_fill(self, take: bool = False) -> bool:
+        return False  # a replica never embeds: its vectors come from the writer
+
+    def end_fill(self) -> None:
+        pass
+
+    def filling_elsewhere(self) -> bool:
+        return False
+
     def release(self) -> None:
         pass
 
