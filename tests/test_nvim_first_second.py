@@ -1,9 +1,10 @@
 """A search asked in Neovim's first second (`nvim -c 'AutodocSearch @kb ...'`), before the Python host runs: its
 final list, with the semantic stage, is drawn, and the lexical list before it says it is not final.
 
-It was never drawn: the picker asked twice (its prompt filled, then the engine ready), and the engine's
-opening ran the older ask, still queued, after the newer one; the host took the older for the newest, stopped
-the newer at its semantic stage, and the editor dropped the older one's answer."""
+It was never drawn: the picker asked twice (its prompt filled, then the engine ready), and the newer ask, made
+by the engine's opening queue, was sent before the older one still queued behind it; the host took the older
+for the lane's newest, stopped the newer at its semantic stage, and the editor dropped the older one's answer.
+Requests are now numbered as they are made, and the host runs a lane's greatest number."""
 
 from __future__ import annotations
 

@@ -10,7 +10,10 @@
 local M = {}
 
 M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
-M.plugin_path = M.root .. '/rplugin/python3/autodoc'
+-- Not under rplugin/python3/: :UpdateRemotePlugins has Neovim's python3 host (the `python3` on PATH, or
+-- g:python3_host_prog) load every plugin there, and one without pynvim fails with E475 and E5108. No host scans
+-- rplugin/autodoc-host/ (the hosts scan rplugin/{their name}/), so only the host below ever loads it.
+M.plugin_path = M.root .. '/rplugin/autodoc-host/autodoc'
 M.method = M.plugin_path .. ':function:AutodocRequest'
 local NAME = 'autodoc'
 local CHECK = 'import sys; sys.path = [p for p in sys.path if p != ""]; import autodoc_core, pynvim'

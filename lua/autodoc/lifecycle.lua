@@ -10,29 +10,19 @@ local workspaces = require('autodoc.workspaces')
 local M = {}
 
 local waiting = {} ---@type { ready: fun(), failed: fun(message: string) }[]
-local settling = false -- the queue is being run: what asks meanwhile goes behind it
 
---- Run the queue in the order it came. What an entry asks for while it runs (the picker, ready, searches its
---- prompt) joins the queue's end: run at once, it would pass a request that waited longer (an older search
---- of the same picker, which the host would then take for the newest and stop the newer one).
 ---@param message string|nil nil when ready
 local function settle(message)
   state.phase = message and 'failed' or 'ready'
   state.error = message
-  settling = true
-  local ok, err = pcall(function()
-    while #waiting > 0 do
-      local entry = table.remove(waiting, 1)
-      if message then
-        entry.failed(message)
-      else
-        entry.ready()
-      end
+  local queue = waiting
+  waiting = {}
+  for _, entry in ipairs(queue) do
+    if message then
+      entry.failed(message)
+    else
+      entry.ready()
     end
-  end)
-  settling = false
-  if not ok then
-    error(err, 0)
   end
 end
 
@@ -74,14 +64,14 @@ end
 ---@param fn fun()
 ---@param on_error fun(message: string)|nil
 function M.when_ready(fn, on_error)
-  if state.phase == 'ready' and not settling then
+  if state.phase == 'ready' then
     fn()
     return
   end
   table.insert(waiting, { ready = fn, failed = on_error or function(message)
     state.notify(message, vim.log.levels.ERROR)
   end })
-  if state.phase ~= 'starting' and not settling then
+  if state.phase ~= 'starting' then
     M.start()
   end
 end

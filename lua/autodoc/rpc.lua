@@ -7,8 +7,8 @@
 --- `request(method, params, callback, lane, on_partial)` sends (id, method, params, lane) to the plugin's
 --- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
 --- first through `_partial` (`on_partial(answer)`). The lane goes to the host, which runs only the newest
---- request of a lane and stops an older search at its next stage boundary (answered as cancelled, never
---- passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
+--- request of a lane (its greatest id: ids follow the order requests are made, not always the order they are
+--- sent) and stops an older search at its next stage boundary (answered as cancelled, never passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
 local host = require('autodoc.host')
 
 local M = {}
@@ -57,16 +57,17 @@ local function host_error(reason)
   return { code = -1, message = 'autodoc.host', data = { reason = reason } }
 end
 
---- Send now, starting the host if none runs: for the requests that open the engine (autodoc.lifecycle);
---- every other one is a `request`.
----@param method string
----@param params table
----@param callback fun(err: table|nil, result: any)
----@param lane string|nil
----@param on_partial fun(result: any)|nil called with each partial answer before the final one
-function M.send(method, params, callback, lane, on_partial)
+--- A new request id. Ids grow in the order requests are made, which is not always the order they are sent: a
+--- request made while the engine opens waits in autodoc.lifecycle's queue, and one made by a queued callback
+--- (the picker, once the engine is ready, searching its prompt) is sent before those queued behind it.
+---@return integer
+local function new_id()
   next_id = next_id + 1
-  local id = next_id
+  return next_id
+end
+
+--- Send the request made with `id` (new_id, when it was made).
+local function send_as(id, method, params, callback, lane, on_partial)
   pending[id] = { callback = callback, lane = lane, on_partial = on_partial, method = method }
   host.ensure(function(reason)
     if reason then
@@ -78,6 +79,17 @@ function M.send(method, params, callback, lane, on_partial)
   end)
 end
 
+--- Send now, starting the host if none runs: for the requests that open the engine (autodoc.lifecycle);
+--- every other one is a `request`.
+---@param method string
+---@param params table
+---@param callback fun(err: table|nil, result: any)
+---@param lane string|nil
+---@param on_partial fun(result: any)|nil called with each partial answer before the final one
+function M.send(method, params, callback, lane, on_partial)
+  send_as(new_id(), method, params, callback, lane, on_partial)
+end
+
 --- Send once the engine is open (opening it if nobody has).
 ---@param method string
 ---@param params table
@@ -85,8 +97,9 @@ end
 ---@param lane string|nil
 ---@param on_partial fun(result: any)|nil called with each partial answer before the final one
 function M.request(method, params, callback, lane, on_partial)
+  local id = new_id() -- now: of two requests in a lane, the one made later is the newest, whenever it is sent
   require('autodoc.lifecycle').when_ready(function()
-    M.send(method, params, callback, lane, on_partial)
+    send_as(id, method, params, callback, lane, on_partial)
   end, function(reason)
     protected(method, callback, host_error(reason))
   end)
