@@ -7,6 +7,8 @@
 --- import autodoc_core and pynvim (checked once per interpreter, asynchronously). The engine's opening
 --- requests (autodoc.lifecycle) wait for it to start; when no interpreter works, one message says why and
 --- what to run.
+local screen = require('autodoc.screen')
+
 local M = {}
 
 M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
@@ -60,7 +62,7 @@ local function exited(channel, code, stderr)
     code, lines[#lines] and ': ' .. lines[#lines] or '')
   M.state = { phase = 'idle', tried = {} }
   vim.fn['remote#host#Register'](NAME, '*', M.factory) -- remote#host would hand out the dead channel
-  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' })
+  screen.say(message, vim.log.levels.ERROR, true)
   for _, listener in ipairs(exit_listeners) do
     listener(message)
   end
@@ -151,7 +153,7 @@ end
 local function fail(message)
   M.state.phase = 'failed'
   M.state.error = message
-  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' }) -- once: later requests fail quietly
+  screen.say(message, vim.log.levels.ERROR, true) -- once: later requests fail quietly
   flush(message)
 end
 

@@ -46,8 +46,8 @@ local function protected(method, callback, ...)
   append_to_log(string.format('handling the answer to %s failed: %s', method, message))
   if not reported[place] then
     reported[place] = true
-    vim.notify(string.format('autodoc: handling the answer to %s failed: %s (traceback in %s)', method, first,
-      M.log_path()), vim.log.levels.ERROR, { title = 'autodoc' })
+    require('autodoc.screen').say(string.format('autodoc: handling the answer to %s failed: %s (traceback in %s)',
+      method, first, M.log_path()), vim.log.levels.ERROR, true)
   end
 end
 
@@ -157,15 +157,27 @@ function M.value(value)
   return value ~= vim.NIL and value or nil
 end
 
---- A readable message for an error object from the engine.
+--- The engine's words for what to do next, as the editor says them (the engine's messages are the command
+--- line's and MCP's too).
+local IN_THE_EDITOR = {
+  { 'add it with workspace.add', 'add it with :AutodocWorkspaceAdd' },
+  { 'remove it first (workspace.remove)', 'remove it first (:AutodocWorkspaceRemove!)' },
+}
+
+--- A readable message for an error object from the engine: its reason, in the editor's words. Its JSON-RPC
+--- code means nothing to a person: it goes to the log (rpc.log_path()) with the error's name.
 ---@param err table
 ---@return string
 function M.describe(err)
   if err.message == 'autodoc.host' then
     return err.data.reason
   end
-  local reason = type(err.data) == 'table' and err.data.reason or nil
-  return string.format('autodoc: %s (%s)', reason or err.message or 'error', tostring(err.code))
+  local reason = tostring(type(err.data) == 'table' and err.data.reason or err.message or 'error')
+  append_to_log(string.format('error %s (%s): %s', tostring(err.message), tostring(err.code), reason))
+  for _, words in ipairs(IN_THE_EDITOR) do
+    reason = reason:gsub(vim.pesc(words[1]), (words[2]:gsub('%%', '%%%%')))
+  end
+  return 'autodoc: ' .. reason
 end
 
 return M

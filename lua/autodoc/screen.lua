@@ -12,6 +12,14 @@ local M = {}
 local kept = false -- a kept message is on the screen and no key has come since
 local held = {} ---@type autodoc.HeldProgress[] in the order they came
 local listening = false
+local float = nil ---@type integer|nil the window showing lines too many for the message area (say_lines)
+
+local function close_float()
+  if float and vim.api.nvim_win_is_valid(float) then
+    vim.api.nvim_win_close(float, true)
+  end
+  float = nil
+end
 
 local function show_held()
   local shows = held
@@ -24,7 +32,19 @@ end
 local function on_key()
   if kept then
     kept = false
-    vim.schedule(show_held) -- after the key is handled (on_key may not echo)
+    vim.schedule(function() -- after the key is handled (on_key may not echo or close windows)
+      close_float()
+      show_held()
+    end)
+  end
+end
+
+--- Keep what is on the screen until the next key.
+local function keep()
+  kept = true
+  if not listening then
+    listening = true
+    vim.on_key(on_key, vim.api.nvim_create_namespace('autodoc-screen'))
   end
 end
 
@@ -32,15 +52,58 @@ end
 ---@param message string
 ---@param level integer vim.log.levels.*
 ---@param keep boolean
-function M.say(message, level, keep)
+function M.say(message, level, keep_it)
   vim.notify(message, level, { title = 'autodoc' })
-  if keep then
-    kept = true
-    if not listening then
-      listening = true
-      vim.on_key(on_key, vim.api.nvim_create_namespace('autodoc-screen'))
-    end
+  if keep_it then
+    keep()
   end
+end
+
+--- The screen rows `lines` take in the message area ('columns' wide: a line as wide wraps too).
+---@param lines string[]
+---@return integer
+local function message_rows(lines)
+  local rows = 0
+  for _, line in ipairs(lines) do
+    rows = rows + math.floor(vim.fn.strdisplaywidth(line) / vim.o.columns) + 1
+  end
+  return rows
+end
+
+local FLOAT_HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
+
+--- `lines` in a float just above the message area, wrapped to the editor's width.
+---@param lines string[]
+---@param level integer
+local function open_float(lines, level)
+  close_float()
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].bufhidden = 'wipe'
+  local widest = math.max(unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
+  local width = math.max(math.min(widest, vim.o.columns - 2), 1)
+  local room = math.max(vim.o.lines - vim.o.cmdheight - 3, 1)
+  float = vim.api.nvim_open_win(buf, false, { relative = 'editor', row = 0, col = 0, width = width, height = 1,
+    style = 'minimal', border = 'rounded', title = ' autodoc ', focusable = false, zindex = 200, noautocmd = true })
+  vim.wo[float].wrap, vim.wo[float].linebreak = true, true -- a command's name is never cut in two
+  vim.wo[float].winhighlight = FLOAT_HIGHLIGHT[level] and 'NormalFloat:' .. FLOAT_HIGHLIGHT[level] or ''
+  local height = math.min(vim.api.nvim_win_text_height(float, {}).all, room)
+  vim.api.nvim_win_set_config(float, { relative = 'editor', row = vim.o.lines - vim.o.cmdheight - height - 2, col = 0,
+    height = height })
+end
+
+--- Say `lines` and keep them until the next key: as a message when they fit in the message area
+--- ('cmdheight' rows), else in a float above it. More rows than that raise the hit-enter prompt, during which
+--- Neovim answers no plugin request (searches, progress and the picker stop until Enter).
+---@param lines string[] the first says whose it is ('autodoc: ...')
+---@param level integer vim.log.levels.*
+function M.say_lines(lines, level)
+  if message_rows(lines) <= vim.o.cmdheight then
+    M.say(table.concat(lines, '\n'), level, true)
+    return
+  end
+  open_float(lines, level)
+  keep()
 end
 
 --- Show a progress message now, or once the user has read what is kept. Of the messages held for one
