@@ -141,6 +141,7 @@ def test_a_status_too_long_for_the_message_area_is_shown_in_a_float(tmp_path: Pa
             shown = term.wait_for_screen("autodoc: kb: 14 documents, 14 chunks", "other: 3 documents, 3 chunks")
             assert "Press ENTER" not in shown, shown
             assert term.nvim.exec_lua("return 'answered'") == "answered"  # Neovim answers while it is shown
+            assert "other: 3 documents" in term.nvim.exec_lua("return vim.fn.execute('messages')")  # kept there too
             term.keys("Escape")  # read
             wait_for(lambda: "other: 3 documents" not in term.screen(), timeout=60, what="the float closed by a key")
 

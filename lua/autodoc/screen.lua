@@ -1,7 +1,8 @@
 --- What the user must read stays on the screen until the next key. Errors, warnings and the answers to
 --- commands are kept: while one is on the screen and no key has come since, progress (autodoc.progress)
 --- holds its messages back, and shows the latest of each once a key comes. Statuslines and the
---- User AutodocProgress event get every update all the same.
+--- User AutodocProgress event get every update all the same. What needs more rows than 'cmdheight' shows in
+--- a float until the key (say_lines): the hit-enter prompt would stop every plugin request meanwhile.
 local M = {}
 
 ---@class autodoc.HeldProgress
@@ -70,7 +71,7 @@ local function message_rows(lines)
   return rows
 end
 
-local FLOAT_HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
+local HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
 
 --- `lines` in a float just above the message area, wrapped to the editor's width.
 ---@param lines string[]
@@ -82,14 +83,28 @@ local function open_float(lines, level)
   vim.bo[buf].bufhidden = 'wipe'
   local widest = math.max(unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
   local width = math.max(math.min(widest, vim.o.columns - 2), 1)
-  local room = math.max(vim.o.lines - vim.o.cmdheight - 3, 1)
+  local room = math.max(vim.o.lines - vim.o.cmdheight - 4, 1) -- its border, and the last window's status line
   float = vim.api.nvim_open_win(buf, false, { relative = 'editor', row = 0, col = 0, width = width, height = 1,
     style = 'minimal', border = 'rounded', title = ' autodoc ', focusable = false, zindex = 200, noautocmd = true })
   vim.wo[float].wrap, vim.wo[float].linebreak = true, true -- a command's name is never cut in two
-  vim.wo[float].winhighlight = FLOAT_HIGHLIGHT[level] and 'NormalFloat:' .. FLOAT_HIGHLIGHT[level] or ''
+  vim.wo[float].winhighlight = HIGHLIGHT[level] and 'NormalFloat:' .. HIGHLIGHT[level] or ''
   local height = math.min(vim.api.nvim_win_text_height(float, {}).all, room)
-  vim.api.nvim_win_set_config(float, { relative = 'editor', row = vim.o.lines - vim.o.cmdheight - height - 2, col = 0,
+  vim.api.nvim_win_set_config(float, { relative = 'editor', row = vim.o.lines - vim.o.cmdheight - height - 3, col = 0,
     height = height })
+end
+
+--- Put `lines` in |:messages| without the hit-enter prompt their rows would raise: 'messagesopt' waits 0 ms
+--- instead, for this message only (Neovim 0.11 and later; older ones keep them out of :messages).
+---@param lines string[]
+---@param level integer
+local function into_history(lines, level)
+  local ok, saved = pcall(function() return vim.o.messagesopt end)
+  if not ok then
+    return
+  end
+  vim.o.messagesopt = saved:gsub('hit%-enter', 'wait:0')
+  vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
+  vim.schedule(function() vim.o.messagesopt = saved end)
 end
 
 --- Say `lines` and keep them until the next key: as a message when they fit in the message area
@@ -102,6 +117,7 @@ function M.say_lines(lines, level)
     M.say(table.concat(lines, '\n'), level, true)
     return
   end
+  into_history(lines, level)
   open_float(lines, level)
   keep()
 end
