@@ -144,6 +144,7 @@ def test_a_status_too_long_for_the_message_area_is_shown_in_a_float(tmp_path: Pa
             assert "other: 3 documents" in term.nvim.exec_lua("return vim.fn.execute('messages')")  # kept there too
             term.keys("Escape")  # read
             wait_for(lambda: "other: 3 documents" not in term.screen(), timeout=60, what="the float closed by a key")
+            assert term.nvim.eval("&messagesopt") == "hit-enter,history:500"  # the user's, as it was
 
             term.keys(":AutodocStatus nosuch", literal=True)
             term.keys("Enter")

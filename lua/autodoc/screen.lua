@@ -15,11 +15,16 @@ local held = {} ---@type autodoc.HeldProgress[] in the order they came
 local listening = false
 local float = nil ---@type integer|nil the window showing lines too many for the message area (say_lines)
 
+local messagesopt = nil ---@type string|nil the user's 'messagesopt', while the float's lines are in the history
+
 local function close_float()
   if float and vim.api.nvim_win_is_valid(float) then
     vim.api.nvim_win_close(float, true)
   end
   float = nil
+  if messagesopt then
+    vim.o.messagesopt, messagesopt = messagesopt, nil
+  end
 end
 
 local function show_held()
@@ -94,7 +99,8 @@ local function open_float(lines, level)
 end
 
 --- Put `lines` in |:messages| without the hit-enter prompt their rows would raise: 'messagesopt' waits 0 ms
---- instead, for this message only (Neovim 0.11 and later; older ones keep them out of :messages).
+--- instead until the float closes (Neovim 0.11 and later; older ones keep them out of :messages). Put back
+--- sooner, it can come before Neovim looks at it, and the prompt shows.
 ---@param lines string[]
 ---@param level integer
 local function into_history(lines, level)
@@ -102,9 +108,9 @@ local function into_history(lines, level)
   if not ok then
     return
   end
+  messagesopt = messagesopt or saved
   vim.o.messagesopt = saved:gsub('hit%-enter', 'wait:0')
   vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
-  vim.schedule(function() vim.o.messagesopt = saved end)
 end
 
 --- Say `lines` and keep them until the next key: as a message when they fit in the message area
@@ -117,8 +123,8 @@ function M.say_lines(lines, level)
     M.say(table.concat(lines, '\n'), level, true)
     return
   end
-  into_history(lines, level)
   open_float(lines, level)
+  into_history(lines, level)
   keep()
 end
 
