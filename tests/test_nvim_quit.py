@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import PROJECT
-from tests.nvim import lua_string, nvim_binary
+from tests.nvim import child_nvim, lua_string, nvim_binary, wait_for
 
 RUNS = 10
 DEADLINE = 60  # seconds: a run ends in under one, even on a loaded machine; this only bounds a hang
@@ -32,12 +32,19 @@ def user_init(tmp_path: Path, kb: Path, extra: str = "") -> Path:
     return init
 
 
-def run_and_quit(home: Path, init: Path, *commands: str, what: str) -> Path:
-    """`nvim --headless -u init *commands` with its own XDG folders; fails with `what` if it does not exit.
-    Returns its data folder."""
+def user_env(home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment without its XDG_* and AUTODOC_* variables, XDG folders in `home`, `extra` over."""
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("XDG_", "AUTODOC_")) or name == "AUTODOC_ONNX_CACHE"}
     env.update({f"XDG_{folder.upper()}_HOME": str(home / folder) for folder in ("config", "data", "state", "cache")})
+    return {**env, **extra}
+
+
+def run_and_quit(home: Path, init: Path, *commands: str, what: str, env: dict[str, str] | None = None,
+                 output: list[str] | None = None) -> Path:
+    """`nvim --headless -u init *commands` with its own XDG folders (`env`: user_env's, else this one); fails
+    with `what` if it does not exit. Returns its data folder; what Neovim printed goes into `output`."""
+    env = env or user_env(home)
     argv = [nvim_binary(), "--headless", "-u", str(init), *commands]
     try:
         done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -47,6 +54,8 @@ def run_and_quit(home: Path, init: Path, *commands: str, what: str) -> Path:
         raise AssertionError(f"{what}: Neovim hung (did not exit within {DEADLINE} s); "
                              f"its output: {output!r}") from None
     assert done.returncode == 0, f"{what}: exit code {done.returncode}: {done.stderr}"
+    if output is not None:
+        output.append(done.stdout + done.stderr)
     return home / "data"
 
 
@@ -56,7 +65,42 @@ def test_update_remote_plugins_then_quit_never_hangs(tmp_path: Path, notes: Path
         data = run_and_quit(tmp_path / f"run{run}", init, "+UpdateRemotePlugins", "+qa",
                             what=f"run {run} of {RUNS} of +UpdateRemotePlugins +qa")
         manifest = (data / "nvim" / "rplugin.vim").read_text()
-        assert f"'{PROJECT}/rplugin/python3/autodoc'" in manifest and "'AutodocRequest'" in manifest
+        assert "remote#host#RegisterPlugin" not in manifest and "AutodocRequest" not in manifest, manifest
+
+
+def test_update_remote_plugins_leaves_autodoc_to_its_own_host(tmp_path: Path, notes: Path) -> None:
+    """The `python3` on PATH has no pynvim (a fresh virtualenv): Neovim's python3 host cannot start. It used to
+    be asked to load rplugin/python3/autodoc, and :UpdateRemotePlugins printed E475 and E5108. No Python but
+    AutoDoc's own host loads the plugin, and AutoDoc searches after it as before."""
+    bare = tmp_path / "bare-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=DEADLINE)
+    assert subprocess.run([bare / "bin" / "python3", "-c", "import pynvim"], capture_output=True).returncode != 0
+    init = tmp_path / "init.lua"
+    init.write_text(f"""
+        vim.opt.runtimepath:prepend({lua_string(PROJECT)})
+        vim.g.autodoc_python = {lua_string(sys.executable)}
+        require('autodoc').setup({{ db = {lua_string(tmp_path / "autodoc.db")},
+          workspaces = {{ {{ name = 'kb', path = {lua_string(notes)} }} }} }})
+    """)
+    home = tmp_path / "home"
+    env = user_env(home, PATH=f"{bare / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env.pop("VIRTUAL_ENV", None)
+    printed: list[str] = []
+    data = run_and_quit(home, init, "+UpdateRemotePlugins", "+qa", what="+UpdateRemotePlugins +qa", env=env,
+                        output=printed)
+    assert "E475" not in printed[0] and "E5108" not in printed[0] and "generated rplugin manifest" in printed[0], \
+        printed[0]
+    assert "autodoc" not in (data / "nvim" / "rplugin.vim").read_text().replace('" autodoc plugins', "")
+    with child_nvim("-u", str(init), env=env, isolated=True) as nvim:
+        assert nvim.exec_lua("return vim.fn.exepath('python3')") == str(bare / "bin" / "python3")
+        nvim.exec_lua("""_G.found = nil
+          require('autodoc').index('kb', function()
+            require('autodoc.rpc').request('search.query', { 'kb', 'bread' }, function(err, answer)
+              _G.found = err and { error = err.message } or vim.tbl_map(function(hit) return hit.path end, answer.hits)
+            end)
+          end)""")
+        found = wait_for(lambda: nvim.exec_lua("return _G.found"), timeout=DEADLINE)
+        assert found == ["notes/cooking.md"], found
 
 
 def test_quitting_while_a_job_still_ends_never_hangs(tmp_path: Path, notes: Path) -> None:

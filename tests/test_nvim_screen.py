@@ -14,7 +14,7 @@ import pytest
 from autodoc_core.service.engine import Engine
 from tests.conftest import PROJECT, write
 from tests.model_servers import Behaviour, model_server
-from tests.nvim import lua_string, wait_for
+from tests.nvim import child_nvim, lua_string, wait_for
 from tests.nvim.terminal import Terminal, terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -121,4 +121,63 @@ def test_an_error_and_a_status_answer_stay_on_screen_while_progress_comes(tmp_pa
             term.keys("Escape")
             wait_for(lambda: "kb: 14/14 embedded" in term.nvim.exec_lua(messages), timeout=60,
                      what="the end of kb's fill in :messages after a key")
+        server.behaviour.release.set()
+
+
+def test_a_status_too_long_for_the_message_area_is_shown_in_a_float(tmp_path: Path) -> None:
+    """At cmdheight=1 the answer for two workspaces raised the hit-enter prompt, during which Neovim answers no
+    plugin request; an error ended with its JSON-RPC code and named the engine's method (workspace.add) where
+    the editor has a command. Both are shown in a float until the next key, in the editor's words; the code
+    is in the log."""
+    with model_server("tei") as server:
+        kb, other, db = two_workspaces(tmp_path, server.url)
+        init, env = editor(tmp_path, kb, other, db)
+        with terminal(init, env, columns=80, rows=24) as term:
+            term.wait_for_screen("~")
+            wait_for(lambda: term.nvim.exec_lua("return require('autodoc').state.phase") == "ready", timeout=60)
+            assert term.nvim.eval("&cmdheight") == 1
+            term.keys(":AutodocStatus", literal=True)
+            term.keys("Enter")
+            shown = term.wait_for_screen("autodoc: kb: 14 documents, 14 chunks", "other: 3 documents, 3 chunks")
+            assert "Press ENTER" not in shown, shown
+            assert term.nvim.exec_lua("return 'answered'") == "answered"  # Neovim answers while it is shown
+            assert "other: 3 documents" in term.nvim.exec_lua("return vim.fn.execute('messages')")  # kept there too
+            term.keys("Escape")  # read
+            wait_for(lambda: "other: 3 documents" not in term.screen(), timeout=60, what="the float closed by a key")
+            assert term.nvim.eval("&messagesopt") == "hit-enter,history:500"  # the user's, as it was
+
+            term.keys(":AutodocStatus nosuch", literal=True)
+            term.keys("Enter")
+            shown = term.wait_for_screen("no workspace named 'nosuch'", "with :AutodocWorkspaceAdd")
+            assert "(-32" not in shown and "workspace.add" not in shown and "Press ENTER" not in shown, shown
+            log = (tmp_path / "state" / "nvim" / "autodoc.log").read_text()
+            assert "no workspace named 'nosuch'" in log and "(-32060)" in log, log
+            term.keys("Escape")
+            wait_for(lambda: "nosuch" not in term.screen(), timeout=60, what="the error's float closed by a key")
+
+
+def test_the_pickers_error_is_kept_while_progress_comes(tmp_path: Path) -> None:
+    """The picker said its errors with vim.notify, past the kept-message rule: the next progress update of a
+    filling workspace replaced them at once. Now they hold progress back until a key, as every error does."""
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        kb, other, db = two_workspaces(tmp_path, server.url)
+        init, env = editor(tmp_path, kb, other, db)
+        with child_nvim("-u", str(init), env=env) as nvim:
+            wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "ready", timeout=60)
+            assert server.behaviour.holding.wait(timeout=60)
+            nvim.command("AutodocSearch @other rivers")
+            wait_for(lambda: (nvim.exec_lua("return require('autodoc').picker_state().hits") or [{}])[0]
+                     .get("path", "").startswith("o"), timeout=60, what="a note of 'other' in the list")
+            nvim.exec_lua("_G.fill = {}; vim.api.nvim_create_autocmd('User', { pattern = 'AutodocProgress', "
+                          "callback = function(event) if event.data.work == 'embedding' then "
+                          "table.insert(_G.fill, event.data.shown) end end })")
+            nvim.exec_lua("require('autodoc').watch_semantic('kb')")
+            wait_for(lambda: nvim.exec_lua("return _G.fill")[-1:] == [True], timeout=60, what="progress drawn")
+            other.rename(tmp_path / "unmounted")
+            nvim.input("<CR>")
+            wait_for(lambda: "is not there" in nvim.exec_lua("return vim.fn.execute('messages')"), timeout=60,
+                     what="the picker's error")
+            seen = len(nvim.exec_lua("return _G.fill"))
+            wait_for(lambda: len(nvim.exec_lua("return _G.fill")) >= seen + 2, timeout=60, what="2 more updates")
+            assert nvim.exec_lua("return _G.fill")[seen:] == [False] * (len(nvim.exec_lua("return _G.fill")) - seen)
         server.behaviour.release.set()

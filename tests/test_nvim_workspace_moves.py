@@ -113,7 +113,7 @@ def test_checkhealth_names_the_configured_folder_the_database_does_not_use(tmp_p
     old, _ = old_and_new
     missing = tmp_path / "typo"
     with editor(tmp_path, missing) as nvim:
-        said = f"autodoc: setup() workspace 'kb': root '{missing}' is not a folder (-32602); it stays at {old}, "
+        said = f"autodoc: setup() workspace 'kb': root '{missing}' is not a folder; it stays at {old}, "
         wait_for(lambda: notified(nvim, said, "ERROR"), timeout=60, what="the failed move said as an error")
         report = checkhealth(nvim)
         assert f"ERROR kb: setup() names the folder {missing}, but the database has it at {old}" in report
@@ -124,7 +124,7 @@ def test_checkhealth_names_the_configured_folder_the_database_does_not_use(tmp_p
 def test_a_configured_folder_that_does_not_exist_is_said_and_named_by_checkhealth(tmp_path: Path) -> None:
     missing = tmp_path / "typo"
     with editor(tmp_path, missing) as nvim:
-        said = f"autodoc: setup() workspace 'kb': root '{missing}' is not a folder (-32602)"
+        said = f"autodoc: setup() workspace 'kb': root '{missing}' is not a folder"
         wait_for(lambda: notified(nvim, said, "ERROR"), timeout=60, what="the failed add said as an error")
         report = checkhealth(nvim)
         assert f"WARNING kb: setup() names the folder {missing}, which is not a folder, but the database has no " \

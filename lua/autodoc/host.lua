@@ -7,10 +7,15 @@
 --- import autodoc_core and pynvim (checked once per interpreter, asynchronously). The engine's opening
 --- requests (autodoc.lifecycle) wait for it to start; when no interpreter works, one message says why and
 --- what to run.
+local screen = require('autodoc.screen')
+
 local M = {}
 
 M.root = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h')
-M.plugin_path = M.root .. '/rplugin/python3/autodoc'
+-- Not under rplugin/python3/: :UpdateRemotePlugins has Neovim's python3 host (the `python3` on PATH, or
+-- g:python3_host_prog) load every plugin there, and one without pynvim fails with E475 and E5108. No host scans
+-- rplugin/autodoc-host/ (the hosts scan rplugin/{their name}/), so only the host below ever loads it.
+M.plugin_path = M.root .. '/rplugin/autodoc-host/autodoc'
 M.method = M.plugin_path .. ':function:AutodocRequest'
 local NAME = 'autodoc'
 local CHECK = 'import sys; sys.path = [p for p in sys.path if p != ""]; import autodoc_core, pynvim'
@@ -57,7 +62,7 @@ local function exited(channel, code, stderr)
     code, lines[#lines] and ': ' .. lines[#lines] or '')
   M.state = { phase = 'idle', tried = {} }
   vim.fn['remote#host#Register'](NAME, '*', M.factory) -- remote#host would hand out the dead channel
-  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' })
+  screen.say(message, vim.log.levels.ERROR, true)
   for _, listener in ipairs(exit_listeners) do
     listener(message)
   end
@@ -148,7 +153,7 @@ end
 local function fail(message)
   M.state.phase = 'failed'
   M.state.error = message
-  vim.notify(message, vim.log.levels.ERROR, { title = 'autodoc' }) -- once: later requests fail quietly
+  screen.say(message, vim.log.levels.ERROR, true) -- once: later requests fail quietly
   flush(message)
 end
 

@@ -25,7 +25,7 @@ function M.open(opts)
   local view = opts.view or 'builtin'
   local module = M.VIEWS[view]
   if not module then
-    vim.notify(string.format("autodoc: no picker view '%s' (builtin, telescope, fzf-lua, snacks, mini.pick)",
+    require('autodoc.state').notify(string.format("no picker view '%s' (builtin, telescope, fzf-lua, snacks, mini.pick)",
       tostring(view)), vim.log.levels.ERROR)
     return
   end

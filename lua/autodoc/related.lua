@@ -42,7 +42,7 @@ end
 local function under_cursor()
   local source, why = M.here(vim.api.nvim_get_current_buf(), vim.api.nvim_win_get_cursor(0)[1])
   if not source then
-    vim.notify(why, vim.log.levels.WARN)
+    autodoc.state.notify(why, vim.log.levels.WARN)
   end
   return source
 end

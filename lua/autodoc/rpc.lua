@@ -7,8 +7,8 @@
 --- `request(method, params, callback, lane, on_partial)` sends (id, method, params, lane) to the plugin's
 --- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
 --- first through `_partial` (`on_partial(answer)`). The lane goes to the host, which runs only the newest
---- request of a lane and stops an older search at its next stage boundary (answered as cancelled, never
---- passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
+--- request of a lane (its greatest id: ids follow the order requests are made, not always the order they are
+--- sent) and stops an older search at its next stage boundary (answered as cancelled, never passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
 local host = require('autodoc.host')
 
 local M = {}
@@ -46,8 +46,8 @@ local function protected(method, callback, ...)
   append_to_log(string.format('handling the answer to %s failed: %s', method, message))
   if not reported[place] then
     reported[place] = true
-    vim.notify(string.format('autodoc: handling the answer to %s failed: %s (traceback in %s)', method, first,
-      M.log_path()), vim.log.levels.ERROR, { title = 'autodoc' })
+    require('autodoc.screen').say(string.format('autodoc: handling the answer to %s failed: %s (traceback in %s)',
+      method, first, M.log_path()), vim.log.levels.ERROR, true)
   end
 end
 
@@ -57,16 +57,17 @@ local function host_error(reason)
   return { code = -1, message = 'autodoc.host', data = { reason = reason } }
 end
 
---- Send now, starting the host if none runs: for the requests that open the engine (autodoc.lifecycle);
---- every other one is a `request`.
----@param method string
----@param params table
----@param callback fun(err: table|nil, result: any)
----@param lane string|nil
----@param on_partial fun(result: any)|nil called with each partial answer before the final one
-function M.send(method, params, callback, lane, on_partial)
+--- A new request id. Ids grow in the order requests are made, which is not always the order they are sent: a
+--- request made while the engine opens waits in autodoc.lifecycle's queue, and one made by a queued callback
+--- (the picker, once the engine is ready, searching its prompt) is sent before those queued behind it.
+---@return integer
+local function new_id()
   next_id = next_id + 1
-  local id = next_id
+  return next_id
+end
+
+--- Send the request made with `id` (new_id, when it was made).
+local function send_as(id, method, params, callback, lane, on_partial)
   pending[id] = { callback = callback, lane = lane, on_partial = on_partial, method = method }
   host.ensure(function(reason)
     if reason then
@@ -78,6 +79,17 @@ function M.send(method, params, callback, lane, on_partial)
   end)
 end
 
+--- Send now, starting the host if none runs: for the requests that open the engine (autodoc.lifecycle);
+--- every other one is a `request`.
+---@param method string
+---@param params table
+---@param callback fun(err: table|nil, result: any)
+---@param lane string|nil
+---@param on_partial fun(result: any)|nil called with each partial answer before the final one
+function M.send(method, params, callback, lane, on_partial)
+  send_as(new_id(), method, params, callback, lane, on_partial)
+end
+
 --- Send once the engine is open (opening it if nobody has).
 ---@param method string
 ---@param params table
@@ -85,8 +97,9 @@ end
 ---@param lane string|nil
 ---@param on_partial fun(result: any)|nil called with each partial answer before the final one
 function M.request(method, params, callback, lane, on_partial)
+  local id = new_id() -- now: of two requests in a lane, the one made later is the newest, whenever it is sent
   require('autodoc.lifecycle').when_ready(function()
-    M.send(method, params, callback, lane, on_partial)
+    send_as(id, method, params, callback, lane, on_partial)
   end, function(reason)
     protected(method, callback, host_error(reason))
   end)
@@ -144,15 +157,27 @@ function M.value(value)
   return value ~= vim.NIL and value or nil
 end
 
---- A readable message for an error object from the engine.
+--- The engine's words for what to do next, as the editor says them (the engine's messages are the command
+--- line's and MCP's too).
+local IN_THE_EDITOR = {
+  { 'add it with workspace.add', 'add it with :AutodocWorkspaceAdd' },
+  { 'remove it first (workspace.remove)', 'remove it first (:AutodocWorkspaceRemove!)' },
+}
+
+--- A readable message for an error object from the engine: its reason, in the editor's words. Its JSON-RPC
+--- code means nothing to a person: it goes to the log (rpc.log_path()) with the error's name.
 ---@param err table
 ---@return string
 function M.describe(err)
   if err.message == 'autodoc.host' then
     return err.data.reason
   end
-  local reason = type(err.data) == 'table' and err.data.reason or nil
-  return string.format('autodoc: %s (%s)', reason or err.message or 'error', tostring(err.code))
+  local reason = tostring(type(err.data) == 'table' and err.data.reason or err.message or 'error')
+  append_to_log(string.format('error %s (%s): %s', tostring(err.message), tostring(err.code), reason))
+  for _, words in ipairs(IN_THE_EDITOR) do
+    reason = reason:gsub(vim.pesc(words[1]), (words[2]:gsub('%%', '%%%%')))
+  end
+  return 'autodoc: ' .. reason
 end
 
 return M

@@ -1,7 +1,8 @@
 --- What the user must read stays on the screen until the next key. Errors, warnings and the answers to
 --- commands are kept: while one is on the screen and no key has come since, progress (autodoc.progress)
 --- holds its messages back, and shows the latest of each once a key comes. Statuslines and the
---- User AutodocProgress event get every update all the same.
+--- User AutodocProgress event get every update all the same. What needs more rows than 'cmdheight' shows in
+--- a float until the key (say_lines): the hit-enter prompt would stop every plugin request meanwhile.
 local M = {}
 
 ---@class autodoc.HeldProgress
@@ -12,6 +13,19 @@ local M = {}
 local kept = false -- a kept message is on the screen and no key has come since
 local held = {} ---@type autodoc.HeldProgress[] in the order they came
 local listening = false
+local float = nil ---@type integer|nil the window showing lines too many for the message area (say_lines)
+
+local messagesopt = nil ---@type string|nil the user's 'messagesopt', while the float's lines are in the history
+
+local function close_float()
+  if float and vim.api.nvim_win_is_valid(float) then
+    vim.api.nvim_win_close(float, true)
+  end
+  float = nil
+  if messagesopt then
+    vim.o.messagesopt, messagesopt = messagesopt, nil
+  end
+end
 
 local function show_held()
   local shows = held
@@ -24,7 +38,19 @@ end
 local function on_key()
   if kept then
     kept = false
-    vim.schedule(show_held) -- after the key is handled (on_key may not echo)
+    vim.schedule(function() -- after the key is handled (on_key may not echo or close windows)
+      close_float()
+      show_held()
+    end)
+  end
+end
+
+--- Keep what is on the screen until the next key.
+local function keep()
+  kept = true
+  if not listening then
+    listening = true
+    vim.on_key(on_key, vim.api.nvim_create_namespace('autodoc-screen'))
   end
 end
 
@@ -32,15 +58,74 @@ end
 ---@param message string
 ---@param level integer vim.log.levels.*
 ---@param keep boolean
-function M.say(message, level, keep)
+function M.say(message, level, keep_it)
   vim.notify(message, level, { title = 'autodoc' })
-  if keep then
-    kept = true
-    if not listening then
-      listening = true
-      vim.on_key(on_key, vim.api.nvim_create_namespace('autodoc-screen'))
-    end
+  if keep_it then
+    keep()
   end
+end
+
+--- The screen rows `lines` take in the message area ('columns' wide: a line as wide wraps too).
+---@param lines string[]
+---@return integer
+local function message_rows(lines)
+  local rows = 0
+  for _, line in ipairs(lines) do
+    rows = rows + math.floor(vim.fn.strdisplaywidth(line) / vim.o.columns) + 1
+  end
+  return rows
+end
+
+local HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
+
+--- `lines` in a float just above the message area, wrapped to the editor's width.
+---@param lines string[]
+---@param level integer
+local function open_float(lines, level)
+  close_float()
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].bufhidden = 'wipe'
+  local widest = math.max(unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
+  local width = math.max(math.min(widest, vim.o.columns - 2), 1)
+  local room = math.max(vim.o.lines - vim.o.cmdheight - 4, 1) -- its border, and the last window's status line
+  float = vim.api.nvim_open_win(buf, false, { relative = 'editor', row = 0, col = 0, width = width, height = 1,
+    style = 'minimal', border = 'rounded', title = ' autodoc ', focusable = false, zindex = 200, noautocmd = true })
+  vim.wo[float].wrap, vim.wo[float].linebreak = true, true -- a command's name is never cut in two
+  vim.wo[float].winhighlight = HIGHLIGHT[level] and 'NormalFloat:' .. HIGHLIGHT[level] or ''
+  local height = math.min(vim.api.nvim_win_text_height(float, {}).all, room)
+  vim.api.nvim_win_set_config(float, { relative = 'editor', row = vim.o.lines - vim.o.cmdheight - height - 3, col = 0,
+    height = height })
+end
+
+--- Put `lines` in |:messages| without the hit-enter prompt their rows would raise: 'messagesopt' waits 0 ms
+--- instead until the float closes (Neovim 0.11 and later; older ones keep them out of :messages). Put back
+--- sooner, it can come before Neovim looks at it, and the prompt shows.
+---@param lines string[]
+---@param level integer
+local function into_history(lines, level)
+  local ok, saved = pcall(function() return vim.o.messagesopt end)
+  if not ok then
+    return
+  end
+  messagesopt = messagesopt or saved
+  vim.o.messagesopt = saved:gsub('hit%-enter', 'wait:0')
+  vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
+end
+
+--- Say `lines` and keep them until the next key: as a message when they fit in the message area
+--- ('cmdheight' rows), else in a float above it. More rows than that raise the hit-enter prompt, during which
+--- Neovim answers no plugin request (searches, progress and the picker stop until Enter).
+---@param lines string[] the first says whose it is ('autodoc: ...')
+---@param level integer vim.log.levels.*
+function M.say_lines(lines, level)
+  if message_rows(lines) <= vim.o.cmdheight then
+    M.say(table.concat(lines, '\n'), level, true)
+    return
+  end
+  open_float(lines, level)
+  into_history(lines, level)
+  keep()
 end
 
 --- Show a progress message now, or once the user has read what is kept. Of the messages held for one

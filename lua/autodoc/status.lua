@@ -2,6 +2,7 @@
 --- the quickfix list.
 local rpc = require('autodoc.rpc')
 local progress = require('autodoc.progress')
+local screen = require('autodoc.screen')
 local state = require('autodoc.state')
 
 local M = {}
@@ -88,8 +89,8 @@ local function add_problems(result, into)
   end
 end
 
---- The answer in one message, kept until the next key: one line per workspace, then where the files with
---- problems are (a message per workspace replaced the one before it).
+--- The answer, kept until the next key: one line per workspace, then where the files with problems are (a
+--- message per workspace replaced the one before it); in a float when the message area is too small for it.
 ---@param lines string[]
 ---@param problems table[] quickfix items
 ---@param level integer ERROR when a workspace's status could not be read, WARN when a folder cannot be read
@@ -98,7 +99,8 @@ local function say(lines, problems, level)
     vim.fn.setqflist({}, ' ', { title = 'autodoc: files with problems', items = problems })
     table.insert(lines, string.format('%s with problems: in the quickfix list (:copen)', M.count(#problems, 'file')))
   end
-  state.notify(table.concat(lines, '\n'), level, { keep = true })
+  lines[1] = 'autodoc: ' .. lines[1]
+  screen.say_lines(lines, level) -- in a float when it needs more rows than 'cmdheight': no hit-enter prompt
 end
 
 --- Say a workspace's documents, chunks and semantic state (every workspace's when `name` is nil).

@@ -41,7 +41,7 @@ end
 function M.add_folder(hit)
   local name = vim.fn.fnamemodify(hit.path, ':t'):gsub('[^%w_.-]', '-')
   autodoc.add_workspace(name, hit.path, function(ws, report)
-    vim.notify(string.format('autodoc: workspace %s added, %d documents indexed', ws, report.added))
+    autodoc.state.notify(string.format('workspace %s added, %d documents indexed', ws, report.added), nil, { keep = true })
   end)
 end
 

@@ -155,12 +155,12 @@ function M.open_hit(how)
   end
   local file = state.root .. '/' .. hit.path
   if not vim.uv.fs_stat(state.root) then
-    vim.notify(string.format('autodoc: the workspace root %s is not there (a drive not mounted?)', state.root),
+    autodoc.state.notify(string.format('the workspace root %s is not there (a drive not mounted?)', state.root),
       vim.log.levels.ERROR)
     return
   end
   if not vim.uv.fs_stat(file) then -- deleted since it was indexed: say so, not an empty buffer
-    vim.notify(string.format('autodoc: %s was deleted since it was indexed; the index is updated now', hit.path),
+    autodoc.state.notify(string.format('%s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
     autodoc.index(state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
     return

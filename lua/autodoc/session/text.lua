@@ -183,7 +183,7 @@ function M.summary(answer)
   local requested = answer.stages and answer.stages.requested
   local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
   if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
-    table.insert(parts, 'semantic ' .. answer.semantic) -- not news once Semantic is switched off
+    table.insert(parts, require('autodoc.coverage').text(answer.semantic)) -- 'semantic 54%'; not news once off
   end
   local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
   if left_out > 0 then -- a pasted paragraph: most of it was not searched
@@ -195,7 +195,22 @@ function M.summary(answer)
     table.insert(parts, '0 hits: ' .. reason)
   end
   local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
+  local coming = M.still_to_come(answer)
+  if coming then -- a list that is not final says so, whatever else is said
+    table.insert(parts, 1, count .. ' so far, ' .. coming)
+  end
   return #parts > 0 and table.concat(parts, ' · ') or count
+end
+
+--- What a partial answer (a stream's lexical list) still waits for: 'semantic to come'; nil when final.
+---@param answer autodoc.Answer
+---@return string|nil
+function M.still_to_come(answer)
+  local pending = answer.partial == true and answer.stages and answer.stages.pending
+  if type(pending) ~= 'table' or #pending == 0 then
+    return nil
+  end
+  return table.concat(pending, ' and ') .. ' to come'
 end
 
 --- The line under the list: a refusal, else what stands in place of hits, else the answer's summary.

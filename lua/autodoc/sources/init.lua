@@ -44,12 +44,12 @@ function M.start(source, opts, open)
   session.initial_query = opts.query
   session:start(function()
     if not session.workspace then
-      vim.notify(require('autodoc.session.text').NO_WORKSPACE, vim.log.levels.WARN)
+      autodoc.state.notify(require('autodoc.session.text').NO_WORKSPACE, vim.log.levels.WARN)
       return
     end
     open(session)
   end, function(message)
-    vim.notify(message, vim.log.levels.ERROR)
+    autodoc.state.notify(message, vim.log.levels.ERROR)
   end)
 end
 

@@ -1,11 +1,12 @@
 """The Neovim remote plugin: a thin adapter from Lua requests to the autodoc_core engine.
 
-Importing this module is cheap (every Python remote plugin shares one host, which imports them all
-before answering Neovim's first blocking call): the engine, numpy and the model load lazily in a
-worker thread. Requests are asynchronous: Lua sends (request id, method, params, lane) and the
-answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answer requests;
+Only AutoDoc's own host (lua/autodoc/host.lua) loads it: it lives outside ``rplugin/python3/`` so that
+``:UpdateRemotePlugins`` never hands it to Neovim's python3 host. Importing it is cheap: the engine, numpy
+and the model load lazily in a worker thread. Requests are asynchronous: Lua sends (request id, method,
+params, lane) and the answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answer requests;
 ``workspace.index`` runs one at a time on a third, so searches never wait behind index runs.
-Within a lane only the newest request runs; older ones still queued are answered as cancelled.
+Within a lane only the newest request runs (the greatest id: the editor numbers requests as they are made,
+and one made earlier may come later); older ones still queued are answered as cancelled.
 ``search.stream`` (the picker's one request per query) pushes its lexical answer through ``rpc._partial``
 before the final one, and a newer request in its lane stops it at the next stage boundary.
 ``host.state`` answers what the host has done so far, read-only (:help autodoc-host.state).
@@ -54,8 +55,13 @@ class AutodocPlugin:
         lane = args[3] if len(args) > 3 and args[3] else None
         if lane:
             with self._latest_lock:
-                self._latest[lane] = request_id
-                replaced = self._streams.pop(lane, None)
+                stale = request_id < self._latest.get(lane, request_id)
+                if not stale:
+                    self._latest[lane] = request_id
+                replaced = None if stale else self._streams.pop(lane, None)
+            if stale:  # made before the lane's newest, sent after it (it waited for the engine to open)
+                self._cancel(request_id, "queued")
+                return
             if replaced is not None:
                 replaced.cancel()  # a search waiting for its query's embedding stops now
         if method == "plugin.setup" and params and isinstance(params[0], dict) and params[0].get("db"):

@@ -1,0 +1,86 @@
+--- How far a workspace's vectors have filled, for the search views: `semantic 54%` in the list's title while
+--- they fill (the progress message is hidden under `-- INSERT --` in a picker). The share comes from the
+--- fill's progress updates (User AutodocProgress, autodoc.progress); the open view's title follows them.
+local M = {}
+
+local percents = {} ---@type table<string, integer> workspace -> share embedded, while its vectors fill
+local listening = false
+
+--- The workspace the open search shows (a title drawn from an answer alone does not name it).
+---@return string|nil
+local function shown_workspace()
+  local session = require('autodoc.session').current
+  return session and not session.closed and (session.searched or session.workspace) or nil
+end
+
+--- Draw the open search's title again: the built-in picker's list title, or the source's header.
+local function redraw_title()
+  local session = require('autodoc.session').current
+  if not session or session.closed or not session.answer then
+    return
+  end
+  local picker = require('autodoc.picker').state
+  if picker and picker.session == session then
+    if vim.api.nvim_win_is_valid(picker.list_win) and not session.message then
+      vim.api.nvim_win_set_config(picker.list_win,
+        { title = require('autodoc.picker.render').list_title(session.answer), title_pos = 'left' })
+    end
+  else
+    session.on_update(session)
+  end
+end
+
+---@param event table User AutodocProgress
+local function on_progress(event)
+  local data = event.data or {}
+  if data.work ~= 'embedding' or not data.workspace then
+    return
+  end
+  local percent = data.status == 'running' and tonumber(data.percent) or nil
+  if percents[data.workspace] ~= percent then
+    percents[data.workspace] = percent
+    if data.workspace == shown_workspace() then
+      redraw_title()
+    end
+  end
+end
+
+local function listen()
+  if listening then
+    return
+  end
+  listening = true
+  vim.api.nvim_create_autocmd('User', {
+    group = vim.api.nvim_create_augroup('autodoc-coverage', { clear = true }),
+    pattern = 'AutodocProgress',
+    callback = on_progress,
+  })
+end
+
+--- The answer's semantic state for a title: `semantic 54%` while the vectors of `workspace` (default: the one
+--- the open search shows) fill and their share is known, else `semantic partial` (or `switching`), and the
+--- fill is followed from now on so that the share comes.
+---@param semantic string the answer's `semantic`: 'partial' or 'switching'
+---@param workspace string|nil
+---@return string
+function M.text(semantic, workspace)
+  listen()
+  workspace = workspace or shown_workspace()
+  local percent = workspace and percents[workspace]
+  if percent then
+    return string.format('semantic %d%%', percent)
+  end
+  if workspace then
+    vim.schedule(function() require('autodoc.watch').semantic(workspace) end) -- already followed: nothing new
+  end
+  return 'semantic ' .. semantic
+end
+
+--- The share embedded of `workspace` while its vectors fill (nil when not filling or not known yet).
+---@param workspace string
+---@return integer|nil
+function M.percent(workspace)
+  return percents[workspace]
+end
+
+return M

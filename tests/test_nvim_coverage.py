@@ -1,0 +1,46 @@
+"""Inside the picker you see how far the vectors have filled: its list's title says `semantic 14%` (it said
+`semantic partial`, and the progress message was hidden under `-- INSERT --`). The fill is held at the toy TEI
+server after its first batch (2 of 14 texts), then released: the title follows it to the end."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from autodoc_core.service.engine import Engine
+from tests.conftest import PROJECT, write
+from tests.model_servers import Behaviour, model_server
+from tests.nvim import child_nvim, lua_string, wait_for
+
+LIST_TITLE = ("local s = require('autodoc.picker').state; "
+              "return s and vim.api.nvim_win_is_valid(s.list_win) and vim.api.nvim_win_get_config(s.list_win).title "
+              "and vim.api.nvim_win_get_config(s.list_win).title[1][1] or ''")
+
+
+def test_the_list_title_says_how_far_the_vectors_have_filled(tmp_path: Path) -> None:
+    kb, db = tmp_path / "kb", tmp_path / "autodoc.db"
+    for i in range(14):
+        write(kb, f"n{i:02}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:prepend({lua_string(PROJECT)})\nvim.opt.swapfile = false\n"
+                    f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
+                    f"require('autodoc').setup({{ db = {lua_string(db)}, poll_ms = 200, "
+                    f"workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }} }} }})\n")
+    env = {f"XDG_{folder.upper()}_HOME": str(tmp_path / folder) for folder in ("config", "data", "state")}
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        with Engine(db) as engine:
+            engine.workspace_add("kb", str(kb))
+            engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 2,
+                                                           "timeout": 120}})
+            engine.workspace_index("kb")
+        with child_nvim("-u", str(init), env=env) as nvim:
+            assert server.behaviour.holding.wait(timeout=60)  # 2 of 14 embedded, the next batch held
+            nvim.command("AutodocSearch bread")
+            title = lambda: nvim.exec_lua(LIST_TITLE)  # noqa: E731
+            wait_for(lambda: "semantic 14%" in title(), timeout=60, what="'semantic 14%' in the list's title")
+            assert "semantic partial" not in title()
+            server.behaviour.release.set()
+            wait_for(lambda: (nvim.exec_lua("return require('autodoc').picker_state().hits") or [{}])[0]
+                     .get("via", []).count("semantic") == 1 and "semantic" not in title(), timeout=60,
+                     what="the list refreshed once the vectors are complete, its title without the fill")
+        server.behaviour.release.set()
