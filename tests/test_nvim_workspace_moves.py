@@ -192,3 +192,8 @@ def test_status_counts_have_thousands_separators_and_the_singular_for_one() -> N
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, problem], "folder": "ok"})
         assert text == "kb: 1 document, 1 chunk, semantic off, 2 files with problems"
+        embedder = {"embedded": 812, "total": 12496, "repeated_chunks": 3, "progress": {}}
+        text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
+            "documents": 648, "chunks": 12499, "semantic": "partial", "embedder": embedder, "folder": "ok"})
+        assert text == ("kb: 648 documents, 12,499 chunks, semantic partial · 812/12,496 embedded "
+                        "(3 chunks repeating another section, sharing its vector)")

@@ -75,6 +75,10 @@ function M.text(ws, result)
     M.count(result.chunks, 'chunk'), result.semantic)
   if rpc.value(result.embedder) and result.semantic ~= 'ready' then
     text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
+    local repeated = rpc.value(result.embedder.repeated_chunks) or 0
+    if repeated > 0 then -- why the chunks outnumber the texts to embed
+      text = text .. string.format(' (%s repeating another section, sharing its vector)', M.count(repeated, 'chunk'))
+    end
   end
   local problems = file_problems(result)
   return problems and text .. ', ' .. problems or text
