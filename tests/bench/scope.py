@@ -149,6 +149,8 @@ def _round_robin(answers: dict[str, SearchAnswer]) -> list:
 
 
 MERGES = {"each hit's match (the product)": lambda answers, share: scope_merge._merged_hits(answers, 50, share),
+          "each hit's match, raised to any below it": lambda answers, share: scope_merge._merged_hits(
+              answers, 50, share, capped_from_above=False),
           "each workspace's own relevance": lambda answers, share: _by_local_relevance(answers),
           "round robin": lambda answers, share: _round_robin(answers)}
 PRODUCT = next(iter(MERGES))
