@@ -367,7 +367,7 @@ class Engine:
             ws = self._workspace(name)
             source = dataclasses.replace(runtime.source(conn, ws, failure), shared=shared)
             answer = run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
-                                self.caches)
+                                self.caches, several=shared is not None)
         self._want_while_filling(ws, source, answer)
         return answer
 
