@@ -131,7 +131,7 @@ return {
         },
         workspace = {
           type = "string",
-          description = "Workspace name (see the workspaces tool); optional when there is only one.",
+          description = "Workspace name (a search hit's workspace, or see the workspaces tool); optional when there is only one.",
         },
         line_start = {
           type = "integer",
@@ -169,7 +169,7 @@ return {
         },
         workspace = {
           type = "string",
-          description = "Workspace name (see the workspaces tool); optional when there is only one.",
+          description = "Workspace name (a search hit's workspace, or see the workspaces tool); optional when there is only one.",
         },
         limit = {
           type = "integer",
