@@ -1,9 +1,10 @@
 """``autodoc mcp --http ADDR --workers N``: N server processes on one listening socket over one database, so a
 search uses every core (one process is bound to one by the GIL between its SQLite and numpy parts).
 
-This process binds the socket, runs Litestream when replication is asked for (one child for all of them),
-and starts N workers, each ``autodoc ... mcp --http ADDR --worker-socket FD`` on the inherited socket: the
-kernel hands each new connection to one of them. The writer lease decides which one writes (indexes, embeds,
+This process binds the port (SO_REUSEPORT, not listening), runs Litestream when replication is asked for (one
+child for all of them), and starts N workers, each ``autodoc ... mcp --http ADDR --worker-socket FD``, which
+listens on that port with a socket of its own (``mcp_http.worker_socket``): the kernel spreads new connections
+over them. The writer lease decides which one writes (indexes, embeds,
 scans); the others serve searches and reads. A worker that dies is started again; SIGTERM or SIGINT stops
 them all. Each worker answers ``/health`` and ``/metrics`` for itself: a scrape reaches one of them.
 """

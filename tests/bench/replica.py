@@ -3,9 +3,12 @@ read replicas on the same host (``--replica-of``, Litestream to a ``file://`` UR
 the replication lag over N edits on the writer; and each process's memory. Writes
 ``doc/benchmarks/replica.md``.
 
-The corpus and clients are the HTTP benchmark's (tests/bench/mcp_http.py): SciFact copied and indexed, 32
-clients that each send their next search as soon as they are answered, in this process (asyncio). Its CPU time
-(user + system) is reported beside each run: the load generator shares the machine's cores with the servers.
+The corpus is the HTTP benchmark's (tests/bench/mcp_http.py): SciFact copied and indexed. The 32 clients, each
+sending its next search as soon as it is answered, are `wrk` (Debian's package; `apt-get install wrk`) when it
+is installed: its connections are C, about 0.1 s of CPU for thousands of searches, where the HTTP benchmark's
+own clients (asyncio, in this process, used without wrk) cost about as much CPU as the server they load, so on 2
+cores they leave a second server nothing to run on. The load generator's CPU time (user + system) is reported
+beside each run either way: it shares the machine's cores with the servers.
 
 The lag: on the writer, a file gets a word of its own and the writer's ``index`` tool indexes it; from the
 start of that call, a replica is asked (every 20 ms) until it finds the word. Reported: that whole time, and
@@ -17,6 +20,7 @@ the part after the writer's call returned (Litestream shipping, the follower app
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
@@ -27,13 +31,14 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 
-from tests.bench.mcp_http import HEADERS, TOKEN, WORKSPACE, Run, concurrent, prepare
+from tests.bench.mcp_http import HEADERS, LIMIT, TOKEN, WORKSPACE, Run, concurrent, prepare
 from tests.bench.retrieval import load_queries, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,13 +98,75 @@ def process_tree(pid: int) -> list[tuple[int, str, float]]:
     return found
 
 
+WRK = shutil.which("wrk")
+WRK_SECONDS = 10
+# wrk's script: each connection POSTs the searches in turn; a 200 whose tool answer is an error counts as one.
+WRK_SCRIPT = """wrk.method = 'POST'
+{headers}
+local bodies = {{ {bodies} }}
+local i = 0
+request = function() i = i % #bodies + 1; return wrk.format(nil, nil, nil, bodies[i]) end
+local failed = 0
+response = function(status, headers, body)
+  if status ~= 200 or string.find(body, '"isError": *true') then failed = failed + 1 end
+end
+done = function(summary, latency, requests)
+  io.write(string.format('RESULT %d %d %.3f %.3f %d\\n', summary.requests, summary.duration,
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000,
+    failed + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+"""
+
+
+@dataclass
+class Measured:
+    throughput: float  # searches/s
+    p50: float  # ms
+    p95: float
+    errors: int
+    generator_cpu: float  # s
+
+
+def wrk_script(queries: list[str], path: Path) -> Path:
+    headers = "\n".join(f"wrk.headers[{json.dumps(k)}] = {json.dumps(v)}"
+                         for k, v in {**HEADERS, "Content-Type": "application/json"}.items())
+    bodies = ", ".join("[==[" + json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+        "name": "search", "arguments": {"query": q, "limit": LIMIT, "workspace": WORKSPACE}}}) + "]==]"
+        for n, q in enumerate(queries))
+    path.write_text(WRK_SCRIPT.format(headers=headers, bodies=bodies), encoding="utf-8")
+    return path
+
+
+def wrk_loaded(urls: list[str], clients: int, script: Path) -> Measured:
+    """``clients`` connections spread over the servers' URLs (one wrk each) for WRK_SECONDS; the p50 and p95 of
+    several servers are the larger of their generators' own."""
+    subprocess.run([WRK, "-t1", f"-c{clients // len(urls)}", "-d2s", "-s", str(script), urls[0]], check=True,
+                   capture_output=True)  # warm
+    began = resource.getrusage(resource.RUSAGE_CHILDREN)
+    running = [subprocess.Popen([WRK, "-t1", f"-c{clients // len(urls)}", f"-d{WRK_SECONDS}s", "--timeout", "60s",
+                                 "-s", str(script), url], stdout=subprocess.PIPE, text=True) for url in urls]
+    results = []
+    for process in running:
+        out, _ = process.communicate()
+        line = next(line for line in out.splitlines() if line.startswith("RESULT"))
+        requests, micros, p50, p95, errors = line.split()[1:]
+        results.append((int(requests), int(micros) / 1e6, float(p50), float(p95), int(errors)))
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ended.ru_utime - began.ru_utime) + (ended.ru_stime - began.ru_stime)
+    seconds = max(r[1] for r in results)
+    return Measured(sum(r[0] for r in results) / seconds, max(r[2] for r in results), max(r[3] for r in results),
+                    sum(r[4] for r in results), cpu)
+
+
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
 
-async def loaded(urls: list[str], per_client: list[list[str]], warm: list[str]) -> tuple[Run, float]:
-    """32 clients spread over the servers' URLs; the run and the load generator's CPU seconds."""
+async def loaded(urls: list[str], per_client: list[list[str]], warm: list[str], script: Path | None) -> Measured:
+    """32 clients spread over the servers' URLs: wrk when there is a ``script`` for it, else this process's."""
+    if script is not None:
+        return wrk_loaded(urls, len(per_client), script)
     for url in urls:
         await concurrent(url, [warm])
     began = cpu_seconds()
@@ -108,7 +175,8 @@ async def loaded(urls: list[str], per_client: list[list[str]], warm: list[str]) 
         for number, queries in enumerate(per_client):
             group.start_soon(_client, urls[number % len(urls)], queries, run)
     run.seconds = time.perf_counter() - started
-    return run, cpu_seconds() - began
+    return Measured(run.throughput, percentile(run.latencies, 0.5), percentile(run.latencies, 0.95),
+                    len(run.errors), cpu_seconds() - began)
 
 
 async def _client(url: str, queries: list[str], run: Run) -> None:
@@ -157,11 +225,12 @@ async def bench(args: argparse.Namespace) -> list[str]:
         per_client = [[pool[(c * args.per_client + i) % len(pool)] for i in range(args.per_client)]
                       for c in range(args.clients)]
         warm = pool[:20]
+        script = wrk_script(pool[:200], work / "search.lua") if WRK else None
         runs, memory = {}, {}
         for label, options in (("1 process", ()), ("--workers 2", ("--workers", "2"))):  # the later --workers wins
             server = Served(db, *options)
             try:
-                runs[label] = await loaded([server.url], per_client, warm)
+                runs[label] = await loaded([server.url], per_client, warm, script)
                 memory[label] = server.memory_mib()
             finally:
                 server.close()
@@ -177,7 +246,7 @@ async def bench(args: argparse.Namespace) -> list[str]:
             for n in (1, 2):
                 (work / f"r{n}").mkdir()
                 replicas.append(Served(work / f"r{n}" / "r.db", "--replica-of", storage))
-            runs["2 replicas (16 clients each)"] = await loaded([r.url for r in replicas], per_client, warm)
+            runs["2 replicas (16 clients each)"] = await loaded([r.url for r in replicas], per_client, warm, script)
             memory["writer (--replicate-to)"] = writer.memory_mib()
             for n, replica in enumerate(replicas, 1):
                 memory[f"replica {n}"] = replica.memory_mib()
@@ -190,17 +259,19 @@ async def bench(args: argparse.Namespace) -> list[str]:
     return render(args, corpus, runs, lag, memory)
 
 
-def render(args: argparse.Namespace, corpus: dict[str, Any], runs: dict[str, tuple[Run, float]],
+def render(args: argparse.Namespace, corpus: dict[str, Any], runs: dict[str, Measured],
            lag: tuple[list[float], list[float]], memory: dict[str, dict[str, float]]) -> list[str]:
-    one = runs["1 process"][0].throughput
+    one = runs["1 process"].throughput
     lines = [
         "# Replicas and workers: one process against two, with 32 clients",
         "",
         f"Generated by `make bench` (`python -m tests.bench.replica`) on {platform.machine()}, {os.cpu_count()} "
         f"cores, Python {platform.python_version()}. Corpus: SciFact, {corpus['documents']} documents, "
         f"{corpus['chunks']} sections, {'lexical only' if args.lexical else 'hybrid (the default local model)'}; "
-        f"{args.clients} clients x {args.per_client} searches each, every client sending its next search as soon as "
-        "it is answered. The load generator (this process) shares the cores: its CPU time is beside each run.",
+        f"{args.clients} clients, every one sending its next search as soon as it is answered: "
+        + (f"`wrk` for {WRK_SECONDS} s a run (p50 and p95 of two replicas: the larger of their two wrk's)"
+           if WRK else f"this process's own clients, {args.per_client} searches each (no `wrk` installed)")
+        + ". The load generator shares the cores: its CPU time is beside each run.",
         "",
         "**These figures were taken on a shared machine (2 cores shared with other jobs): read them as a sanity "
         "check; `make bench` on a quiet machine reproduces them.**",
@@ -208,10 +279,9 @@ def render(args: argparse.Namespace, corpus: dict[str, Any], runs: dict[str, tup
         "| configuration | searches/s | vs 1 process | p50 ms | p95 ms | errors | load generator CPU s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label, (run, cpu) in runs.items():
-        lines.append(f"| {label} | {run.throughput:.1f} | {run.throughput / one:.2f}x | "
-                     f"{percentile(run.latencies, 0.5):.0f} | {percentile(run.latencies, 0.95):.0f} | "
-                     f"{len(run.errors)} | {cpu:.1f} |")
+    for label, run in runs.items():
+        lines.append(f"| {label} | {run.throughput:.1f} | {run.throughput / one:.2f}x | {run.p50:.0f} | "
+                     f"{run.p95:.0f} | {run.errors} | {run.generator_cpu:.1f} |")
     whole, after = lag
     lines += [
         "",
