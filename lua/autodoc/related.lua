@@ -47,14 +47,15 @@ local function under_cursor()
   return source
 end
 
---- Ask search.related for `source`.
+--- Ask search.related for `source`, the related sections from setup's scope (:help autodoc-scope).
 ---@param source autodoc.RelatedSource
 ---@param wanted string[] the stages
 ---@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
 ---@param lane string|nil
 function M.request(source, wanted, callback, lane)
-  rpc.request('search.related', { source.workspace, source.path,
-    { line = source.line, limit = autodoc.config.limit, stages = wanted, snippets = false } }, callback, lane)
+  local scope = require('autodoc.session.scope')
+  rpc.request('search.related', scope.related_params(scope.related_default(source), source,
+    { limit = autodoc.config.limit, stages = wanted, snippets = false }), callback, lane)
 end
 
 -- -- the built-in picker ------------------------------------------------------------------------
@@ -64,7 +65,7 @@ function M.open()
   autodoc.when_ready(function()
     local source = under_cursor()
     if source then
-      require('autodoc.picker').open({ mode = 'related', workspace = source.workspace, related = source })
+      require('autodoc.picker').open({ mode = 'related', related = source })
     end
   end)
 end
