@@ -19,9 +19,11 @@ The folders follow a document's way in and a query's way out, one floor above an
                 place: SearchAnswer.to_wire), search_run (what one search works with, SearchRun, and the
                 stages search and related share), stream (following one search: its lexical answer handed
                 over first, stopped between stages), pipeline (options in, stages run and fused, a
-                SearchAnswer that says what ran and why)
+                SearchAnswer that says what ran and why), scope (a search of several workspaces: the scope
+                resolved to names, their answers merged into one, hits weighed by each workspace's match)
     related/    related sections: a section's stored vector, distinctive words and links, fused the same way
-    service/    engine: the facade every surface calls; semantic_runtime (each workspace's embedder, ranker,
+    service/    engine: the facade every surface calls; scoped (a scope's workspaces searched side by side);
+                semantic_runtime (each workspace's embedder, ranker,
                 vectors in memory), documents, changes, filler, scanner
     surface/    rpc (JSON-RPC, stdio), cli (``autodoc``), mcp (Model Context Protocol)
 
@@ -51,7 +53,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("rank",),
     ("search.answer", "search.caches"),
     ("search.search_run", "search.stream"),
-    ("search.pipeline",),
+    ("search.pipeline", "search.scope"),
     ("related",),
     ("service",),
     ("surface",),

@@ -380,19 +380,40 @@ def test_a_workspace_not_indexed_yet_says_so(tmp_path: Path, notes: Path) -> Non
     talk(db, tmp_path / "server.log", scenario, "--scan-seconds", "0")  # a scan would index it
 
 
-def test_several_workspaces_need_a_name(tmp_path: Path, notes: Path) -> None:
+def test_without_a_workspace_search_and_related_cover_every_workspace(tmp_path: Path, notes: Path) -> None:
+    """Issue 49: search and related without `workspace` search every workspace (they asked for a name before);
+    each hit names its workspace in the text and the structured result, and read takes it."""
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)
     other = tmp_path / "other"
-    write(other, "x.md", "# X\n\ngecko elsewhere\n")
+    write(other, "x.md", "# X\n\nThe gecko elsewhere: geckos climb glass with their toe pads.\n")
     setup_workspace(db, "other", other)
 
     async def scenario(session: ClientSession) -> None:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert "every workspace" in tools["search"].description and "every workspace" in tools["related"].description
         result = await call(session, "search", {"query": "gecko"})
-        assert result.is_error and result.meta[ERROR_META]["code"] == -32602
-        assert "kb, other" in result.content[0].text
+        answer = result.structured_content
+        assert not result.is_error and answer["workspace"] == "*" and answer["workspaces"] == ["kb", "other"]
+        found = {(hit["workspace"], hit["path"]) for hit in answer["hits"]}
+        assert ("other", "x.md") in found and any(ws == "kb" for ws, _ in found)
+        text = result.content[0].text
+        assert "in workspaces kb, other" in text and "other: x.md:" in text
+        hit = next(hit for hit in answer["hits"] if hit["workspace"] == "other")
+        assert "toe pads" in hit["text"]
+        read = await call(session, "read", {"path": hit["path"], "workspace": hit["workspace"]})
+        assert "toe pads" in read.structured_content["text"]
+        listed = await call(session, "search", {"query": "gecko", "workspace": ["other", "other"]})
+        assert {h["workspace"] for h in listed.structured_content["hits"]} == {"other"}
         named = await call(session, "search", {"query": "gecko", "workspace": "other"})
         assert [h["path"] for h in named.structured_content["hits"]] == ["x.md"]
+        assert named.structured_content["workspace"] == "other"
+        unknown = await call(session, "search", {"query": "gecko", "workspace": ["kb", "nope"]})
+        assert unknown.is_error and unknown.meta[ERROR_META]["code"] == -32060
+        assert "'nope'" in unknown.content[0].text and "kb, other" in unknown.content[0].text
+        related = await call(session, "related", {"path": "x.md"})
+        assert not related.is_error and related.structured_content["source_workspace"] == "other"
+        assert all(h["workspace"] in ("kb", "other") for h in related.structured_content["hits"])
 
     talk(db, tmp_path / "server.log", scenario)
 

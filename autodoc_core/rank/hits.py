@@ -117,6 +117,11 @@ class Hit:
     chunk_id: int | None = None
     snippet: str = ""
     rank_score: float | None = None
+    workspace: str | None = None  # its workspace's name, given by the search that shows it (search.scope)
+    # Its own BM25 and raw cosine, when a retriever scored it (not sent): a search of several workspaces compares
+    # hits of different workspaces by them (search.scope).
+    bm25: float | None = None
+    cosine: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The wire format of a hit (see ``:help autodoc-hit``)."""
@@ -129,6 +134,8 @@ class Hit:
         }
         if self.chunk_id is not None:
             fields["chunk_id"] = self.chunk_id
+        if self.workspace is not None:
+            fields["workspace"] = self.workspace
         return fields
 
     def ranked(self, rank_score: float) -> Hit:

@@ -2,6 +2,6 @@
 sections (the stages, from locating the source to the answer), word_search (its lexical stage: the source's
 most distinctive words, searched as a query)."""
 
-from autodoc_core.related.sections import Source, run_related
+from autodoc_core.related.sections import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 
-__all__ = ["Source", "run_related"]
+__all__ = ["Elsewhere", "Source", "locate", "run_related", "run_related_elsewhere", "source_vector"]

@@ -91,10 +91,38 @@ class Source:
 def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path: Any, opts: Any,
                 frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
                 ranker: Ranker | None = None, caches: SearchCaches | None = None) -> SearchAnswer:
-    timer = Timer()
     line, search_opts = _split_options(opts)
-    options = parse_options(search_opts, ws, schema)
     source = locate(conn, ws, path, line)
+    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, Elsewhere())
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """A source in another workspace than the one searched (a related search of several workspaces): its name,
+    and its vector when the two embed with the same model (None: the semantic stage is skipped, ``why_not``
+    says why). The default is a source in the workspace searched."""
+
+    workspace: str | None = None
+    vector: np.ndarray | None = None
+    model: str | None = None  # the source workspace's model fingerprint
+    why_not: str | None = None
+
+
+def run_related_elsewhere(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, source: Source,
+                          elsewhere: Elsewhere, opts: Any, frequencies: lexical.DocumentFrequencies,
+                          semantic: SemanticSource, ranker: Ranker | None = None,
+                          caches: SearchCaches | None = None) -> SearchAnswer:
+    """Sections of ``ws`` related to ``source``, located in workspace ``elsewhere.workspace``: by its vector and by
+    its words most distinctive in ``ws``; links stay within a workspace."""
+    _, search_opts = _split_options(opts)
+    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, elsewhere)
+
+
+def _related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, source: Source, search_opts: dict[str, Any],
+             frequencies: lexical.DocumentFrequencies, semantic: SemanticSource, ranker: Ranker | None,
+             caches: SearchCaches | None, elsewhere: Elsewhere) -> SearchAnswer:
+    timer = Timer()
+    options = parse_options(search_opts, ws, schema)
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
     query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
     run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer,
@@ -104,12 +132,12 @@ def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path:
     report_ranker(run.report, ranker)
     timer.lap("locate")
     about = _about(source)
-    nothing = _nothing_to_relate(conn, ws, source)
+    nothing = _nothing_to_relate(conn, ws, source) if elsewhere.workspace is None else _nothing_in(source)
     if nothing:
         about["note"] = nothing
         query.problems.append(nothing)
         return dataclasses.replace(answer_of(run, [], "none"), related=about)
-    found = _retrieve(run, source, frequencies, about)
+    found = _retrieve(run, source, frequencies, about, elsewhere)
     ranked = _shown(run, _fused(run, source, found), ranker)
     shown = ranked[: options.limit]
     if options.snippets:
@@ -143,21 +171,25 @@ class Found:
 
 
 def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-              about: dict[str, Any]) -> Found:
+              about: dict[str, Any], elsewhere: Elsewhere) -> Found:
     """Semantic (the source's stored vector), lexical (its distinctive words) and link candidates."""
     pool = max(RELATED_CANDIDATES, run.options.limit)
     found = Found({}, {}, {})
-    vector = _source_vector(run, source) if Stage.SEMANTIC in run.options.stages else None
+    vector = None
+    if Stage.SEMANTIC in run.options.stages:
+        vector = _source_vector(run, source) if elsewhere.workspace is None else _vector_from(run, elsewhere)
     if vector is not None:
         found.rankings[Stage.SEMANTIC], found.cosines = _semantic(run, source, vector, pool)
         about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
-    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least)]
+    foreign = elsewhere.workspace is not None
+    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least, foreign)]
     run.query.raw = " ".join(t.text for t in run.query.terms)
     if Stage.LEXICAL in run.options.stages:
         found.rankings[Stage.LEXICAL], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)
     lexical_ids = found.rankings.get(Stage.LEXICAL, [])
-    found.rankings[Stage.LINK], link_cosines = _links(run, source, vector, lexical_ids)
+    found.rankings[Stage.LINK], link_cosines = _links(run, source, vector, lexical_ids) \
+        if elsewhere.workspace is None else ([], {})
     found.cosines.update(link_cosines)
     if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
         missing = [c for c in lexical_ids if c not in found.cosines]
@@ -225,6 +257,32 @@ def _about(source: Source) -> dict[str, Any]:
                                                      "line_start": section.line_start, "line_end": section.line_end}}
 
 
+def _nothing_in(source: Source) -> str | None:
+    if not source.sections:
+        return f"{source.path} has no sections (it is empty, or frontmatter only): there is nothing to relate"
+    return None
+
+
+def _vector_from(run: SearchRun, elsewhere: Elsewhere) -> np.ndarray | None:
+    """The vector of a source in another workspace, when this one can search it (the report says why not)."""
+    why = run.semantic.why_not()
+    reason = elsewhere.why_not or (why[0] if why is not None else None)
+    if reason is None and run.semantic.index is None:
+        reason = "no vectors are loaded"
+    if reason is not None or elsewhere.vector is None:
+        run.report.skipped[Stage.SEMANTIC] = reason or f"the source in {elsewhere.workspace} has no vector yet"
+        return None
+    return elsewhere.vector
+
+
+def source_vector(semantic: SemanticSource, source: Source) -> np.ndarray | None:
+    """The stored vector of the section, or the document's, from the source's own workspace; None when none."""
+    if semantic.why_not() is not None or semantic.index is None:
+        return None
+    held = semantic.index.vectors_of([s.chunk_id for s in source.chosen])
+    return document_vector(held) if len(held) else None
+
+
 def _source_vector(run: SearchRun, source: Source) -> np.ndarray | None:
     """The stored vector of the section, or the document's; None when there is none (the report says why)."""
     why = run.semantic.why_not()
@@ -258,6 +316,7 @@ def _semantic(run: SearchRun, source: Source, vector: np.ndarray, pool: int) -> 
     chunk_ids = [c for c in found.chunk_ids if c not in own][:pool]
     run.report.performed.append(Stage.SEMANTIC)
     run.report.query_info.semantic_scanned, run.report.query_info.semantic_shortlist = found.scanned, found.shortlist
+    run.report.query_info.semantic_match = max((found.cosines[c] for c in chunk_ids), default=None)
     run.timer.lap("semantic")
     return chunk_ids, {c: found.cosines[c] for c in chunk_ids}
 

@@ -35,6 +35,8 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     info.common_terms_left_out = result.common_terms_left_out
     run.timer.lap("lexical")
     ranked = [c for c in result.chunk_ids if c not in own][:pool]
+    info.lexical_match = lexical.match_share({c: result.scores[c] for c in ranked if c in result.scores},
+                                             lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
     return ranked, {c: result.scores[c] for c in ranked if c in result.scores}
 
 
@@ -56,24 +58,28 @@ def _fast_lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, want
 
 
 def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-          least: int) -> list[more_like_this.WeightedWord]:
-    """The source's most distinctive words, those written at least ``least`` times first (memoised)."""
+          least: int, foreign: bool = False) -> list[more_like_this.WeightedWord]:
+    """The source's most distinctive words, those written at least ``least`` times first (memoised); ``foreign``:
+    the source is in another workspace than the one searched (none of its sections is here)."""
     asked = ("section", source.section.chunk_id) if source.section is not None else ("document", source.doc_id)
     key = (*asked, hash(source.text), more_like_this.MORE_LIKE_THIS_TERMS, least,
-           more_like_this.MORE_LIKE_THIS_POSTINGS)
+           more_like_this.MORE_LIKE_THIS_POSTINGS, foreign)
     workspace, version = (run.conn.filename, run.ws.id), _version(run)
-    found = run.caches.words(workspace, version, key, lambda: _distinctive_words(run, source, frequencies, least))
+    found = run.caches.words(workspace, version, key,
+                             lambda: _distinctive_words(run, source, frequencies, least, foreign))
     run.timer.lap("words")
     return found
 
 
 def _distinctive_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-                       least: int) -> list[more_like_this.WeightedWord]:
+                       least: int, foreign: bool) -> list[more_like_this.WeightedWord]:
     # A section's words are not read in the rest of its document (reading it costs more than the word search
     # saves): a word only its own document has finds nothing and just takes a place. A section holds each of
     # its own.
     own = Counter() if source.section is not None else \
         more_like_this.sections_holding(run.conn, [f"{s.breadcrumb}\n{s.body}" for s in source.sections])
+    if foreign:  # a word any section here holds finds it
+        own = Counter(dict.fromkeys((stem for stem, _ in more_like_this.stems(run.conn, source.text)), 0))
     return more_like_this.distinctive_words(run.conn, run.ws.id, source.text, own, frequencies, _average_tokens(run),
                                             more_like_this.MORE_LIKE_THIS_TERMS, least,
                                             more_like_this.MORE_LIKE_THIS_POSTINGS)

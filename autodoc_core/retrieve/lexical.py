@@ -6,6 +6,7 @@ ranks partial matches below the full ones, so long natural-language questions st
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -172,6 +173,27 @@ def search(conn: apsw.Connection, ws_id: int, query: ParsedQuery, filters: Filte
         scores.setdefault(chunk_id, score)
     strategy = "and+or" if ids else "or"
     return LexicalResult(merged[:limit], scores, strategy, [t.text for t in left_out])
+
+
+BM25_K1 = 1.2  # FTS5's bm25() constant: a word's score approaches its IDF times (k1 + 1) as it repeats
+
+
+def attainable(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies: DocumentFrequencies) -> float | None:
+    """The most BM25 any chunk of this workspace could score for these words (every word, repeated): a chunk's BM25
+    over it is 0..1 and, unlike BM25 itself, comparable between workspaces (each has its own word statistics). A
+    word no chunk holds counts at its full IDF: a workspace without it cannot match the query as well. None when
+    no word can be counted (phrases and prefixes alone)."""
+    total = frequencies.total(conn, ws_id)
+    counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
+    most = sum(max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for n in counted) * (BM25_K1 + 1)
+    return most if most > 0 else None
+
+
+def match_share(scores: dict[int, float], most: float | None) -> float | None:
+    """The best chunk's BM25 over ``attainable``'s figure; None when nothing matched or it has none."""
+    if not scores or not most:
+        return None
+    return min(1.0, max(scores.values()) / most)
 
 
 def _run(conn: apsw.Connection, ws_id: int, match: str, filters: Filters,

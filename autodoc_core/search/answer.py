@@ -87,6 +87,12 @@ class QueryInfo:
     holding_pasted: int | None = None
     fusion_weight: FusionWeight | None = None
     filled: tuple[int, int] | None = None  # (candidates asked for, hits added) by _filled
+    # How well the workspace matches the query on scales that hold between workspaces (not sent): the best
+    # chunk's BM25 over what its words could score (lexical.match_share), the best raw cosine. A search of
+    # several workspaces compares hits by them where the hits do not carry their own (search.scope).
+    lexical_match: float | None = None
+    semantic_match: float | None = None
+    lexical_attainable: float | None = None  # a hit's BM25 over it is its own match (lexical.attainable)
 
     def to_wire(self) -> dict[str, Any]:
         figures = {"strategy": self.strategy, "candidates": self.candidates,
@@ -131,6 +137,8 @@ class SearchAnswer:
     timing: dict[str, float]
     related: dict[str, Any] | None = None  # search.related: the source it relates to
     pending: list[Stage] | None = None  # a partial answer: the stages still to run
+    scope: dict[str, Any] | None = None  # what was asked and the workspaces searched (search.scope)
+    workspaces: dict[str, dict[str, Any]] | None = None  # each searched workspace's root, hits and state
 
     @classmethod
     def of(cls, report: StageReport, query: ParsedQuery, facets: list[FacetFilter], hits: list[Hit],
@@ -186,4 +194,8 @@ class SearchAnswer:
             wire["partial"] = True
         if self.related is not None:
             wire["related"] = self.related
+        if self.scope is not None:
+            wire["scope"] = self.scope
+        if self.workspaces is not None:
+            wire["workspaces"] = self.workspaces
         return wire

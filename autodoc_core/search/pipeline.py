@@ -122,11 +122,11 @@ def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, 
                        frequencies: lexical.DocumentFrequencies, later: list[Stage]) -> None:
     """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
-    if later and Stage.LEXICAL in found and stream.on_partial is not None:
+    if later and Stage.LEXICAL in found and stream.wants_partial:
         fused = _fused_and_filled(run, found, pool, frequencies, None)
         answer = answer_of(run, _shown(run, fused.hits), run.report.mode_used)
         fused.tell(answer.report.query_info)  # what this fusion found out is the partial answer's alone
-        stream.hand_over(answer.as_partial(later).to_wire())
+        stream.hand_over(answer.as_partial(later))
         run.timer.lap("partial")
     stream.check(later[0] if later else Stage.FUSE)
 
@@ -177,6 +177,8 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int
     info = run.report.query_info
     info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
     info.common_terms_left_out = result.common_terms_left_out
+    info.lexical_attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
+    info.lexical_match = lexical.match_share(result.scores, info.lexical_attainable)
     run.timer.lap("lexical")
     return Candidates(result.chunk_ids, result.scores)
 
@@ -227,6 +229,7 @@ def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None, pool: int) 
     info = run.report.query_info
     info.semantic_scanned, info.semantic_shortlist = found.scanned, found.shortlist
     info.names_encoder, info.encoder = True, run.semantic.embedder.encoder_name if run.semantic.embedder else None
+    info.semantic_match = max(found.cosines.values(), default=None)
     run.timer.lap("semantic")
     return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector)
 
@@ -274,6 +277,9 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> Fused:
     if sentence:
         fused = fuse.symbol_only_last(fused)
     shown = hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
+    bm25, cosines = (found[stage].scores if stage in found else {} for stage in (Stage.LEXICAL, Stage.SEMANTIC))
+    for hit in shown:
+        hit.bm25, hit.cosine = bm25.get(hit.chunk_id), cosines.get(hit.chunk_id)
     return Fused(shown, None if holding is None else len(holding), weight_used)
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autodoc_core.search.answer import SearchAnswer
 
 
 class SearchCancelled(Exception):  # a cancellation, not an error the user sees
@@ -36,15 +39,35 @@ class SearchStream:
     # for the embedding wakes at once for either, so neither waits for a poll to notice it.
     woken: threading.Event = field(default_factory=threading.Event)
     replaced: bool = False  # set by cancel()
+    # A follower's partial answer as the record, for the search of several workspaces that merges them
+    # (service.scoped); a stream with it set hands over no wire answer itself.
+    on_answer: Callable[[SearchAnswer], None] | None = None
+    followers: list[SearchStream] = field(default_factory=list)
+    leader: SearchStream | None = None  # a follower stops where its leader does
+
+    def follower(self, on_answer: Callable[[SearchAnswer], None]) -> SearchStream:
+        """A stream for one workspace's part of this search: its partial answer goes to ``on_answer``, and it
+        stops when this one is cancelled or replaced."""
+        child = SearchStream(on_answer=on_answer, leader=self)
+        self.followers.append(child)
+        return child
+
+    @property
+    def wants_partial(self) -> bool:
+        return self.on_partial is not None or self.on_answer is not None
 
     def cancel(self) -> None:
         """A newer query replaced this one: it stops at its next stage boundary, at once if it waits for its
         query's embedding."""
         self.replaced = True
         self.woken.set()
+        for child in self.followers:
+            child.cancel()
 
     def check(self, next_stage: str) -> None:
         """Stop here (raise SearchCancelled) when a newer query replaced this one."""
+        if self.leader is not None:
+            self.leader.check(next_stage)
         if self.replaced or self.cancelled():
             raise SearchCancelled(next_stage)
 
@@ -54,7 +77,10 @@ class SearchStream:
         self.woken.wait(limit)
         self.check(next_stage)
 
-    def hand_over(self, answer: dict[str, Any]) -> None:
-        """Give the caller ``answer``, the hits so far (``SearchAnswer.as_partial(...).to_wire()``)."""
-        if self.on_partial is not None:
-            self.on_partial(answer)
+    def hand_over(self, answer: SearchAnswer) -> None:
+        """Give the caller ``answer``, the hits so far (``SearchAnswer.as_partial(...)``), as the record to a
+        follower and on the wire to the caller's ``on_partial``."""
+        if self.on_answer is not None:
+            self.on_answer(answer)
+        elif self.on_partial is not None:
+            self.on_partial(answer.to_wire())

@@ -7,6 +7,7 @@ The semantic stage's parts live in ``semantic_runtime`` (one ``SemanticRuntime``
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -25,15 +26,18 @@ from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.providers import idle_core
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.idle_core import SEARCHES
-from autodoc_core.related import run_related
+from autodoc_core.related import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 from autodoc_core.retrieve import lexical
 from autodoc_core.search.answer import SearchAnswer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
+from autodoc_core.search.scope import EVERY, Scope, Searched
+from autodoc_core.search.scope import resolve as resolve_scope
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller
 from autodoc_core.service.roots import root_state
+from autodoc_core.service.scoped import limit_of, search_scope
 from autodoc_core.service.semantic_runtime import SemanticRuntimes
 from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
@@ -310,11 +314,40 @@ class Engine:
         with self.store.snapshot() as conn:
             return self._semantic_state(conn, ws).progress
 
-    def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
-        return self.search(name, query, opts)
+    def search_query(self, scope: Any, query: Any, opts: Any = None) -> SearchAnswer:
+        return self.search(scope, query, opts)
 
-    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
-        """``search.query``; with a ``stream`` (the picker), its lexical answer first and a stop once superseded."""
+    def search(self, scope: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
+        """``search.query`` of a scope (a workspace name, a list of names, or "*": search.scope); with a
+        ``stream`` (the picker), its lexical answer first and a stop once superseded."""
+        found = self._scope(scope)
+        parts = [self._part(name) for name in found.names]
+        def search_one(part: Searched, follower: SearchStream | None) -> SearchAnswer:
+            return self._filling_said(part, self._search_one(part.name, query, opts, follower))
+
+        return search_scope(found, parts, search_one, limit_of(opts), stream)
+
+    def _scope(self, scope: Any) -> Scope:
+        with self.store.snapshot() as conn:
+            return resolve_scope(scope, [ws.name for ws in wsmod.all_workspaces(conn)])
+
+    def _part(self, name: str) -> Searched:
+        """A workspace of a search's scope, with the state of its folder (its hits are searched even when it
+        is gone)."""
+        ws = self._workspace(name)
+        with self.store.snapshot() as conn:
+            documents = document_rows.count_and_generation(conn, ws.id)[0]
+        folder, problem = root_state(ws.root, documents)
+        return Searched(ws.name, ws.root, folder, problem)
+
+    def _filling_said(self, part: Searched, answer: SearchAnswer) -> SearchAnswer:
+        """``answer``, and in ``part`` how far its workspace's vectors reach while they fill (for its note)."""
+        if answer.semantic == SemanticState.PARTIAL:
+            part.embedded = self.embedding_counts(part.name)
+        return answer
+
+    def _search_one(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
+        """One workspace's search, as ``run_search`` gives it."""
         ws = self._workspace(name)
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
@@ -331,8 +364,50 @@ class Engine:
         self._want_while_filling(ws, source, answer)
         return answer
 
-    def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
-        """Sections of other documents related to the section holding ``opts.line`` (or to the document)."""
+    def search_related(self, scope: Any, path: Any, opts: Any = None) -> SearchAnswer:
+        """Sections related to the section holding ``opts.line`` (or to the document), from the workspaces of
+        ``scope``. With several, the source's workspace is ``opts.workspace`` or the one whose folder holds an
+        absolute ``path``, and the others are searched with its vector and words (``run_related_elsewhere``)."""
+        found = self._scope(scope)
+        home, opts = self._related_home(scope, path, opts)
+        parts = [self._part(name) for name in found.names]
+        if found.names == (home,):
+            def related_here(part: Searched, _: SearchStream | None) -> SearchAnswer:
+                return self._filling_said(part, self._related_one(home, path, opts))
+
+            answer = search_scope(found, parts, related_here, limit_of(opts))
+        else:
+            source, elsewhere, about = self._related_source(home, path, opts)
+
+            def related_in(part: Searched, _: SearchStream | None) -> SearchAnswer:
+                if part.name == home:
+                    return self._filling_said(part, self._related_one(home, path, opts))
+                return self._filling_said(part, self._related_elsewhere(part.name, source, elsewhere, opts))
+
+            answer = search_scope(found, parts, related_in, limit_of(opts))
+            answer.related = {**about, "workspace": home}
+        return answer
+
+    def _related_home(self, scope: Any, path: Any, opts: Any) -> tuple[str, Any]:
+        """The source's workspace, and the options without ``workspace``."""
+        if isinstance(scope, str) and scope != EVERY:
+            return scope, opts
+        rest = dict(opts) if isinstance(opts, dict) else opts
+        named = rest.pop("workspace", None) if isinstance(rest, dict) else None
+        if named is not None:
+            return self._workspace(named).name, rest
+        if isinstance(path, str) and os.path.isabs(path):
+            real = os.path.realpath(path)
+            with self.store.snapshot() as conn:
+                holding = [ws for ws in wsmod.all_workspaces(conn) if real == ws.root or
+                           real.startswith(ws.root.rstrip(os.sep) + os.sep)]
+            if holding:
+                return max(holding, key=lambda ws: len(ws.root)).name, rest
+            raise invalid_params(f"{path} is in no workspace's folder", path=path)
+        raise invalid_params("a related search of several workspaces needs the source's workspace: give "
+                             "opts.workspace, or the file's absolute path", path=str(path)[:200])
+
+    def _related_one(self, name: Any, path: Any, opts: Any) -> SearchAnswer:
         ws = self._workspace(name)
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
@@ -344,6 +419,36 @@ class Engine:
                                  self.caches)
         self._want_while_filling(ws, source, answer)
         return answer
+
+    def _related_source(self, home: str, path: Any, opts: Any) -> tuple[Source, Elsewhere, dict[str, Any]]:
+        """The source, located in its workspace, with its vector, and what the answer says of it."""
+        ws = self._workspace(home)
+        runtime = self._semantic.of(ws)
+        line = opts.get("line") if isinstance(opts, dict) else None
+        with self.store.snapshot() as conn:
+            source = locate(conn, ws, path, line if isinstance(line, int) and not isinstance(line, bool) else None)
+            semantic = runtime.source(conn, ws, None)
+            vector = source_vector(semantic, source)
+        model = semantic.embedder.model_fp if semantic.embedder is not None else None
+        section = source.section
+        about = {"path": source.path, "section": None if section is None else {
+            "breadcrumb": section.breadcrumb, "chunk_id": section.chunk_id, "line_start": section.line_start,
+            "line_end": section.line_end}}
+        return source, Elsewhere(home, vector, model), about
+
+    def _related_elsewhere(self, name: str, source: Source, elsewhere: Elsewhere, opts: Any) -> SearchAnswer:
+        ws = self._workspace(name)
+        schema = self._schema(ws)
+        runtime = self._semantic.of(ws)
+        with SEARCHES.searching(), self.store.snapshot() as conn:
+            ws = self._workspace(name)
+            semantic = runtime.source(conn, ws, None)
+            model = semantic.embedder.model_fp if semantic.embedder is not None else None
+            why = None if model == elsewhere.model else \
+                f"{elsewhere.workspace} embeds with another model than this workspace: its vectors are not comparable"
+            here = dataclasses.replace(elsewhere, why_not=why)
+            return run_related_elsewhere(conn, ws, schema, source, here, opts, self._frequencies, semantic,
+                                         runtime.ranker(ws), self.caches)
 
     def _want_while_filling(self, ws: Workspace, source: SemanticSource, answer: SearchAnswer) -> None:
         """A search while the workspace fills: its hits' documents are embedded next."""

@@ -18,6 +18,7 @@ handlers.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -39,6 +40,7 @@ from autodoc_core.errors import (
     CODE_NAMES,
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    NOT_FOUND,
     UNKNOWN_WORKSPACE,
     AutodocError,
     from_sqlite,
@@ -180,6 +182,48 @@ def _workspace(engine: Engine, arguments: dict[str, Any]) -> str:
                          workspaces=names)
 
 
+def _scope(engine: Engine, arguments: dict[str, Any]) -> str | list[str]:
+    """What the search and related tools search: the ``workspace`` argument (a name or a list), every workspace
+    when it is left out."""
+    scope = arguments.get("workspace")
+    if scope is None:
+        if not engine.workspace_list():
+            _workspace(engine, arguments)  # says which database is empty
+        return "*"
+    if isinstance(scope, str) or (isinstance(scope, list) and scope and all(isinstance(n, str) for n in scope)):
+        return scope
+    raise invalid_params(f"'workspace' must be a workspace name or a non-empty list of names, got {scope!r}",
+                         argument="workspace")
+
+
+def _scope_label(scope: str | list[str], answer: SearchAnswer) -> str:
+    """The answer's ``workspace``: the one searched, else "*" or the names asked for."""
+    searched = list(answer.workspaces or {})
+    if len(searched) == 1:
+        return searched[0]
+    return scope if isinstance(scope, str) else ", ".join(dict.fromkeys(scope))
+
+
+def _related_home(engine: Engine, scope: str | list[str], path: str | None) -> str | None:
+    """The workspace of the file a related search of several workspaces starts from, for a relative path: of those
+    in scope, the one whose folder holds it (the first in a list, when several do); None for an absolute path
+    (the engine finds its workspace)."""
+    if path is None or os.path.isabs(path):
+        return None
+    roots = {ws["name"]: ws["root"] for ws in engine.workspace_list()}
+    names = list(roots) if scope == "*" else [n for n in ([scope] if isinstance(scope, str) else scope) if n in roots]
+    if len(names) == 1:
+        return names[0]  # its own error when the file is not there
+    holding = [n for n in names if os.path.isfile(os.path.join(roots[n], path))]
+    if len(holding) == 1 or (holding and isinstance(scope, list)):
+        return holding[0]
+    if not holding:
+        raise AutodocError(NOT_FOUND, f"{path} does not exist in any workspace searched ({', '.join(names)})",
+                           path=path)
+    raise invalid_params(f"{path} is in several workspaces ({', '.join(holding)}): name the file's one in "
+                         "'workspace' (first in a list)", path=path, workspaces=holding)
+
+
 # -- the tools ---------------------------------------------------------------------------------
 
 Answer = tuple[dict[str, Any], str]
@@ -204,11 +248,12 @@ class Tools:
         query = _string_argument(arguments, "query")
         limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
-        name = _workspace(engine, arguments)
+        scope = _scope(engine, arguments)
         options = {"limit": limit, "snippets": False,  # the tool sends each section's own text instead
                    **{k: arguments[k] for k in ("stages", "facets", "paths") if k in arguments}}
-        answer = engine.search_query(name, query, options)
-        result = {"workspace": name, "query": shortened(query), **self._with_texts(engine, name, answer, budget)}
+        answer = engine.search_query(scope, query, options)
+        result = {"workspace": _scope_label(scope, answer), "query": shortened(query),
+                  **self._with_texts(engine, answer, budget)}
         return result, render_search(result)
 
     def related(self, arguments: dict[str, Any]) -> Answer:
@@ -216,24 +261,32 @@ class Tools:
         line = arguments.get("line")
         limit, budget = arguments["limit"], Budget(arguments["max_tokens"])
         engine = self.engines.get()
-        name = _workspace(engine, arguments)
+        scope = _scope(engine, arguments)
         options = {"limit": limit, "snippets": False, **({"line": line} if line is not None else {})}
-        answer = engine.search_related(name, path, options)
+        if not isinstance(scope, str) or scope == "*":
+            home = _related_home(engine, scope, path)
+            if home is not None:
+                options["workspace"] = home
+        answer = engine.search_related(scope, path, options)
         about = answer.related or {}
         section = about["section"]
-        result = {"workspace": name, "path": about["path"], "section": section,
+        result = {"workspace": _scope_label(scope, answer), "path": about["path"], "section": section,
                   "query": f"related to {about['path']}" + (f" › {section['breadcrumb']}" if section else ""),
-                  **self._with_texts(engine, name, answer, budget)}
+                  **self._with_texts(engine, answer, budget)}
+        if "workspace" in about:
+            result["source_workspace"] = about["workspace"]
         return result, render_search(result)
 
-    def _with_texts(self, engine: Engine, name: str, answer: SearchAnswer, budget: Budget) -> dict[str, Any]:
+    def _with_texts(self, engine: Engine, answer: SearchAnswer, budget: Budget) -> dict[str, Any]:
         """A search's or related answer's hits with their section texts, and what the agent needs beside."""
-        files = FileLines(engine, name, answer.hits)
-        hits = [hit_with_text(rank, hit, files, budget) for rank, hit in enumerate(answer.hits, 1)]
+        searched = list(answer.workspaces or {})
+        files = {name: FileLines(engine, name, [hit for hit in answer.hits if hit.workspace == name])
+                 for name in searched}
+        hits = [hit_with_text(rank, hit, files[hit.workspace or ""], budget) for rank, hit in enumerate(answer.hits, 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
-        return {"hits": hits, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
-                **filling(engine, name, answer.semantic),
+        return {"hits": hits, "workspaces": searched, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
+                **filling(engine, answer),
                 "mode_used": answer.mode_used, "max_tokens": budget.total, "text_tokens": budget.used,
                 "trimmed": budget.trimmed, "notes": query_notes(answer)}
 

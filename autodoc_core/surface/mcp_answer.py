@@ -93,7 +93,7 @@ def hit_with_text(rank: int, hit: Hit, files: FileLines, budget: Budget) -> dict
     lines, problem = files.section(hit.path, first, last) if hit.kind != "document" else ([], None)
     kept = budget.take(lines)
     shaped = {
-        "rank": rank, "path": hit.path, "title": hit.title, "breadcrumb": hit.breadcrumb,
+        "rank": rank, "workspace": hit.workspace, "path": hit.path, "title": hit.title, "breadcrumb": hit.breadcrumb,
         "kind": hit.kind, "line_start": first, "line_end": last, "relevance": hit.relevance,
         "via": [str(v) for v in hit.via], "superseded_by": hit.superseded_by, "text": "\n".join(kept),
         "text_line_end": first + len(kept) - 1,
@@ -112,13 +112,15 @@ def shortened(text: str, most: int = 300) -> str:
 FILLING_STATES = ("partial", "switching")
 
 
-def filling(engine: Engine, name: str, semantic: str) -> dict[str, Any]:
-    """While the vectors fill, how far they reach (``{"embedding": {"embedded", "total"}}``): a search by meaning
-    cannot find what has no vector yet, and an agent that is not told takes a miss for an answer."""
-    if semantic not in FILLING_STATES:
+def filling(engine: Engine, answer: SearchAnswer) -> dict[str, Any]:
+    """While the vectors fill, how far they reach (``{"embedding": {"embedded", "total"}}``, over the workspaces
+    searched that fill): a search by meaning cannot find what has no vector yet, and an agent that is not told
+    takes a miss for an answer."""
+    if answer.semantic not in FILLING_STATES:
         return {}
-    embedded, total = engine.embedding_counts(name)
-    return {"embedding": {"embedded": embedded, "total": total}}
+    counts = [engine.embedding_counts(name) for name, state in (answer.workspaces or {}).items()
+              if state.get("semantic") in FILLING_STATES]
+    return {"embedding": {"embedded": sum(c[0] for c in counts), "total": sum(c[1] for c in counts)}}
 
 
 def query_notes(answer: SearchAnswer) -> list[str]:

@@ -31,12 +31,15 @@ def filling_line(result: dict[str, Any]) -> list[str]:
 
 def render_search(result: dict[str, Any]) -> str:
     hits = result["hits"]
+    searched = result.get("workspaces") or [result["workspace"]]
+    where = f"workspace {searched[0]}" if len(searched) == 1 else f"workspaces {', '.join(searched)}"
     lines = [*filling_line(result),
-             f"{_count(len(hits), 'hit')} for {result['query']!r} in workspace {result['workspace']}. "
+             f"{_count(len(hits), 'hit')} for {result['query']!r} in {where}. "
              + _stages_line(result["stages"], result["semantic"])]
     lines += [f"Note: {note}." for note in result.get("notes", [])]
     for hit in hits:
-        header = (f"[{hit['rank']}] {hit['path']}:{hit['line_start']}-{hit['line_end']} · {hit['breadcrumb']} · "
+        named = f"{hit['workspace']}: " if len(searched) > 1 and hit.get("workspace") else ""
+        header = (f"[{hit['rank']}] {named}{hit['path']}:{hit['line_start']}-{hit['line_end']} · {hit['breadcrumb']} · "
                   f"relevance {hit['relevance']:.2f} · via {', '.join(hit['via'])}")
         if hit.get("superseded_by"):
             header += f" · superseded by {hit['superseded_by']}"

@@ -66,6 +66,9 @@ def _integer(description: str, low: int, high: int, default: int | None = None) 
 
 WORKSPACE_ARG = {"type": "string", "description": "Workspace name (see the workspaces tool); optional when "
                                                   "there is only one."}
+SCOPE_ARG = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
+             "description": "Leave it out to search every workspace; a workspace name, or a list of names, "
+                            "narrows the search to those (see the workspaces tool)."}
 STATE = {"type": "string", "enum": ["ready", "partial", "switching", "off"],
          "description": "ready: every section has a vector; partial: embedding is still filling (semantic "
                         "covers only part); switching: a new model is filling and searches answer by words; "
@@ -82,6 +85,8 @@ Stages: lexical = words (BM25), semantic = meaning (embeddings; finds paraphrase
 cross-encoder re-sorts the top hits. Leave stages out to run every stage available; the answer says \
 which ran, which were skipped and why, and `semantic` (partial/switching/off means words-only or \
 partly words-only results).
+Without workspace it searches every workspace of the database at once (one list, each hit naming its \
+workspace: pass that to read); workspace narrows it to one name or a list of names.
 Section texts share max_tokens (cut at line ends); a hit with text_complete false can be read in full \
 with the read tool."""
 
@@ -92,12 +97,14 @@ links either way (via: semantic, lexical, link), with their text as search gives
 or next to a Markdown file of the workspace (editing a design note, or code that an ADR governs) to pull in \
 the decisions, references and notes around it without guessing a query; use search when you know what to \
 look for. path is relative to the workspace root (or absolute inside it); line (1-based) picks the section, \
-none means the document as a whole."""
+none means the document as a whole. Without workspace the related sections come from every workspace (each hit \
+names its own) and the file's workspace is the one holding path; a name (or a list, the file's first) narrows \
+it."""
 
 READ_DESCRIPTION = """\
 Read a Markdown file of a workspace, or a line range of it (1-based, inclusive), e.g. a search hit's \
-line_start..line_end or the lines around it. Paths are relative to the workspace root, as search and \
-documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
+line_start..line_end or the lines around it, with the hit's workspace. Paths are relative to the workspace \
+root, as search and documents return them; nothing outside the root can be read. Long texts are cut at a line end at \
 max_tokens; the answer's next_line says where to continue (past a single line too long for \
 max_tokens, whose start is given with line_cut true)."""
 
@@ -116,6 +123,7 @@ of added, changed, renamed and deleted files. Embedding the new sections continu
 
 HIT = _object({
     "rank": {"type": "integer"},
+    "workspace": {"type": "string", "description": "the hit's workspace: pass it to read"},
     "path": {"type": "string", "description": "relative to the workspace root"},
     "title": {"type": "string"},
     "breadcrumb": {"type": "string", "description": "the headings down to this section"},
@@ -137,7 +145,9 @@ HIT = _object({
 }, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
 
 SEARCH_OUTPUT = _object({
-    "workspace": {"type": "string"},
+    "workspace": {"type": "string", "description": "the workspace searched, \"*\" for every one, or the names "
+                                                   "asked for joined with commas"},
+    "workspaces": {**STRINGS, "description": "the workspaces searched"},
     "query": {"type": "string"},
     "hits": {"type": "array", "items": HIT},
     "stages": _object({"requested": STRINGS, "performed": STRINGS,
@@ -220,7 +230,7 @@ TOOLS = [
         name="search", title="Search the knowledge base", description=SEARCH_DESCRIPTION,
         input_schema=_object({
             "query": {"type": "string", "description": "words, \"phrases\", prefix*, field:value facets"},
-            "workspace": WORKSPACE_ARG,
+            "workspace": SCOPE_ARG,
             "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
             "stages": {"type": "array", "items": {"type": "string", "enum": ["lexical", "semantic", "rerank"]},
                        "description": "which stages to run (default: all available); include lexical or "
@@ -236,7 +246,7 @@ TOOLS = [
         name="related", title="Related sections", description=RELATED_DESCRIPTION,
         input_schema=_object({
             "path": {"type": "string", "description": "relative to the workspace root, e.g. adr/0002-store.md"},
-            "workspace": WORKSPACE_ARG,
+            "workspace": SCOPE_ARG,
             "line": {"type": "integer", "minimum": 1, "description": "a line of the section to relate (default: "
                                                                       "the document as a whole)"},
             "limit": _integer("hits to return", 1, MAX_LIMIT, DEFAULT_LIMIT),
@@ -282,7 +292,8 @@ INSTRUCTIONS = (
     "AutoDoc searches the user's Markdown knowledge bases (design notes, ADRs, references). Start with "
     "search: its hits carry the matching sections' text with path and line span; cite path:line_start-line_end. "
     "Working on a file of the knowledge base (or on code next to one), call related with its path (and a line) "
-    "for what else the knowledge base says about it. Use read for more context around a hit, documents to find "
+    "for what else the knowledge base says about it. Both search every workspace unless told one; each hit names "
+    "its workspace, which read takes. Use read for more context around a hit, documents to find "
     "a file by title, workspaces for what is indexed."
 )
 

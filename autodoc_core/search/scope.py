@@ -1,0 +1,244 @@
+"""A search of several workspaces: the scope asked for (a name, a list of names, or "*"), resolved to names, and
+the workspaces' answers merged into one (``merged``): one list of hits on one scale, and stages and a semantic
+state that describe the whole search.
+
+Each workspace is searched as it would be alone (``pipeline.run_search``), for the whole limit, and its hits keep
+their order. Their relevance is relative to the workspace's own candidates (its best hit is near 1 whatever the
+query; a words-only list's is flat, by rank), so it cannot tell which workspace answers. The lists are merged by a
+match each hit has on scales that hold between workspaces (``weighed``): its BM25 over what the query's words
+could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
+workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
+hit is judged by its own match, not its place), and a workspace whose semantic stage is not ready is compared on
+the words alone, which every workspace searched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.rank.hits import Hit
+from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
+from autodoc_core.search.stages import Stage
+
+EVERY = "*"
+READINESS = ("off", "switching", "partial", "ready")  # least ready first
+# The words' part of a hit's weighed relevance when every workspace ran both retrievers with one encoder (the
+# cosine's is the rest): chosen on the tuning halves of techdocs-dev, SciFact train and keps-dev merged into one
+# database (tests/bench/scope.py, doc/benchmarks/scope.md).
+LEXICAL_SHARE = 0.5
+NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
+                "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the caller asked for (``asked``, as passed) and the workspaces it names, each once, in order."""
+
+    asked: Any
+    names: tuple[str, ...]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"asked": self.asked, "workspaces": list(self.names)}
+
+
+def resolve(asked: Any, known: list[str]) -> Scope:
+    """The scope ``asked`` for among the ``known`` workspace names. A single name is not checked here: the
+    search reads it with today's error when it is unknown."""
+    if asked == EVERY:
+        if not known:
+            raise AutodocError(UNKNOWN_WORKSPACE, NO_WORKSPACE)
+        return Scope(asked, tuple(known))
+    if isinstance(asked, str):
+        return Scope(asked, (asked,))
+    if not isinstance(asked, list):
+        raise invalid_params(f"the scope must be a workspace name, a list of names or \"*\" (every workspace), "
+                             f"got {asked!r}")
+    if not asked:
+        raise invalid_params("the scope is an empty list: name at least one workspace, or pass \"*\" to search "
+                             "every workspace")
+    if not all(isinstance(name, str) for name in asked):
+        raise invalid_params(f"the scope's names must be strings, got {asked!r}")
+    if EVERY in asked:
+        return resolve(EVERY, known)
+    names = tuple(dict.fromkeys(asked))  # a name given twice is searched once
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        listed = f"this database has {', '.join(known)}" if known else "this database has none yet"
+        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {', '.join(map(repr, unknown))} ({listed}); "
+                           "add one with workspace.add", name=unknown[0], unknown=unknown, workspaces=known)
+    return Scope(asked, names)
+
+
+@dataclass
+class Searched:
+    """One workspace's part of a search: where it is, the state of its folder and vectors, and its answer (or the
+    error that stopped it)."""
+
+    name: str
+    root: str
+    folder: str = "ok"
+    folder_problem: str | None = None
+    answer: SearchAnswer | None = None
+    error: AutodocError | None = None
+    embedded: tuple[int, int] | None = None  # (embedded, total) while its vectors fill
+    partial: bool = False  # the answer is a streamed partial one
+
+    def note(self) -> str | None:
+        """One sentence on what the user should know of this workspace's part, or None."""
+        said = []
+        if self.error is not None:
+            said.append(f"not searched: {self.error.reason}")
+        if self.folder_problem:
+            said.append(self.folder_problem)
+        if self.answer is not None and self.answer.semantic == "partial" and self.embedded is not None:
+            said.append(f"still embedding ({self.embedded[0]} of {self.embedded[1]} sections have a vector): "
+                        "its search by meaning covers those")
+        return "; ".join(said) or None
+
+    def to_wire(self, hits: int) -> dict[str, Any]:
+        wire: dict[str, Any] = {"root": self.root, "hits": hits,
+                                "semantic": self.answer.semantic if self.answer is not None else None,
+                                "folder": self.folder}
+        if (note := self.note()) is not None:
+            wire["note"] = note
+        return wire
+
+
+def _shared_scales(answers: dict[str, SearchAnswer]) -> tuple[bool, bool]:
+    """Whether every workspace with hits ran the word search, and whether every one ran the semantic stage with
+    one encoder (cosines of two encoders are not one scale)."""
+    answered = [answer for answer in answers.values() if answer.hits]
+    lexical = bool(answered) and all(Stage.LEXICAL in answer.report.performed for answer in answered)
+    semantic = bool(answered) and all(Stage.SEMANTIC in answer.report.performed for answer in answered) and \
+        len({answer.report.query_info.encoder for answer in answered}) == 1
+    return lexical, semantic
+
+
+def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
+    """The hit's match on the two scales: its BM25 over what the query's words could score in its workspace (0 when
+    the words did not find it), its raw cosine (None without a vector). Hits that carry neither (related
+    sections) take their workspace's best."""
+    if info.lexical_attainable is None and hit.bm25 is None and hit.cosine is None:
+        return info.lexical_match or 0.0, info.semantic_match
+    lexical = (hit.bm25 or 0.0) / info.lexical_attainable if info.lexical_attainable else 0.0
+    return lexical, hit.cosine
+
+
+def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE) -> dict[str, list[float]]:
+    """Each workspace's hits' weighed relevance, in their order: their match on the scales every workspace was
+    measured on, each over the best of all the hits (0..1), blended (``lexical_share`` of the words' when both
+    are shared); a hit gets at least the figure of any hit its workspace ranked below it, so each list keeps its
+    order. Without a shared scale (a listing of documents by facets), the hits' own relevance."""
+    lexical, semantic = _shared_scales(answers)
+    if not (lexical or semantic):
+        return {name: [hit.relevance for hit in answer.hits] for name, answer in answers.items()}
+    found = {name: [_evidence(hit, answer.report.query_info) for hit in answer.hits]
+             for name, answer in answers.items()}
+    best_words = max((w for pairs in found.values() for w, _ in pairs), default=0.0) or 1.0
+    best_cosine = max((c for pairs in found.values() for _, c in pairs if c is not None), default=0.0) or 1.0
+    result = {}
+    for name, pairs in found.items():
+        figures = []
+        for words, cosine in pairs:
+            shares = []
+            if lexical:
+                shares.append((lexical_share if semantic and cosine is not None else 1.0, words / best_words))
+            if semantic and cosine is not None:
+                shares.append((1 - lexical_share if lexical else 1.0, max(cosine, 0.0) / best_cosine))
+            figures.append(sum(w * v for w, v in shares) / (sum(w for w, _ in shares) or 1.0))
+        for place in range(len(figures) - 2, -1, -1):  # never below a hit the workspace ranked under it
+            figures[place] = max(figures[place], figures[place + 1])
+        result[name] = figures
+    return result
+
+
+def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, float]) -> SearchAnswer:
+    """One answer for the search of ``scope``: the parts' hits, each naming its workspace; a scope of one
+    workspace is that workspace's answer with these additions. Raises the first part's error when no workspace
+    could be searched."""
+    answered = [part for part in parts if part.answer is not None]
+    if not answered:
+        error = next(part.error for part in parts if part.error is not None)
+        raise error
+    answers = {part.name: part.answer for part in answered if part.answer is not None}
+    if len(parts) == 1:
+        answer = answers[parts[0].name]
+        hits = [dataclasses.replace(hit, workspace=parts[0].name) for hit in answer.hits]
+        whole = dataclasses.replace(answer, hits=hits)
+    else:
+        whole = _whole(answers, _merged_hits(answers, limit), parts, timing)
+    whole.scope = scope.to_wire()
+    counts = {name: sum(1 for hit in whole.hits if hit.workspace == name) for name in scope.names}
+    whole.workspaces = {part.name: part.to_wire(counts[part.name]) for part in parts}
+    return whole
+
+
+def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE) -> list[Hit]:
+    """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
+    its own list, then to the workspace named first."""
+    figures = weighed(answers, lexical_share)
+    ranked = []
+    for order, (name, answer) in enumerate(answers.items()):
+        for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True)):
+            shown = round(figure, 4)
+            ranked.append((-shown, place, order, dataclasses.replace(hit, relevance=shown, workspace=name)))
+    ranked.sort(key=lambda entry: entry[:3])
+    return [entry[3] for entry in ranked[:limit]]
+
+
+def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Searched],
+           timing: dict[str, float]) -> SearchAnswer:
+    """The answer of several workspaces: stages performed by any, each skip said with the workspaces that
+    skipped it (as is when all did, for one reason), the least ready semantic state, each problem once (named
+    with its workspace when not every workspace has it)."""
+    first = next(iter(answers.values()))
+    report = StageReport(list(first.report.requested), rank=dataclasses.replace(_rank_of(answers)),
+                         query_info=dataclasses.replace(first.report.query_info))
+    for answer in answers.values():
+        report.performed += [stage for stage in answer.report.performed if stage not in report.performed]
+    report.skipped = _skipped(answers)
+    pending = [stage for answer in answers.values() for stage in answer.pending or []]
+    modes = {answer.mode_used for answer in answers.values()}
+    query = dataclasses.replace(first.query, problems=_problems(answers, parts))
+    whole = SearchAnswer(hits, modes.pop() if len(modes) == 1 else report.mode_used,
+                         min((a.semantic for a in answers.values()), key=_readiness), report, query,
+                         list(first.facets), timing, related=first.related)
+    if any(answer.pending is not None for answer in answers.values()):
+        whole.pending = list(dict.fromkeys(pending))
+    return whole
+
+
+def _readiness(state: str) -> int:
+    return READINESS.index(state) if state in READINESS else 0
+
+
+def _rank_of(answers: dict[str, SearchAnswer]) -> RankState:
+    states = [answer.report.rank for answer in answers.values()]
+    return next((rank for rank in states if rank.state == "error"),
+                next((rank for rank in states if rank.state != "off"), states[0]))
+
+
+def _skipped(answers: dict[str, SearchAnswer]) -> dict[Stage, str]:
+    skipped: dict[Stage, str] = {}
+    stages = dict.fromkeys(stage for answer in answers.values() for stage in answer.report.skipped)
+    for stage in stages:
+        reasons = {name: answer.report.skipped[stage] for name, answer in answers.items()
+                   if stage in answer.report.skipped}
+        if len(reasons) == len(answers) and len(set(reasons.values())) == 1:
+            skipped[stage] = next(iter(reasons.values()))
+        else:
+            skipped[stage] = "; ".join(f"{name}: {why}" for name, why in reasons.items())
+    return skipped
+
+
+def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[str]:
+    every: dict[str, list[str]] = {}
+    for name, answer in answers.items():
+        for problem in answer.query.problems:
+            every.setdefault(problem, []).append(name)
+    said = [problem if len(names) == len(answers) else f"{', '.join(names)}: {problem}"
+            for problem, names in every.items()]
+    return said + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None]

@@ -1,0 +1,111 @@
+"""A search of a scope (search.scope): each workspace's search run side by side, one thread each, and their answers
+merged; a streamed search hands over one merged lexical answer once every workspace has reached its own.
+
+The threads overlap where a search waits outside Python: SQLite's reads and the query's embedding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+
+from autodoc_core.errors import AutodocError
+from autodoc_core.retrieve.options import DEFAULT_LIMIT
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.search.scope import Scope, Searched, merged
+from autodoc_core.search.stream import SearchStream
+
+SearchOne = Callable[[Searched, SearchStream | None], SearchAnswer]
+
+
+def limit_of(opts: object) -> int:
+    """The merged list's limit: the options' own (each workspace's search checks it)."""
+    limit = opts.get("limit") if isinstance(opts, dict) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else DEFAULT_LIMIT
+
+
+def search_scope(scope: Scope, parts: list[Searched], search_one: SearchOne, limit: int,
+                 stream: SearchStream | None = None) -> SearchAnswer:
+    """Search every part (``search_one``), side by side, and merge their answers. A scope of one workspace raises
+    its error; of several, a workspace that fails is named in the answer and the others answer (all failing
+    raises the first error)."""
+    started = time.perf_counter()
+    partials = _Partials(scope, parts, limit, stream) if stream is not None else None
+
+    def run(part: Searched) -> None:
+        follower = partials.follower(part) if partials is not None else None
+        try:
+            part.answer = search_one(part, follower)
+        except AutodocError as exc:
+            if len(parts) == 1:
+                raise
+            part.error = exc
+        finally:
+            if partials is not None:
+                partials.ended(part)
+
+    _side_by_side(run, parts)
+    whole = merged(scope, parts, limit, {})
+    if len(parts) > 1:
+        whole.timing = {"total": round((time.perf_counter() - started) * 1000, 3),
+                        **{f"workspace.{p.name}": p.answer.timing.get("total", 0.0) for p in parts if p.answer}}
+    return whole
+
+
+def _side_by_side(run: Callable[[Searched], None], parts: list[Searched]) -> None:
+    """``run`` each part, the first in this thread and the others in threads of their own; the first exception
+    (a cancellation, a bug) is raised once all have ended."""
+    failures: list[BaseException] = []
+
+    def guarded(part: Searched) -> None:
+        try:
+            run(part)
+        except BaseException as exc:  # noqa: BLE001 (raised again below, in the caller's thread)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(part,), name=f"autodoc-search-{part.name}", daemon=True)
+               for part in parts[1:]]
+    for thread in threads:
+        thread.start()
+    guarded(parts[0])
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
+class _Partials:
+    """A streamed search of a scope: each workspace's lexical answer (or its final one, when it had no later
+    stage) is kept; once every workspace has given one and some are partial, the merged partial answer is handed
+    over, once."""
+
+    def __init__(self, scope: Scope, parts: list[Searched], limit: int, stream: SearchStream) -> None:
+        self.scope, self.parts, self.limit, self.stream = scope, parts, limit, stream
+        self.lock = threading.Lock()
+        self.got: dict[str, tuple[SearchAnswer | None, bool]] = {}
+        self.done = False
+
+    def follower(self, part: Searched) -> SearchStream:
+        return self.stream.follower(lambda answer: self._arrived(part, answer, True))
+
+    def ended(self, part: Searched) -> None:
+        self._arrived(part, part.answer, False)
+
+    def _arrived(self, part: Searched, answer: SearchAnswer | None, partial: bool) -> None:
+        with self.lock:
+            if self.done or part.name in self.got:
+                return
+            self.got[part.name] = (answer, partial)
+            if len(self.got) < len(self.parts):
+                return
+            self.done = True
+            if not any(partial for _, partial in self.got.values()):
+                return
+            copies = [dataclasses.replace(p, answer=self.got[p.name][0]) for p in self.parts]
+        try:
+            whole = merged(self.scope, copies, self.limit, {})
+        except AutodocError:  # no workspace answered: the final answer says why
+            return
+        self.stream.hand_over(whole)

@@ -1,0 +1,249 @@
+"""Every workspace at once (issue 49): the merged list against each workspace searched alone, and its speed.
+
+Four corpora go into ONE database, each its own workspace: techdocs, SciFact, the KEPs (the labelled ones) and the
+Rust RFCs (a fourth for the speed of four). Each labelled query is searched in its own workspace alone and in the
+three labelled workspaces together; hits are told apart by workspace, so a hit of another workspace never counts
+as relevant. Recall@3 and nDCG@10 (by document, as tests/bench/retrieval.py) of both, and the difference.
+
+The merged list is the product's own: each workspace's answer from ``Engine._search_one`` (what a search of a
+scope runs for each workspace) merged by ``search.scope._merged_hits``; ``MATCH_POWER`` is chosen here on the
+tuning halves (even lines) of techdocs-dev, SciFact train and keps-dev and reported on the odd halves and on two
+held-out sets no decision used. Lexical stage only (``--semantic`` is not measured: see the md file).
+
+Speed: the median wall time of ``Engine.search_query`` for one workspace, two (techdocs and the KEPs) and four,
+over the reporting queries, default limit.
+
+    python -m tests.bench.scope --shared ../shared [--db /tmp/scope.db] --out doc/benchmarks/scope.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from autodoc_core.search import scope as scope_merge
+from autodoc_core.search.answer import SearchAnswer
+from autodoc_core.service.engine import Engine
+from tests.bench.retrieval import load_queries, ndcg_at_10, recall_at
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPORA = {"techdocs": "techdocs", "scifact": "scifact", "keps": "keps", "rfcs": "rust-rfcs/text"}
+LABELLED = ("techdocs", "scifact", "keps")
+POWERS = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+OPTIONS = {"stages": ["lexical"], "limit": 50, "snippets": False}
+SPEED_REPEATS = 3
+
+
+def query_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
+    """(name, workspace, queries, tuning)."""
+    local = ROOT / "tests" / "bench" / "eval"
+    whole = {"techdocs": load_queries(shared / "eval" / "techdocs-dev.jsonl"),
+             "scifact": load_queries(shared / "eval" / "scifact-train.jsonl"),
+             "keps": load_queries(local / "keps-dev.jsonl")}
+    sets = []
+    for workspace, queries in whole.items():
+        sets.append((f"{workspace} even (tuning)", workspace, queries[0::2], True))
+        sets.append((f"{workspace} odd", workspace, queries[1::2], False))
+    sets.append(("techdocs-heldout9", "techdocs", load_queries(local / "techdocs-heldout9.jsonl"), False))
+    sets.append(("keps-heldout9", "keps", load_queries(local / "keps-heldout9.jsonl"), False))
+    return sets
+
+
+def database(engine: Engine, shared: Path) -> None:
+    """The four corpora indexed (words only) into the engine's database, unless they are there already."""
+    known = {ws["name"] for ws in engine.workspace_list()}
+    for name, folder in CORPORA.items():
+        if name not in known:
+            engine.workspace_add(name, str(shared / "data" / (folder if "/" in folder else f"{folder}/docs")))
+            engine.workspace_configure(name, {"embedder": {"provider": "none"}})
+            started = time.perf_counter()
+            engine.workspace_index(name)
+            print(f"indexed {name} in {time.perf_counter() - started:.0f} s", flush=True)
+
+
+SEMANTIC_QUERIES = 60  # per labelled set: the first of its lines (half tuning, half reporting as above)
+DISTRACTORS = {"techdocs": 300, "scifact": 600, "keps": 40}  # documents no chosen query is about, per corpus
+
+
+def semantic_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
+    """The query sets of the semantic subset: each labelled set's first SEMANTIC_QUERIES lines, split as above."""
+    return [(name, workspace, queries, tuning) for name, workspace, queries, tuning in
+            ((f"{n} (subset)", w, q[: SEMANTIC_QUERIES // 2], t) for n, w, q, t in query_sets(shared)[:6])]
+
+
+def semantic_database(engine: Engine, shared: Path, folders: Path) -> None:
+    """Part of each labelled corpus, indexed and embedded with the default local model: the documents the chosen
+    queries are about and a seeded sample of the others (embedding whole corpora takes most of an hour on 2
+    cores)."""
+    import random
+    import shutil
+
+    known = {ws["name"] for ws in engine.workspace_list()}
+    wanted: dict[str, set[str]] = {name: set() for name in LABELLED}
+    for _, workspace, queries, _ in semantic_sets(shared):
+        for q in queries:
+            wanted[workspace].update(q["relevant"])
+    for name in LABELLED:
+        if name in known:
+            continue
+        source = shared / "data" / CORPORA[name] / "docs"
+        others = sorted(str(p.relative_to(source)) for p in source.rglob("*.md") if
+                        str(p.relative_to(source)) not in wanted[name])
+        chosen = wanted[name] | set(random.Random(49).sample(others, min(DISTRACTORS[name], len(others))))
+        for relative in chosen:
+            target = folders / name / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if (source / relative).exists():
+                shutil.copy(source / relative, target)
+        engine.workspace_add(name, str(folders / name))
+        started = time.perf_counter()
+        engine.workspace_index(name, {"wait": "semantic"})
+        print(f"indexed and embedded {len(chosen)} documents of {name} in {time.perf_counter() - started:.0f} s",
+              flush=True)
+
+
+def ranked(hits: list, workspace: str | None = None) -> list[str]:
+    """Documents in order, named with their workspace."""
+    return list(dict.fromkeys(f"{workspace or hit.workspace}/{hit.path}" for hit in hits))
+
+
+def captured(engine: Engine, queries: list[dict]) -> list[dict[str, SearchAnswer]]:
+    return [{name: engine._search_one(name, q["query"], {**OPTIONS, **({"facets": q["facets"]} if q.get("facets")
+                                                                       else {})})
+             for name in LABELLED} if not q.get("facets") else _facet_answers(engine, q) for q in queries]
+
+
+def _facet_answers(engine: Engine, query: dict) -> dict[str, SearchAnswer]:
+    """A facet query is filtered in each workspace by its own fields: one that lacks the field gives no hits."""
+    answers = {}
+    for name in LABELLED:
+        try:
+            answers[name] = engine._search_one(name, query["query"], {**OPTIONS, "facets": query["facets"]})
+        except Exception:  # noqa: BLE001 (the field is not this workspace's: it has no hits for it)
+            continue
+    return answers
+
+
+def figures(lists: list[list[str]], queries: list[dict], own: str) -> tuple[float, float]:
+    relevant = [{f"{own}/{path}" for path in q["relevant"]} for q in queries]
+    recall = statistics.fmean(recall_at(r, rel, 3) for r, rel in zip(lists, relevant, strict=True))
+    ndcg = statistics.fmean(ndcg_at_10(r, rel) for r, rel in zip(lists, relevant, strict=True))
+    return recall, ndcg
+
+
+def merged_lists(answers: list[dict[str, SearchAnswer]], power: float | str) -> list[list[str]]:
+    if power == "round robin":
+        return [ranked(_round_robin(a)) for a in answers]
+    return [ranked(scope_merge._merged_hits(a, 50, float(power))) for a in answers]
+
+
+def _round_robin(answers: dict[str, SearchAnswer]) -> list:
+    import dataclasses
+    lists = [[dataclasses.replace(h, workspace=name) for h in a.hits] for name, a in answers.items()]
+    return [hit for row in zip(*lists, strict=False) for hit in row]
+
+
+def quality(engine: Engine, shared: Path) -> tuple[list[str], float]:
+    sets = query_sets(shared)
+    captures = {name: (workspace, queries, captured(engine, queries), tuning)
+                for name, workspace, queries, tuning in sets}
+    alone = {name: figures([ranked(a[workspace].hits, workspace) for a in answers], queries, workspace)
+             for name, (workspace, queries, answers, _) in captures.items()}
+    tried: list[float | str] = [*POWERS, "round robin"]
+    together = {(name, p): figures(merged_lists(answers, p), queries, workspace)
+                for name, (workspace, queries, answers, _) in captures.items() for p in tried}
+
+    def tuning_loss(p: float | str) -> float:
+        return statistics.fmean(alone[n][i] - together[(n, p)][i] for n, (_, _, _, t) in captures.items() if t
+                                for i in (0, 1))
+
+    chosen = min(POWERS, key=lambda p: (round(tuning_loss(p), 4), p))
+    lines = ["### Choosing the weight's power (tuning halves: mean of Recall@3 and nDCG@10 lost)", "",
+             "| merge | mean loss on the tuning halves |", "|---|---|"]
+    lines += [f"| {'relevance x weight^' + str(p) if p != 'round robin' else p} | {tuning_loss(p):+.4f} |"
+              for p in tried]
+    lines += ["", f"Chosen: power {chosen} (MATCH_POWER in autodoc_core/search/scope.py is "
+              f"{scope_merge.MATCH_POWER}).", "",
+              "### Each set alone and in the three workspaces together (lexical stage)", "",
+              "| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, (_, queries, _, _) in captures.items():
+        (r1, n1), (r2, n2) = alone[name], together[(name, scope_merge.MATCH_POWER)]
+        lines.append(f"| {name} | {len(queries)} | {r1:.3f} | {r2:.3f} | {r2 - r1:+.3f} | {n1:.3f} | {n2:.3f} | "
+                     f"{n2 - n1:+.3f} |")
+    lines += ["", "Plain relevance (power 0) and a round robin, for comparison (reporting sets):", "",
+              "| query set | Recall@3 diff, power 0 | round robin | nDCG@10 diff, power 0 | round robin |",
+              "|---|---|---|---|---|"]
+    for name, (_, _, _, tuning) in captures.items():
+        if tuning:
+            continue
+        (r1, n1) = alone[name]
+        (a, b), (c, d) = together[(name, 0.0)], together[(name, "round robin")]
+        lines.append(f"| {name} | {a - r1:+.3f} | {c - r1:+.3f} | {b - n1:+.3f} | {d - n1:+.3f} |")
+    worst = min(min(together[(n, scope_merge.MATCH_POWER)][i] - alone[n][i] for i in (0, 1))
+                for n, (_, _, _, t) in captures.items() if not t)
+    return lines, worst
+
+
+def speed(engine: Engine, shared: Path) -> list[str]:
+    queries = [(ws, q["query"]) for name, ws, qs, tuning in query_sets(shared) if not tuning for q in qs][::3]
+    opts = {"stages": ["lexical"]}
+    scopes = {"one (its own)": None, "two (techdocs, keps)": ["techdocs", "keps"], "four (*)": "*"}
+    times: dict[str, list[float]] = {label: [] for label in scopes}
+    singles: dict[str, list[float]] = {name: [] for name in CORPORA}
+    for _ in range(SPEED_REPEATS):
+        for workspace, text in queries:
+            for label, asked in scopes.items():
+                started = time.perf_counter()
+                engine.search_query(asked or workspace, text, opts)
+                times[label].append((time.perf_counter() - started) * 1000)
+            for name in CORPORA:
+                started = time.perf_counter()
+                engine.search_query(name, text, opts)
+                singles[name].append((time.perf_counter() - started) * 1000)
+    reference = statistics.median(times["one (its own)"])
+    lines = ["| workspaces searched | median ms | ratio to one |", "|---|---|---|"]
+    lines += [f"| {label} | {statistics.median(ms):.1f} | {statistics.median(ms) / reference:.2f} |"
+              for label, ms in times.items()]
+    lines += ["", "Each workspace alone (the same queries in every one):", "", "| workspace | median ms |",
+              "|---|---|"]
+    lines += [f"| {name} | {statistics.median(ms):.1f} |" for name, ms in singles.items()]
+    lines += ["", f"{len(queries)} queries x {SPEED_REPEATS} rounds, lexical stage, limit 10."]
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--db", type=Path, help="a database to keep between runs (built when missing)")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--only", choices=("quality", "speed", "build", "semantic"))
+    parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
+        database(engine, args.shared)
+        if args.only == "build":
+            return 0
+        lines = ["# Every workspace at once: one merged list against each workspace alone", "",
+                 f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, 2 cores shared with other "
+                 "jobs (times are noisy; ratios compare runs taken side by side). Reproduce: `python -m "
+                 "tests.bench.scope --shared ../shared --out doc/benchmarks/scope.md` (`make bench`).", ""]
+        if args.only != "speed":
+            quality_lines, worst = quality(engine, args.shared)
+            lines += ["## Ranking", "", *quality_lines, "",
+                      f"Worst difference on a reporting set: {worst:+.3f} (target: no more than 0.02 lower).", ""]
+        if args.only != "quality":
+            lines += ["## Speed", "", *speed(engine, args.shared), ""]
+    text = "\n".join(lines)
+    if args.out:
+        args.out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,169 @@
+"""Every workspace at once (issue 49): search.query, search.stream and search.related take a scope (a name, a list
+of names, or "*"), through the engine, `autodoc --call` and `serve --stdio`. Real engine, real SQLite file, a real
+HTTP embedding server on 127.0.0.1 where the semantic stage matters."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autodoc_core.errors import INVALID_PARAMS, UNKNOWN_WORKSPACE, AutodocError
+from autodoc_core.search.stream import SearchStream
+from autodoc_core.service.engine import Engine
+from tests.conftest import StdioServer, call, write
+from tests.model_servers import model_server
+
+NO_EMBEDDER = {"embedder": {"provider": "none"}}
+
+
+@pytest.fixture
+def two(tmp_path: Path, engine: Engine) -> tuple[Path, Path]:
+    """Workspace "notes" (one note on the store) and "rfcs" (many documents that mention geckos in passing, one
+    about them, and a facet schema with status), indexed by words."""
+    notes = tmp_path / "notes"
+    write(notes, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
+                                "We keep every workspace in one embedded relational store. Gecko is its code name.\n")
+    write(notes, "gecko.md", "# Gecko\n\n## Why the index is called Gecko\n\nGecko, the code name: a gecko holds on "
+                             "to any wall, as the index holds on to every note. Gecko stays.\n")
+    for topic in ("bread", "ovens", "bicycles", "trains", "gardens", "tides"):
+        write(notes, f"misc/{topic}.md", f"# {topic.title()}\n\nA note about {topic} and nothing else.\n")
+    rfcs = tmp_path / "rfcs"
+    write(rfcs, "_schema/frontmatter.yaml", "common:\n  status: string\n")
+    for n in range(30):
+        write(rfcs, f"rfc-{n:02}.md", f"---\nstatus: final\n---\n# RFC {n}\n\n## Notes\n\n"
+                                      f"Among other animals a gecko appears once in RFC {n}, with lizards and birds "
+                                      "and a long list of other words about protocols, servers and clients.\n")
+    write(rfcs, "geckos.md", "---\nstatus: draft\n---\n# Geckos\n\n## Toe pads\n\n"
+                             "Geckos climb glass: gecko toe pads hold by van der Waals forces.\n")
+    for name, folder in (("notes", notes), ("rfcs", rfcs)):
+        engine.workspace_add(name, str(folder))
+        engine.workspace_configure(name, NO_EMBEDDER)
+        engine.workspace_index(name)
+    return notes, rfcs
+
+
+def where(answer: dict) -> list[tuple[str, str]]:
+    return [(hit["workspace"], hit["path"]) for hit in answer["hits"]]
+
+
+def test_every_workspace_is_searched_and_each_hit_names_its_own(engine: Engine, two: tuple[Path, Path]) -> None:
+    answer = engine.search_query("*", "gecko", {"limit": 5}).to_wire()
+    assert answer["scope"] == {"asked": "*", "workspaces": ["notes", "rfcs"]}
+    assert set(answer["workspaces"]) == {"notes", "rfcs"}
+    assert answer["workspaces"]["rfcs"]["root"] == str(two[1]) and answer["workspaces"]["notes"]["folder"] == "ok"
+    assert sum(ws["hits"] for ws in answer["workspaces"].values()) == len(answer["hits"]) == 5
+    # The small workspace's one match is not crowded out by the 30 passing mentions of the large one.
+    assert ("notes", "gecko.md") in where(answer)[:2] and ("rfcs", "geckos.md") in where(answer)[:2]
+    relevance = [hit["relevance"] for hit in answer["hits"]]
+    assert relevance == sorted(relevance, reverse=True)
+    assert answer["stages"]["performed"] == ["lexical"] and answer["semantic"] == "off"
+
+
+def test_one_name_answers_as_before_with_the_workspace_added(engine: Engine, two: tuple[Path, Path]) -> None:
+    answer = engine.search_query("rfcs", "gecko", {"limit": 5}).to_wire()
+    assert answer["scope"] == {"asked": "rfcs", "workspaces": ["rfcs"]} and list(answer["workspaces"]) == ["rfcs"]
+    assert {hit["workspace"] for hit in answer["hits"]} == {"rfcs"}
+    listed = engine.search_query(["rfcs", "rfcs"], "gecko", {"limit": 5}).to_wire()  # searched once
+    assert listed["scope"] == {"asked": ["rfcs", "rfcs"], "workspaces": ["rfcs"]}
+    assert where(listed) == where(answer) and [h["relevance"] for h in listed["hits"]] == \
+        [h["relevance"] for h in answer["hits"]]
+
+
+def test_bad_scopes_are_refused_with_what_to_do(engine: Engine, two: tuple[Path, Path], tmp_path: Path) -> None:
+    with pytest.raises(AutodocError) as unknown:
+        engine.search_query(["notes", "nope"], "gecko")
+    assert unknown.value.code == UNKNOWN_WORKSPACE and "'nope'" in unknown.value.reason
+    assert "notes, rfcs" in unknown.value.reason
+    with pytest.raises(AutodocError) as empty:
+        engine.search_query([], "gecko")
+    assert empty.value.code == INVALID_PARAMS and "empty list" in empty.value.reason
+    with pytest.raises(AutodocError) as wrong:
+        engine.search_query(7, "gecko")
+    assert wrong.value.code == INVALID_PARAMS
+    with Engine(tmp_path / "empty.db") as nothing, pytest.raises(AutodocError) as none:
+        nothing.search_query("*", "gecko")
+    assert none.value.code == UNKNOWN_WORKSPACE and "autodoc --call workspace.add" in none.value.reason
+
+
+def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tuple[Path, Path]) -> None:
+    answer = engine.search_query("*", "gecko", {"facets": {"status": "draft"}}).to_wire()
+    assert where(answer) == [("rfcs", "geckos.md")]
+    assert answer["workspaces"]["notes"]["hits"] == 0 and "status" in answer["workspaces"]["notes"]["note"]
+    assert any(problem.startswith("notes: not searched") for problem in answer["query"]["problems"])
+    typed = engine.search_query("*", "gecko status:draft").to_wire()  # in the query: the same
+    assert ("rfcs", "geckos.md") in where(typed)
+
+
+def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: Engine,
+                                                                       two: tuple[Path, Path]) -> None:
+    shutil.rmtree(two[0])
+    answer = engine.search_query("*", "relational store").to_wire()
+    assert ("notes", "adr/0002.md") in where(answer)
+    assert answer["workspaces"]["notes"]["folder"] == "gone" and "no longer exists" in \
+        answer["workspaces"]["notes"]["note"]
+
+
+def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:
+    source = two[1] / "geckos.md"
+    answer = engine.search_related("*", str(source), {"line": 7}).to_wire()
+    assert answer["related"]["workspace"] == "rfcs" and answer["related"]["path"] == "geckos.md"
+    assert {"notes", "rfcs"} <= {hit["workspace"] for hit in answer["hits"]}
+    named = engine.search_related(["notes"], "geckos.md", {"workspace": "rfcs", "line": 7}).to_wire()
+    assert {hit["workspace"] for hit in named["hits"]} == {"notes"}
+    with pytest.raises(AutodocError) as unsaid:
+        engine.search_related("*", "geckos.md")
+    assert unsaid.value.code == INVALID_PARAMS and "opts.workspace" in unsaid.value.reason
+
+
+def test_a_workspace_not_embedded_is_not_buried_by_another_s_fused_scores(engine: Engine,
+                                                                            two: tuple[Path, Path],
+                                                                            tmp_path: Path) -> None:
+    """One workspace searched by words and meaning, one by words alone: the words-only one's best hit still comes
+    first for a query that only it matches well, and the answer says which workspace skipped the semantic stage;
+    a streamed search of both hands over one merged lexical answer first."""
+    with model_server("tei") as server:
+        engine.workspace_configure("rfcs", {"embedder": {"provider": "tei", "url": server.url, "timeout": 120},
+                                            "semantic_deadline": 60})
+        assert engine.workspace_index("rfcs", {"wait": "semantic"})["semantic"] == "ready"
+        partials: list[dict] = []
+        answer = engine.search("*", "embedded relational store", {"limit": 5},
+                               SearchStream(on_partial=partials.append)).to_wire()
+    assert where(answer)[0] == ("notes", "adr/0002.md")
+    assert answer["stages"]["performed"] == ["lexical", "semantic"] and answer["semantic"] == "off"
+    assert answer["stages"]["skipped"]["semantic"].startswith("notes: ")
+    assert answer["workspaces"]["rfcs"]["semantic"] == "ready"
+    assert len(partials) == 1 and partials[0]["partial"] and partials[0]["stages"]["pending"] == ["semantic"]
+    assert partials[0]["scope"]["workspaces"] == ["notes", "rfcs"] and where(partials[0])[0] == ("notes",
+                                                                                                  "adr/0002.md")
+
+
+def test_the_command_line_and_serve_stdio_take_a_scope(engine: Engine, two: tuple[Path, Path],
+                                                       tmp_path: Path) -> None:
+    engine.close()
+    db = tmp_path / "autodoc.db"
+    code, answer = call(db, "search.query", ["*", "gecko", {"limit": 3}])
+    assert code == 0 and answer["scope"]["workspaces"] == ["notes", "rfcs"]
+    assert {hit["workspace"] for hit in answer["hits"]} == {"notes", "rfcs"}
+    code, refused = call(db, "search.query", [["notes", "nope"], "gecko"])
+    assert code != 0 and refused["error"]["code"] == UNKNOWN_WORKSPACE and "nope" in refused["error"]["data"]["reason"]
+    stdio = StdioServer(db)
+    try:
+        served = stdio.ask("search.query", ["*", "gecko", {"limit": 3}])["result"]
+        assert where(served) == where(answer)
+        message = {"jsonrpc": "2.0", "id": "s1", "method": "search.stream", "params": [["rfcs", "notes"], "gecko"]}
+        stdio.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        stdio.proc.stdin.flush()
+        partial = json.loads(stdio.lines.next(timeout=120))  # the semantic stage is still to come (and skipped)
+        streamed = json.loads(stdio.lines.next(timeout=120))
+        related = stdio.ask("search.related", ["*", str(two[1] / "geckos.md"), {"line": 7}])["result"]
+        empty = stdio.ask("search.query", [[], "gecko"])
+    finally:
+        stdio.close()
+    assert partial["method"] == "search.partial" and partial["params"]["answer"]["partial"] is True
+    assert partial["params"]["answer"]["scope"]["workspaces"] == ["rfcs", "notes"]
+    assert streamed["id"] == "s1" and streamed["result"]["scope"]["workspaces"] == ["rfcs", "notes"]
+    assert related["related"]["workspace"] == "rfcs" and "notes" in {h["workspace"] for h in related["hits"]}
+    assert empty["error"]["code"] == INVALID_PARAMS
