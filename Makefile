@@ -72,6 +72,7 @@ bench: dev
 	$(BIN)/python -m tests.bench.picker --shared $(SHARED) --out doc/benchmarks/filling.md
 	$(BIN)/python -m tests.bench.related --shared $(SHARED) --out doc/benchmarks/related.md
 	$(BIN)/python -m tests.bench.cjk --shared $(SHARED) --semantic --out doc/benchmarks/cjk.md
+	$(BIN)/python -m tests.bench.scope --shared $(SHARED) --out doc/benchmarks/scope.md
 	$(MAKE) soak
 
 # 250,000 generated chunks; SOAK_MINUTES of queries over serve --stdio against continuous edits.

@@ -32,6 +32,28 @@ def test_agent_tool_answers_as_the_mcp_search_does(engine: Engine, notes: Path, 
     assert "adr/0002.md:3-5" in answer["text"]
 
 
+def test_agent_tool_searches_every_workspace_without_one(engine: Engine, notes: Path, indexed: Callable[..., dict],
+                                                          tmp_path: Path) -> None:
+    """Issue 49: the editor's agents, as the MCP tools: no workspace means every workspace, each hit names its own,
+    and read takes it."""
+    from tests.conftest import write
+
+    indexed()
+    other = tmp_path / "other"
+    write(other, "store.md", "# Store\n\nAn embedded relational store keeps the other team's notes.\n")
+    engine.workspace_add("other", str(other))
+    engine.workspace_index("other")
+    answer = call(engine, "agent.tool", ["search", {"query": "embedded relational store"}])
+    assert answer["is_error"] is False and answer["result"]["workspaces"] == ["kb", "other"]
+    found = {(hit["workspace"], hit["path"]) for hit in answer["result"]["hits"]}
+    assert {("kb", "adr/0002.md"), ("other", "store.md")} <= found
+    assert "other: store.md:" in answer["text"] and "kb: adr/0002.md:" in answer["text"]
+    read = call(engine, "agent.tool", ["read", {"path": "store.md", "workspace": "other"}])
+    assert "other team's notes" in read["result"]["text"]
+    narrowed = call(engine, "agent.tool", ["search", {"query": "embedded relational store", "workspace": ["kb"]}])
+    assert {hit["workspace"] for hit in narrowed["result"]["hits"]} == {"kb"}
+
+
 def test_agent_tool_failures_are_answers_the_model_reads(engine: Engine, notes: Path,
                                                          indexed: Callable[..., dict]) -> None:
     indexed()

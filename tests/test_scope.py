@@ -167,3 +167,18 @@ def test_the_command_line_and_serve_stdio_take_a_scope(engine: Engine, two: tupl
     assert streamed["id"] == "s1" and streamed["result"]["scope"]["workspaces"] == ["rfcs", "notes"]
     assert related["related"]["workspace"] == "rfcs" and "notes" in {h["workspace"] for h in related["hits"]}
     assert empty["error"]["code"] == INVALID_PARAMS
+
+
+def test_workspaces_of_one_model_embed_the_query_once(engine: Engine, two: tuple[Path, Path]) -> None:
+    """A search of several workspaces shares the work they have in common: the query's embedding."""
+    with model_server("tei") as server:
+        for name in ("notes", "rfcs"):
+            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120},
+                                              "semantic_deadline": 60})
+            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        before = len(server.behaviour.requests)
+        answer = engine.search_query("*", "which lizard climbs glass", {"limit": 50}).to_wire()
+        asked = [r for r in server.behaviour.requests[before:] if "which lizard climbs glass" in json.dumps(r["body"])]
+    assert answer["stages"]["performed"] == ["lexical", "semantic"] and answer["semantic"] == "ready"
+    assert {hit["workspace"] for hit in answer["hits"]} == {"notes", "rfcs"}
+    assert len(asked) == 1

@@ -185,7 +185,8 @@ def attainable(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies
     no word can be counted (phrases and prefixes alone)."""
     total = frequencies.total(conn, ws_id)
     counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
-    most = sum(max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for n in counted) * (BM25_K1 + 1)
+    # A count cached since the workspace shrank can pass the total: such a word is everywhere.
+    most = sum(max(math.log((max(total - n, 0) + 0.5) / (n + 0.5)), 1e-6) for n in counted) * (BM25_K1 + 1)
     return most if most > 0 else None
 
 

@@ -4,6 +4,7 @@ while the lexical stage reads SQLite), and recalling chunks from the workspace's
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import apsw
@@ -32,6 +33,8 @@ class SemanticSource:
     progress: tuple[int, int] = (0, 0)  # chunk texts embedded, total
     unavailable: str | None = None  # why a configured model cannot be used
     failure: str | None = None  # why the remote model could not be reached for this search
+    # A search of several workspaces: the query embedded once per model for all of them (QueryVectors).
+    shared: QueryVectors | None = None
 
     def why_not(self) -> tuple[str, int] | None:
         """Why the stage cannot run, with the error code a semantic-only request gets; None if it can."""
@@ -67,15 +70,51 @@ def english_only_for(query: ParsedQuery, semantic: SemanticSource) -> bool:
             and mostly_cjk(query.semantic_text))
 
 
+class QueryVectors:
+    """One search of several workspaces' query embeddings, by model and text: the workspaces that embed with one
+    model wait for one embedding instead of each computing its own."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[tuple[str, str], Pending[np.ndarray]] = {}
+
+    def get(self, model: str, text: str, start: Callable[[], Pending[np.ndarray]]) -> tuple[Pending[np.ndarray], bool]:
+        """The embedding of ``text`` by ``model``, started with ``start`` when no workspace started it; and
+        whether this call started it."""
+        with self._lock:
+            if (model, text) in self._started:
+                return self._started[(model, text)], False
+            started = self._started[(model, text)] = start()
+            return started, True
+
+
 def start_query_embedding(query: ParsedQuery, semantic: SemanticSource,
                           finished: threading.Event | None = None) -> Pending[np.ndarray] | None:
     """Embed the query in its own thread (both it and the lexical stage release the GIL in their
-    inner loops), setting ``finished`` when it ends; None when the stage cannot run."""
+    inner loops), setting ``finished`` when it ends; None when the stage cannot run. With ``semantic.shared``, a
+    workspace of the same model that started it already is waited for instead."""
     if semantic.why_not() is not None or semantic.embedder is None:
         return None
     embedder = semantic.embedder
     text = query.semantic_text or query.raw or " "
+    if semantic.shared is not None and embedder.model_fp:
+        first, started = semantic.shared.get(embedder.model_fp, text, lambda: _embedding(embedder, text, finished))
+        return first if started else _waiting(first, finished)
+    return _embedding(embedder, text, finished)
 
+
+def _waiting(first: Pending[np.ndarray], finished: threading.Event | None) -> Pending[np.ndarray]:
+    def wait() -> np.ndarray:
+        try:
+            return first.result()
+        finally:
+            if finished is not None:
+                finished.set()
+
+    return Pending(wait, name="autodoc-query-embedding-shared")
+
+
+def _embedding(embedder: Embedder, text: str, finished: threading.Event | None) -> Pending[np.ndarray]:
     def embed() -> np.ndarray:
         try:
             return embedder.embed([text], "query")[0]

@@ -28,6 +28,7 @@ from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.idle_core import SEARCHES
 from autodoc_core.related import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 from autodoc_core.retrieve import lexical
+from autodoc_core.retrieve.semantic_stage import QueryVectors
 from autodoc_core.search.answer import SearchAnswer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
@@ -314,16 +315,19 @@ class Engine:
         with self.store.snapshot() as conn:
             return self._semantic_state(conn, ws).progress
 
-    def search_query(self, scope: Any, query: Any, opts: Any = None) -> SearchAnswer:
-        return self.search(scope, query, opts)
+    def search_query(self, name: Any, query: Any, opts: Any = None) -> SearchAnswer:
+        return self.search(name, query, opts)
 
-    def search(self, scope: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
-        """``search.query`` of a scope (a workspace name, a list of names, or "*": search.scope); with a
-        ``stream`` (the picker), its lexical answer first and a stop once superseded."""
-        found = self._scope(scope)
+    def search(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
+        """``search.query`` of a scope: ``name`` is a workspace name, a list of names, or "*" (search.scope; the
+        parameter keeps its name for callers that pass params by name); with a ``stream`` (the picker), its
+        lexical answer first and a stop once superseded."""
+        found = self._scope(name)
         parts = [self._part(name) for name in found.names]
+        shared = QueryVectors() if len(parts) > 1 else None
+
         def search_one(part: Searched, follower: SearchStream | None) -> SearchAnswer:
-            return self._filling_said(part, self._search_one(part.name, query, opts, follower))
+            return self._filling_said(part, self._search_one(part.name, query, opts, follower, shared))
 
         return search_scope(found, parts, search_one, limit_of(opts), stream)
 
@@ -335,9 +339,10 @@ class Engine:
         """A workspace of a search's scope, with the state of its folder (its hits are searched even when it
         is gone)."""
         ws = self._workspace(name)
-        with self.store.snapshot() as conn:
-            documents = document_rows.count_and_generation(conn, ws.id)[0]
-        folder, problem = root_state(ws.root, documents)
+        folder, problem = root_state(ws.root, 1)  # no fault even with documents: none to count for the sentence
+        if folder != "ok":
+            with self.store.snapshot() as conn:
+                folder, problem = root_state(ws.root, document_rows.count_and_generation(conn, ws.id)[0])
         return Searched(ws.name, ws.root, folder, problem)
 
     def _filling_said(self, part: Searched, answer: SearchAnswer) -> SearchAnswer:
@@ -346,8 +351,10 @@ class Engine:
             part.embedded = self.embedding_counts(part.name)
         return answer
 
-    def _search_one(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None) -> SearchAnswer:
-        """One workspace's search, as ``run_search`` gives it."""
+    def _search_one(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None,
+                    shared: QueryVectors | None = None) -> SearchAnswer:
+        """One workspace's search, as ``run_search`` gives it; ``shared``: the query's embeddings of a search of
+        several workspaces."""
         ws = self._workspace(name)
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
@@ -358,18 +365,18 @@ class Engine:
             # first read would leave the vector index at the previous epoch, mapping reused chunk ids to
             # their old documents for this one answer.
             ws = self._workspace(name)
-            source = runtime.source(conn, ws, failure)
+            source = dataclasses.replace(runtime.source(conn, ws, failure), shared=shared)
             answer = run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
                                 self.caches)
         self._want_while_filling(ws, source, answer)
         return answer
 
-    def search_related(self, scope: Any, path: Any, opts: Any = None) -> SearchAnswer:
+    def search_related(self, name: Any, path: Any, opts: Any = None) -> SearchAnswer:
         """Sections related to the section holding ``opts.line`` (or to the document), from the workspaces of
         ``scope``. With several, the source's workspace is ``opts.workspace`` or the one whose folder holds an
         absolute ``path``, and the others are searched with its vector and words (``run_related_elsewhere``)."""
-        found = self._scope(scope)
-        home, opts = self._related_home(scope, path, opts)
+        found = self._scope(name)
+        home, opts = self._related_home(name, path, opts)
         parts = [self._part(name) for name in found.names]
         if found.names == (home,):
             def related_here(part: Searched, _: SearchStream | None) -> SearchAnswer:

@@ -111,18 +111,18 @@ def ranked(hits: list, workspace: str | None = None) -> list[str]:
     return list(dict.fromkeys(f"{workspace or hit.workspace}/{hit.path}" for hit in hits))
 
 
-def captured(engine: Engine, queries: list[dict]) -> list[dict[str, SearchAnswer]]:
-    return [{name: engine._search_one(name, q["query"], {**OPTIONS, **({"facets": q["facets"]} if q.get("facets")
-                                                                       else {})})
-             for name in LABELLED} if not q.get("facets") else _facet_answers(engine, q) for q in queries]
+def captured(engine: Engine, queries: list[dict], options: dict) -> list[dict[str, SearchAnswer]]:
+    """Each query's answer in each labelled workspace, as a search of a scope gets them."""
+    return [{name: engine._search_one(name, q["query"], options) for name in LABELLED} if not q.get("facets")
+            else _facet_answers(engine, q, options) for q in queries]
 
 
-def _facet_answers(engine: Engine, query: dict) -> dict[str, SearchAnswer]:
+def _facet_answers(engine: Engine, query: dict, options: dict) -> dict[str, SearchAnswer]:
     """A facet query is filtered in each workspace by its own fields: one that lacks the field gives no hits."""
     answers = {}
     for name in LABELLED:
         try:
-            answers[name] = engine._search_one(name, query["query"], {**OPTIONS, "facets": query["facets"]})
+            answers[name] = engine._search_one(name, query["query"], {**options, "facets": query["facets"]})
         except Exception:  # noqa: BLE001 (the field is not this workspace's: it has no hits for it)
             continue
     return answers
@@ -135,10 +135,11 @@ def figures(lists: list[list[str]], queries: list[dict], own: str) -> tuple[floa
     return recall, ndcg
 
 
-def merged_lists(answers: list[dict[str, SearchAnswer]], power: float | str) -> list[list[str]]:
-    if power == "round robin":
-        return [ranked(_round_robin(a)) for a in answers]
-    return [ranked(scope_merge._merged_hits(a, 50, float(power))) for a in answers]
+def _by_local_relevance(answers: dict[str, SearchAnswer]) -> list:
+    import dataclasses
+    pooled = [(-h.relevance, place, order, dataclasses.replace(h, workspace=name))
+              for order, (name, a) in enumerate(answers.items()) for place, h in enumerate(a.hits)]
+    return [entry[3] for entry in sorted(pooled, key=lambda e: e[:3])]
 
 
 def _round_robin(answers: dict[str, SearchAnswer]) -> list:
@@ -147,46 +148,65 @@ def _round_robin(answers: dict[str, SearchAnswer]) -> list:
     return [hit for row in zip(*lists, strict=False) for hit in row]
 
 
-def quality(engine: Engine, shared: Path) -> tuple[list[str], float]:
-    sets = query_sets(shared)
-    captures = {name: (workspace, queries, captured(engine, queries), tuning)
+MERGES = {"each hit's match (the product)": lambda answers, share: scope_merge._merged_hits(answers, 50, share),
+          "each workspace's own relevance": lambda answers, share: _by_local_relevance(answers),
+          "round robin": lambda answers, share: _round_robin(answers)}
+PRODUCT = next(iter(MERGES))
+SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune: bool,
+            options: dict) -> tuple[list[str], float]:
+    """The tables for these query sets; ``tune``: choose LEXICAL_SHARE on the tuning sets (it only matters when
+    the semantic stage ran everywhere)."""
+    captures = {name: (workspace, queries, captured(engine, queries, options), tuning)
                 for name, workspace, queries, tuning in sets}
     alone = {name: figures([ranked(a[workspace].hits, workspace) for a in answers], queries, workspace)
              for name, (workspace, queries, answers, _) in captures.items()}
-    tried: list[float | str] = [*POWERS, "round robin"]
-    together = {(name, p): figures(merged_lists(answers, p), queries, workspace)
-                for name, (workspace, queries, answers, _) in captures.items() for p in tried}
 
-    def tuning_loss(p: float | str) -> float:
-        return statistics.fmean(alone[n][i] - together[(n, p)][i] for n, (_, _, _, t) in captures.items() if t
+    def together(name: str, merge: str, share: float) -> tuple[float, float]:
+        workspace, queries, answers, _ = captures[name]
+        return figures([ranked(MERGES[merge](a, share)) for a in answers], queries, workspace)
+
+    def tuning_loss(share: float) -> float:
+        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share)[i] for n, c in captures.items() if c[3]
                                 for i in (0, 1))
 
-    chosen = min(POWERS, key=lambda p: (round(tuning_loss(p), 4), p))
-    lines = ["### Choosing the weight's power (tuning halves: mean of Recall@3 and nDCG@10 lost)", "",
-             "| merge | mean loss on the tuning halves |", "|---|---|"]
-    lines += [f"| {'relevance x weight^' + str(p) if p != 'round robin' else p} | {tuning_loss(p):+.4f} |"
-              for p in tried]
-    lines += ["", f"Chosen: power {chosen} (MATCH_POWER in autodoc_core/search/scope.py is "
-              f"{scope_merge.MATCH_POWER}).", "",
-              "### Each set alone and in the three workspaces together (lexical stage)", "",
-              "| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
+    lines = []
+    share = scope_merge.LEXICAL_SHARE
+    if tune:
+        losses = {s: tuning_loss(s) for s in SHARES}
+        chosen = min(SHARES, key=lambda s: (round(losses[s], 4), abs(s - 0.5)))
+        lines += ["LEXICAL_SHARE tried on the tuning halves (mean of Recall@3 and nDCG@10 lost):", "",
+                  "| LEXICAL_SHARE | mean loss |", "|---|---|", *(f"| {s} | {loss:+.4f} |" for s, loss in
+                                                                  losses.items()),
+                  "", f"Lowest: {chosen}; the product's LEXICAL_SHARE is {share}.", ""]
+    lines += ["| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
               "|---|---|---|---|---|---|---|---|"]
     for name, (_, queries, _, _) in captures.items():
-        (r1, n1), (r2, n2) = alone[name], together[(name, scope_merge.MATCH_POWER)]
+        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share)
         lines.append(f"| {name} | {len(queries)} | {r1:.3f} | {r2:.3f} | {r2 - r1:+.3f} | {n1:.3f} | {n2:.3f} | "
                      f"{n2 - n1:+.3f} |")
-    lines += ["", "Plain relevance (power 0) and a round robin, for comparison (reporting sets):", "",
-              "| query set | Recall@3 diff, power 0 | round robin | nDCG@10 diff, power 0 | round robin |",
-              "|---|---|---|---|---|"]
-    for name, (_, _, _, tuning) in captures.items():
-        if tuning:
-            continue
-        (r1, n1) = alone[name]
-        (a, b), (c, d) = together[(name, 0.0)], together[(name, "round robin")]
-        lines.append(f"| {name} | {a - r1:+.3f} | {c - r1:+.3f} | {b - n1:+.3f} | {d - n1:+.3f} |")
-    worst = min(min(together[(n, scope_merge.MATCH_POWER)][i] - alone[n][i] for i in (0, 1))
-                for n, (_, _, _, t) in captures.items() if not t)
+    others = [m for m in MERGES if m != PRODUCT]
+    lines += ["", "Other merges, for comparison (difference to alone, Recall@3 / nDCG@10):", "",
+              f"| query set | {' | '.join(others)} |", "|---|" + "---|" * len(others)]
+    for name in captures:
+        r1, n1 = alone[name]
+        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share) for m in others)]
+        lines.append(f"| {name} | {' | '.join(cells)} |")
+    worst = min(min(together(n, PRODUCT, share)[i] - alone[n][i] for i in (0, 1))
+                for n, c in captures.items() if not c[3])
     return lines, worst
+
+
+def semantic_quality(shared: Path, db: Path) -> list[str]:
+    """The subset's figures, every stage (the local encoder embeds the queries)."""
+    with Engine(db) as engine:
+        semantic_database(engine, shared, db.parent / f"{db.stem}-folders")
+        lines, worst = quality(engine, semantic_sets(shared), tune=True, options={"limit": 50, "snippets": False})
+    return [f"{SEMANTIC_QUERIES} queries of each set, on its relevant documents and {DISTRACTORS} others (seeded), "
+            "hybrid (lexical and semantic, the default local model).", "", *lines, "",
+            f"Worst difference on a reporting half: {worst:+.3f}."]
 
 
 def speed(engine: Engine, shared: Path) -> list[str]:
@@ -232,11 +252,14 @@ def main() -> int:
                  f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, 2 cores shared with other "
                  "jobs (times are noisy; ratios compare runs taken side by side). Reproduce: `python -m "
                  "tests.bench.scope --shared ../shared --out doc/benchmarks/scope.md` (`make bench`).", ""]
-        if args.only != "speed":
-            quality_lines, worst = quality(engine, args.shared)
-            lines += ["## Ranking", "", *quality_lines, "",
+        if args.only in (None, "quality"):
+            quality_lines, worst = quality(engine, query_sets(args.shared), tune=False, options=OPTIONS)
+            lines += ["## Ranking, words only (whole corpora)", "", *quality_lines, "",
                       f"Worst difference on a reporting set: {worst:+.3f} (target: no more than 0.02 lower).", ""]
-        if args.only != "quality":
+        if args.only in (None, "semantic"):
+            lines += ["## Ranking with the semantic stage (part of each corpus)", "",
+                      *semantic_quality(args.shared, args.semantic_db or Path(scratch) / "semantic.db"), ""]
+        if args.only in (None, "speed"):
             lines += ["## Speed", "", *speed(engine, args.shared), ""]
     text = "\n".join(lines)
     if args.out:
