@@ -80,9 +80,11 @@ def test_autodoc_related_lists_every_workspace_s_sections_and_opens_the_right_fi
         title = nvim.exec_lua(f"return vim.api.nvim_win_get_config({state}.prompt_win).title[1][1]")
         assert "AutoDoc related · all: journal, kb" in title
         assert "journal" in labels(nvim, f"{state}.list_buf")  # the label in its own highlight group
-        nvim.exec_lua(f"local s = {state}; for i, hit in ipairs(s.hits) do if hit.workspace == 'journal' then "
-                      "vim.api.nvim_win_set_cursor(s.list_win, { i, 0 }) end end")
-        nvim.input("<C-n><C-p>")  # the preview follows the selection
+        nvim.input("<M-w>")  # the related sections of one workspace, the journal: no label
+        wait_for(lambda: (lines := list_lines(nvim)) and all(line.startswith("2026/monday.md:") for line in lines)
+                 and "AutoDoc related · journal" in nvim.exec_lua(
+                     f"return vim.api.nvim_win_get_config({state}.prompt_win).title[1][1]"))
+        assert nvim.exec_lua(f"return {STATE}.scope") == ["journal"]
         wait_for(lambda: any("why the team keeps" in line for line in nvim.exec_lua(
             f"return vim.api.nvim_buf_get_lines({state}.preview_buf, 0, -1, false)")))
         nvim.input("<CR>")
@@ -99,10 +101,11 @@ def test_the_current_scope_keeps_the_buffer_s_workspace(tmp_path: Path) -> None:
         assert nvim.exec_lua(f"return {STATE}.scope") == ["kb"]
         assert not any("monday.md" in line for line in list_lines(nvim))
         nvim.input("<Esc>")
-        nvim.command("AutodocSearch embedded relational store")  # the buffer's workspace: kb
+        nvim.command(f"edit {tmp_path / 'journal' / '2026' / 'monday.md'}")  # not the first configured workspace
+        nvim.command("AutodocSearch embedded relational store")  # the buffer's workspace: the journal
         wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 2 and s.prompt ~= ''"))
-        assert nvim.exec_lua(f"return {STATE}.scope") == ["kb"]
-        assert [hit["path"] for hit in nvim.exec_lua(f"return {STATE}.hits")] == ["adr/0002.md"]
+        assert nvim.exec_lua(f"return {STATE}.scope") == ["journal"]
+        assert [hit["path"] for hit in nvim.exec_lua(f"return {STATE}.hits")] == ["2026/monday.md"]
 
 
 def live(nvim, expression: str):

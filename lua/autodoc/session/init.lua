@@ -1,7 +1,8 @@
 --- One search in the editor, whatever picker shows it: the workspaces it covers (autodoc.session.scope: every
---- one by default, `@name` words before the query, `<M-w>` for the next scope), the stages and what the workspace can run, the refusals, the answers and whether they are still
---- wanted, and related mode. The built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are
---- views over it: they hand it the prompt and keys, and draw what it holds when `on_update` says so.
+--- one by default, `@name` words before the query, `<M-w>` for the next scope), the stages and what those
+--- workspaces can run, the refusals, the answers and whether they are still wanted, and related mode. The
+--- built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it: they hand it
+--- the prompt and keys, and draw what it holds when `on_update` says so.
 ---
 --- Whether an answer is still wanted is decided here alone: every ask takes a new `tick`, and an answer to an
 --- older tick (or to a closed session) is dropped, as mini.pick's querytick does.
@@ -18,7 +19,8 @@ local M = {}
 ---@class autodoc.Session
 ---@field source string the view: 'builtin', 'telescope', 'fzf-lua', 'snacks', 'mini.pick'
 ---@field scope autodoc.Scope|nil what is searched when the prompt names no workspace
----@field asked_scope string|string[]|nil the scope the session was opened with, until the engine names the workspaces
+---@field asked_scope string|string[]|nil the scope the session was opened with (read once the engine is open)
+---@field opened_from string the file of the buffer the session was opened from (setup's scope 'current')
 ---@field scope_problem string|nil why that scope cannot be searched (a name that is no workspace)
 ---@field searched autodoc.Scope|nil what the newest ask searched
 ---@field root string the folder of the one workspace searched ('' when several are)
@@ -82,6 +84,7 @@ function M.new(opts)
     refresh_on_index_changes()
   end
   local self = setmetatable({ source = opts.source, asked_scope = opts.scope, related = opts.related, root = '',
+    opened_from = vim.api.nvim_buf_get_name(0),
     stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
     on_update = opts.on_update or function() end, prompt_now = opts.prompt_now }, Session)
   M.current = self
@@ -303,7 +306,7 @@ function Session:settle_scope()
   elseif not scope and self.related then
     scope = scope_of.related_default(self.related)
   end
-  self.scope, self.scope_problem = scope or not problem and scope_of.default() or nil, problem
+  self.scope, self.scope_problem = scope or not problem and scope_of.default(self.opened_from) or nil, problem
   if self.scope and #scope_of.searched(self.scope) > 0 then
     search_in(self, self.scope)
   end

@@ -129,14 +129,15 @@ function M.holding(file)
   return best
 end
 
---- The scope a search starts with (setup({ scope })): 'all' is every workspace; 'current' is the current
---- buffer's workspace, else the first configured.
+--- The scope a search starts with (setup({ scope })): 'all' is every workspace; 'current' is the workspace of
+--- `file` (the buffer the search was opened from), else the first configured.
+---@param file string
 ---@return autodoc.Scope|nil
-function M.default()
+function M.default(file)
   if autodoc.config.scope ~= 'current' then
     return M.ALL
   end
-  local name = M.holding(vim.api.nvim_buf_get_name(0)) or require('autodoc.session.workspace').default()
+  local name = M.holding(file) or require('autodoc.session.workspace').default()
   return name and { name } or nil
 end
 
