@@ -25,7 +25,10 @@ SOCKET = f"autodoc-test-{os.getpid()}"  # a tmux server of its own, without the 
 
 @pytest.fixture(scope="module", autouse=True)
 def tmux_server() -> Iterator[None]:
-    """One tmux server for the module (a test's new session raced the previous test's kill-server)."""
+    """One tmux server for the module (a test's new session raced the previous test's kill-server), kept up
+    between tests by a session of its own: tmux exits with its last session, and a test's new session raced
+    that exit ("new-session" failed)."""
+    tmux("new-session", "-d", "-s", "keeper")
     yield
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 

@@ -71,16 +71,24 @@ local function badges(via, short)
   return '  [' .. table.concat(names, '+') .. ']'
 end
 
+--- What follows `path`'s last slash (the whole path when it has none).
+---@param path string
+---@return string
+local function file_name(path)
+  local slash = path:match('^.*()/')
+  return slash and path:sub(slash + 1) or path
+end
+
 --- `path` in `width` cells, its file name kept whole while it fits: the folders lose their middle first.
 ---@param path string
 ---@param width integer
 ---@return string
 local function shorten_path(path, width)
-  local folders, name = path:match('^(.*/)([^/]+)$')
-  if not folders or cells(name) + 2 > width then
+  local name = file_name(path)
+  if #name == #path or cells(name) + 2 > width then
     return M.shorten_middle(path, width)
   end
-  return M.shorten_middle(folders, width - cells(name)) .. name
+  return M.shorten_middle(path:sub(1, #path - #name), width - cells(name)) .. name
 end
 
 --- One hit as a row: `path:start-end  breadcrumb  relevance  [stages]`, `(superseded)` after a hit the engine
@@ -103,20 +111,19 @@ function M.row(hit, width, label)
   local stages_text = badges(hit.via or {}, false)
   local path, crumb = hit.path, hit.breadcrumb or ''
   if width then
-    local kept = cells(label .. span .. relevance .. mark)
-    local room = width - kept - cells(stages_text) - cells(path) - 2
+    local kept, path_cells, badge_cells = cells(label .. span .. relevance .. mark), cells(path), cells(stages_text)
+    local room = width - kept - badge_cells - path_cells - 2
     if room >= 8 then
       crumb = M.shorten_middle(crumb, room)
     else -- no room for a breadcrumb worth reading: the path gets what is left, the badges give way first
       crumb = ''
-      local name = cells(path:match('[^/]*$'))
-      if kept + cells(stages_text) + cells(path) > width then
-        stages_text = badges(hit.via or {}, true)
+      if kept + badge_cells + path_cells > width then
+        stages_text = badges(hit.via or {}, true) -- letters: ASCII, a cell each
+        if kept + #stages_text + cells(file_name(path)) > width then -- the badges go before the name is cut
+          stages_text = ''
+        end
+        path = shorten_path(path, math.max(width - kept - #stages_text, 1))
       end
-      if kept + cells(stages_text) + name > width then -- the badges go before the file name is cut
-        stages_text = ''
-      end
-      path = shorten_path(path, math.max(width - kept - cells(stages_text), 1))
     end
   end
   return label .. path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. relevance .. stages_text .. mark
