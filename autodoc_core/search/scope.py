@@ -28,7 +28,7 @@ READINESS = ("off", "switching", "partial", "ready")  # least ready first
 # The words' part of a hit's weighed relevance when every workspace ran both retrievers with one encoder (the
 # cosine's is the rest): chosen on the tuning halves of techdocs-dev, SciFact train and keps-dev merged into one
 # database (tests/bench/scope.py, doc/benchmarks/scope.md).
-LEXICAL_SHARE = 0.5
+LEXICAL_SHARE = 0.4
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
@@ -127,11 +127,14 @@ def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
     return lexical, hit.cosine
 
 
-def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE) -> dict[str, list[float]]:
+def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE,
+            capped_from_above: bool = True) -> dict[str, list[float]]:
     """Each workspace's hits' weighed relevance, in their order: their match on the scales every workspace was
     measured on, each over the best of all the hits (0..1), blended (``lexical_share`` of the words' when both
-    are shared); a hit gets at least the figure of any hit its workspace ranked below it, so each list keeps its
-    order. Without a shared scale (a listing of documents by facets), the hits' own relevance."""
+    are shared); a hit gets at most the figure of the hit its workspace ranked above it (as ``in_relevance_order``
+    shows relevance), so each list keeps its order. Without a shared scale (a listing of documents by facets), the
+    hits' own relevance. ``capped_from_above`` False: at least the figure of any hit below it instead (the
+    benchmark's comparison: it lost more on the tuning sets with the semantic stage)."""
     lexical, semantic = _shared_scales(answers)
     if not (lexical or semantic):
         return {name: [hit.relevance for hit in answer.hits] for name, answer in answers.items()}
@@ -149,8 +152,12 @@ def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHA
             if semantic and cosine is not None:
                 shares.append((1 - lexical_share if lexical else 1.0, max(cosine, 0.0) / best_cosine))
             figures.append(sum(w * v for w, v in shares) / (sum(w for w, _ in shares) or 1.0))
-        for place in range(len(figures) - 2, -1, -1):  # never below a hit the workspace ranked under it
-            figures[place] = max(figures[place], figures[place + 1])
+        if capped_from_above:  # never above a hit the workspace ranked over it
+            for place in range(1, len(figures)):
+                figures[place] = min(figures[place], figures[place - 1])
+        else:
+            for place in range(len(figures) - 2, -1, -1):
+                figures[place] = max(figures[place], figures[place + 1])
         result[name] = figures
     return result
 
@@ -176,10 +183,11 @@ def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, fl
     return whole
 
 
-def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE) -> list[Hit]:
+def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE,
+                 capped_from_above: bool = True) -> list[Hit]:
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
-    figures = weighed(answers, lexical_share)
+    figures = weighed(answers, lexical_share, capped_from_above)
     ranked = []
     for order, (name, answer) in enumerate(answers.items()):
         for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True)):
