@@ -24,17 +24,13 @@ function M.here(buf, line)
     return nil, 'autodoc: this buffer has no file; related sections are for a Markdown file of a workspace'
   end
   local file = vim.uv.fs_realpath(name) or vim.fs.normalize(name)
-  local best
-  for workspace, root in pairs(autodoc.workspaces) do
-    if vim.startswith(file, root .. '/') and (not best or #root > #best.root) then
-      best = { workspace = workspace, root = root, path = file:sub(#root + 2), line = line }
-    end
-  end
-  if not best then
+  local workspace = require('autodoc.session.scope').holding(file)
+  if not workspace then
     return nil, string.format('autodoc: %s is in no workspace (:AutodocWorkspaceAdd adds its folder)',
       vim.fn.fnamemodify(name, ':~:.'))
   end
-  return best
+  local root = autodoc.workspaces[workspace]
+  return { workspace = workspace, root = root, path = file:sub(#root + 2), line = line }
 end
 
 --- The section under the cursor, or nil after saying why there is none.
