@@ -182,3 +182,26 @@ def test_workspaces_of_one_model_embed_the_query_once(engine: Engine, two: tuple
     assert answer["stages"]["performed"] == ["lexical", "semantic"] and answer["semantic"] == "ready"
     assert {hit["workspace"] for hit in answer["hits"]} == {"notes", "rfcs"}
     assert len(asked) == 1
+
+
+def test_a_workspace_still_embedding_is_named_with_its_state_and_searched(engine: Engine,
+                                                                          two: tuple[Path, Path]) -> None:
+    """The filler holds the embedder's second batch of rfcs: the search of both workspaces says rfcs is partial,
+    how far its vectors reach, and the whole search's semantic state is the least ready; its hits still come."""
+    from tests.conftest import wait_until
+    from tests.model_servers import Behaviour
+
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        engine.workspace_configure("rfcs", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 2,
+                                                         "timeout": 120}, "semantic_deadline": 60})
+        engine.start_background()
+        assert server.behaviour.holding.wait(timeout=60)
+        answer = engine.search_query(["rfcs", "notes"], "gecko toe pads", {"stages": ["lexical", "semantic"]})
+        wire = answer.to_wire()
+        server.behaviour.release.set()
+        wait_until(lambda: engine.workspace_status("rfcs")["semantic"] == "ready", what="the vectors to fill")
+    rfcs = wire["workspaces"]["rfcs"]
+    assert rfcs["semantic"] == "partial" and "still embedding (2 of " in rfcs["note"]
+    assert wire["semantic"] == "off"  # notes has no embedder: the least ready of off and partial
+    assert where(wire)[0] == ("rfcs", "geckos.md")
+    assert wire["stages"]["skipped"]["semantic"].startswith("notes: ")

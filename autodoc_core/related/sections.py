@@ -90,10 +90,13 @@ class Source:
 
 def run_related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, path: Any, opts: Any,
                 frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
-                ranker: Ranker | None = None, caches: SearchCaches | None = None) -> SearchAnswer:
+                ranker: Ranker | None = None, caches: SearchCaches | None = None,
+                several: bool = False) -> SearchAnswer:
+    """``several``: one of a related search of several workspaces (its hits' match is measured for the merge)."""
     line, search_opts = _split_options(opts)
     source = locate(conn, ws, path, line)
-    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, Elsewhere())
+    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, Elsewhere(),
+                    several)
 
 
 @dataclass(frozen=True)
@@ -115,18 +118,18 @@ def run_related_elsewhere(conn: apsw.Connection, ws: Workspace, schema: FacetSch
     """Sections of ``ws`` related to ``source``, located in workspace ``elsewhere.workspace``: by its vector and by
     its words most distinctive in ``ws``; links stay within a workspace."""
     _, search_opts = _split_options(opts)
-    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, elsewhere)
+    return _related(conn, ws, schema, source, search_opts, frequencies, semantic, ranker, caches, elsewhere, True)
 
 
 def _related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, source: Source, search_opts: dict[str, Any],
              frequencies: lexical.DocumentFrequencies, semantic: SemanticSource, ranker: Ranker | None,
-             caches: SearchCaches | None, elsewhere: Elsewhere) -> SearchAnswer:
+             caches: SearchCaches | None, elsewhere: Elsewhere, several: bool) -> SearchAnswer:
     timer = Timer()
     options = parse_options(search_opts, ws, schema)
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
     query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
     run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer,
-                    caches or SearchCaches())
+                    caches or SearchCaches(), several=several)
     report_unmatched_paths(run)
     report_unmatched_facets(run)
     report_ranker(run.report, ranker)

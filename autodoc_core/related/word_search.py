@@ -35,8 +35,9 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     info.common_terms_left_out = result.common_terms_left_out
     run.timer.lap("lexical")
     ranked = [c for c in result.chunk_ids if c not in own][:pool]
-    info.lexical_match = lexical.match_share({c: result.scores[c] for c in ranked if c in result.scores},
-                                             lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
+    if run.several:
+        info.lexical_match = lexical.match_share({c: result.scores[c] for c in ranked if c in result.scores},
+                                                 lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
     return ranked, {c: result.scores[c] for c in ranked if c in result.scores}
 
 

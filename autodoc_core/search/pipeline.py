@@ -54,10 +54,11 @@ FILL_FACTOR, FILL_ROUNDS = 4, 2  # see _filled
 def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: Any, opts: Any,
                frequencies: lexical.DocumentFrequencies, semantic: SemanticSource,
                ranker: Ranker | None = None, stream: SearchStream | None = None,
-               caches: SearchCaches | None = None) -> SearchAnswer:
+               caches: SearchCaches | None = None, several: bool = False) -> SearchAnswer:
     """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
     the next stage boundary once ``stream.cancelled()``. ``caches``: what the engine remembers between
-    searches (none when not given)."""
+    searches (none when not given). ``several``: one of a search of several workspaces (search.scope), which
+    compares their hits by their BM25 over the most the query's words could score here (measured only then)."""
     timer = Timer()
     if not isinstance(text, str):
         raise invalid_params(f"query must be a string, got {type(text).__name__}")
@@ -66,7 +67,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     facets = query.facets + options.facets
     filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
     run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer,
-                    caches or SearchCaches())
+                    caches or SearchCaches(), several=several)
     report_unmatched_paths(run)
     report_unmatched_facets(run)
     timer.lap("parse")
@@ -177,8 +178,9 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int
     info = run.report.query_info
     info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
     info.common_terms_left_out = result.common_terms_left_out
-    info.lexical_attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
-    info.lexical_match = lexical.match_share(result.scores, info.lexical_attainable)
+    if run.several:
+        info.lexical_attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
+        info.lexical_match = lexical.match_share(result.scores, info.lexical_attainable)
     run.timer.lap("lexical")
     return Candidates(result.chunk_ids, result.scores)
 

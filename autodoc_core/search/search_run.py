@@ -44,6 +44,7 @@ class SearchRun:
     folded: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk texts the symbol rules have read
     rows: dict[int, hits.HitRow] = field(default_factory=dict)  # read once, for the hand-over and the final answer
     snippets: dict[int, str] = field(default_factory=dict)  # by chunk id, likewise
+    several: bool = False  # one of a search of several workspaces (search.scope)
 
 
 def answer_of(run: SearchRun, shown: list[Hit], mode_used: str) -> SearchAnswer:

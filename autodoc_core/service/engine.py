@@ -367,7 +367,7 @@ class Engine:
             ws = self._workspace(name)
             source = dataclasses.replace(runtime.source(conn, ws, failure), shared=shared)
             answer = run_search(conn, ws, schema, query, opts, self._frequencies, source, runtime.ranker(ws), stream,
-                                self.caches)
+                                self.caches, several=shared is not None)
         self._want_while_filling(ws, source, answer)
         return answer
 
@@ -380,7 +380,7 @@ class Engine:
         parts = [self._part(name) for name in found.names]
         if found.names == (home,):
             def related_here(part: Searched, _: SearchStream | None) -> SearchAnswer:
-                return self._filling_said(part, self._related_one(home, path, opts))
+                return self._filling_said(part, self._related_one(home, path, opts, several=False))
 
             answer = search_scope(found, parts, related_here, limit_of(opts))
         else:
@@ -388,7 +388,7 @@ class Engine:
 
             def related_in(part: Searched, _: SearchStream | None) -> SearchAnswer:
                 if part.name == home:
-                    return self._filling_said(part, self._related_one(home, path, opts))
+                    return self._filling_said(part, self._related_one(home, path, opts, several=True))
                 return self._filling_said(part, self._related_elsewhere(part.name, source, elsewhere, opts))
 
             answer = search_scope(found, parts, related_in, limit_of(opts))
@@ -414,7 +414,7 @@ class Engine:
         raise invalid_params("a related search of several workspaces needs the source's workspace: give "
                              "opts.workspace, or the file's absolute path", path=str(path)[:200])
 
-    def _related_one(self, name: Any, path: Any, opts: Any) -> SearchAnswer:
+    def _related_one(self, name: Any, path: Any, opts: Any, several: bool) -> SearchAnswer:
         ws = self._workspace(name)
         schema = self._schema(ws)
         runtime = self._semantic.of(ws)
@@ -423,7 +423,7 @@ class Engine:
             ws = self._workspace(name)  # inside the snapshot, as for search_query
             source = runtime.source(conn, ws, failure)
             answer = run_related(conn, ws, schema, path, opts, self._frequencies, source, runtime.ranker(ws),
-                                 self.caches)
+                                 self.caches, several)
         self._want_while_filling(ws, source, answer)
         return answer
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autodoc_core.retrieve.semantic_stage import QueryVectors
 from autodoc_core.search import scope as scope_merge
 from autodoc_core.search.answer import SearchAnswer
 from autodoc_core.service.engine import Engine
@@ -112,9 +113,10 @@ def ranked(hits: list, workspace: str | None = None) -> list[str]:
 
 
 def captured(engine: Engine, queries: list[dict], options: dict) -> list[dict[str, SearchAnswer]]:
-    """Each query's answer in each labelled workspace, as a search of a scope gets them."""
-    return [{name: engine._search_one(name, q["query"], options) for name in LABELLED} if not q.get("facets")
-            else _facet_answers(engine, q, options) for q in queries]
+    """Each query's answer in each labelled workspace, as a search of a scope gets them (one of several, the
+    query embedded once)."""
+    return [{name: engine._search_one(name, q["query"], options, None, QueryVectors()) for name in LABELLED}
+            if not q.get("facets") else _facet_answers(engine, q, options) for q in queries]
 
 
 def _facet_answers(engine: Engine, query: dict, options: dict) -> dict[str, SearchAnswer]:
@@ -122,7 +124,8 @@ def _facet_answers(engine: Engine, query: dict, options: dict) -> dict[str, Sear
     answers = {}
     for name in LABELLED:
         try:
-            answers[name] = engine._search_one(name, query["query"], {**options, "facets": query["facets"]})
+            answers[name] = engine._search_one(name, query["query"], {**options, "facets": query["facets"]}, None,
+                                               QueryVectors())
         except Exception:  # noqa: BLE001 (the field is not this workspace's: it has no hits for it)
             continue
     return answers
