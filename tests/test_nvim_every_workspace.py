@@ -156,3 +156,22 @@ def test_each_picker_source_lists_every_workspace_s_related_sections(tmp_path: P
         nvim.input("<CR>")
         wait_for(lambda: current_file(nvim) == str((tmp_path / "journal" / "2026" / "monday.md").resolve()))
         assert nvim.current.window.cursor[0] == 3
+
+
+LIST_BUF = {
+    "telescope": "require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf()).results_bufnr",
+    "snacks": "require('snacks').picker.get()[1].list.win.buf",
+    "mini_pick": "MiniPick.get_picker_state().buffers.main",
+}
+
+
+@pytest.mark.parametrize("module", ["telescope", "snacks", "mini_pick"])
+def test_each_picker_source_draws_the_workspace_label_in_its_highlight(tmp_path: Path, module: str) -> None:
+    """The label is AutodocWorkspace in every source's list (fzf-lua's, a terminal's: tests/test_nvim_tmux.py)."""
+    *plugins, after = OPEN[module]
+    name = {"telescope": "telescope", "mini_pick": "mini.pick", "snacks": "snacks"}[module]
+    with neovim(tmp_path, two_workspaces(tmp_path, plugins=tuple(plugins), after=after)) as nvim:
+        indexed_both(nvim)
+        nvim.input(f":AutodocPick {name} relational store<CR>")  # mini.pick blocks: never nvim.command
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 2 and #s.hits >= 2"))
+        assert wait_for(lambda: sorted(set(labels(nvim, LIST_BUF[module])))) == ["journal", "kb     "]
