@@ -113,6 +113,8 @@ def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[P
     assert {"notes", "rfcs"} <= {hit["workspace"] for hit in answer["hits"]}
     named = engine.search_related(["notes"], "geckos.md", {"workspace": "rfcs", "line": 7}).to_wire()
     assert {hit["workspace"] for hit in named["hits"]} == {"notes"}
+    one = engine.search_related("notes", "geckos.md", {"workspace": "rfcs", "line": 7}).to_wire()
+    assert where(one) == where(named) and one["related"]["workspace"] == "rfcs"
     with pytest.raises(AutodocError) as unsaid:
         engine.search_related("*", "geckos.md")
     assert unsaid.value.code == INVALID_PARAMS and "opts.workspace" in unsaid.value.reason

@@ -397,7 +397,8 @@ class Engine:
 
     def _related_home(self, scope: Any, path: Any, opts: Any) -> tuple[str, Any]:
         """The source's workspace, and the options without ``workspace``."""
-        if isinstance(scope, str) and scope != EVERY:
+        named_here = isinstance(opts, dict) and opts.get("workspace") is not None
+        if isinstance(scope, str) and scope != EVERY and not named_here:
             return scope, opts
         rest = dict(opts) if isinstance(opts, dict) else opts
         named = rest.pop("workspace", None) if isinstance(rest, dict) else None

@@ -64,8 +64,8 @@ def _integer(description: str, low: int, high: int, default: int | None = None) 
     return schema if default is None else {**schema, "default": default}
 
 
-WORKSPACE_ARG = {"type": "string", "description": "Workspace name (see the workspaces tool); optional when "
-                                                  "there is only one."}
+WORKSPACE_ARG = {"type": "string", "description": "Workspace name (a search hit's workspace, or see the workspaces "
+                                                  "tool); optional when there is only one."}
 SCOPE_ARG = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
              "description": "Leave it out to search every workspace; a workspace name, or a list of names, "
                             "narrows the search to those (see the workspaces tool)."}
