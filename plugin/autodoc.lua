@@ -21,8 +21,20 @@ local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, fn, opts)
 end
 
---- `@name rest`: the workspace to search and the query, when NAME is a workspace (known or configured);
---- else the query alone (`@decorator` is a word).
+--- `@a @b rest` (or `@a,b`, `@*`): the workspaces to search, as typed (the session reads them once the engine
+--- names the workspaces there are, and says a name that is none), and the query.
+local function scope_and_query(args)
+  local words, rest = {}, args
+  while rest:match('^@') do
+    local word, after = rest:match('^(@%S*)%s*(.*)$')
+    table.insert(words, word)
+    rest = after
+  end
+  return #words > 0 and table.concat(words, ' ') or nil, rest
+end
+
+--- `:AutodocOpen @name query`: one workspace's documents, when NAME is a workspace (known or configured); else
+--- the query alone.
 local function workspace_and_query(args)
   local name, rest = args:match('^@(%S+)%s*(.*)$')
   local autodoc = require('autodoc')
@@ -34,19 +46,26 @@ local function workspace_and_query(args)
   return nil, args
 end
 
+--- `@name` completions of the word being typed (after a comma too: `@kb,r`), and `@*`.
 local function complete_workspace(lead)
-  if not lead:match('^@%S*$') then
+  local head, typed = lead:match('^(@[^%s]-,?)([^,%s]*)$')
+  if not head then
     return {}
   end
-  local names = vim.tbl_map(function(name) return '@' .. name end, vim.tbl_keys(require('autodoc').workspaces))
+  local names = vim.tbl_keys(require('autodoc').workspaces)
   table.sort(names)
-  return vim.tbl_filter(function(name) return vim.startswith(name, lead) end, names)
+  if head == '@' then
+    table.insert(names, '*')
+  end
+  local matching = vim.tbl_filter(function(name) return vim.startswith(name, typed) end, names)
+  return vim.tbl_map(function(name) return head .. name end, matching)
 end
 
 command('AutodocSearch', function(cmd)
-  local workspace, query = workspace_and_query(cmd.args)
-  require('autodoc.picker').open({ query = query, workspace = workspace })
-end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: search the knowledge base ([@workspace] query)' })
+  local scope, query = scope_and_query(cmd.args)
+  require('autodoc.picker').open({ query = query, scope = scope })
+end, { nargs = '?', complete = complete_workspace,
+  desc = 'AutoDoc: search the knowledge base ([@workspace ...] query; every workspace by default)' })
 
 -- The same search in the pickers people already use (each only when installed; none is a dependency).
 local function picker_sources()
@@ -70,8 +89,8 @@ command('AutodocPick', function(cmd)
   if rest == 'related' then
     require('autodoc.related').pick(require('autodoc.pick').VIEWS[name]) -- those of the section under the cursor
   else
-    local workspace, query = workspace_and_query(rest) -- as :AutodocSearch takes them
-    require('autodoc').pick({ view = name, workspace = workspace, query = query })
+    local scope, query = scope_and_query(rest) -- as :AutodocSearch takes them
+    require('autodoc').pick({ view = name, scope = scope, query = query })
   end
 end, {
   nargs = '+',

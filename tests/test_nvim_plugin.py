@@ -193,25 +193,32 @@ def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:
 
 def test_each_workspace_can_be_searched(nvim, tmp_path: Path) -> None:
     """Only the first workspace could be searched from the editor: `:AutodocSearch @name query` picks one, and
-    <M-w> moves the open picker to the next with the same query."""
+    <M-w> moves the open picker round every workspace, then each, with the same query."""
     ready(nvim)
     write(tmp_path / "other", "bread.md", "# Other bread\n\nRye bread from the other folder.\n")
     lua(nvim, "require('autodoc').add_workspace('other', ...)", str(tmp_path / "other"))
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.other ~= nil"))
+    state = "return require('autodoc').picker_state()"
     nvim.command("AutodocSearch @other bread")
     wait_for(lambda: picker(nvim, "answer") and picker(nvim, "hits"))
-    assert picker(nvim, "workspace") == "other" and [h["path"] for h in picker(nvim, "hits")] == ["bread.md"]
-    assert picker(nvim, "query") == "bread"
+    shown = lua(nvim, state)
+    assert shown["workspace"] == "other" and [h["path"] for h in shown["hits"]] == ["bread.md"]
+    assert shown["query"] == "bread"
+    nvim.input("<M-w>")  # after the last workspace: every one
+    wait_for(lambda: lua(nvim, state)["scope"] == ["kb", "other"]
+             and sorted(h["path"] for h in lua(nvim, state)["hits"]) == ["bread.md", "notes/cooking.md"])
     nvim.input("<M-w>")
-    wait_for(lambda: picker(nvim, "workspace") == "kb" and picker(nvim, "hits")
-             and picker(nvim, "hits")[0]["path"] == "notes/cooking.md")
+    wait_for(lambda: lua(nvim, state).get("workspace") == "kb" and lua(nvim, state)["hits"]
+             and lua(nvim, state)["hits"][0]["path"] == "notes/cooking.md")
     title = lua(nvim, "return vim.api.nvim_win_get_config(require('autodoc.picker').state.prompt_win).title")
-    assert "kb" in title[0][0]
+    assert "AutoDoc · kb" in title[0][0]
     assert lua(nvim, "return vim.fn.getcompletion('AutodocSearch @o', 'cmdline')") == ["@other"]
     nvim.input("<Esc>")
-    nvim.command("AutodocSearch @decorator usage")  # not a workspace: words
-    wait_for(lambda: picker(nvim, "query") == "@decorator usage")
-    assert picker(nvim, "workspace") == "kb"
+    nvim.command("AutodocSearch @decorator usage")  # no workspace: said, and kept on screen, never dropped
+    said = "autodoc: no workspace 'decorator' (there are @kb @other; @* is every one)"
+    wait_for(lambda: lua(nvim, state) and lua(nvim, state).get("message") == said)
+    assert said in lua(nvim, "return vim.fn.execute('messages')")
+    assert lua(nvim, state)["hits"] == []
 
 
 def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:

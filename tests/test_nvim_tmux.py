@@ -25,7 +25,10 @@ SOCKET = f"autodoc-test-{os.getpid()}"  # a tmux server of its own, without the 
 
 @pytest.fixture(scope="module", autouse=True)
 def tmux_server() -> Iterator[None]:
-    """One tmux server for the module (a test's new session raced the previous test's kill-server)."""
+    """One tmux server for the module (a test's new session raced the previous test's kill-server), kept up
+    between tests by a session of its own: tmux exits with its last session, and a test's new session raced
+    that exit ("new-session" failed)."""
+    tmux("new-session", "-d", "-s", "keeper")
     yield
     subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
 
@@ -144,8 +147,10 @@ def two_notes(kb: Path) -> None:
     write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make a relational bread.\n")
 
 
-def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguicolors: bool, init_lua: str = "") -> None:
-    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) in a tmux session of its own."""
+def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguicolors: bool, init_lua: str = "",
+                 rfcs: Path | None = None) -> None:
+    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) in a tmux session of its own;
+    `rfcs`: a second workspace."""
     init = tmp_path / "init.lua"
     init.write_text(f"vim.o.termguicolors = {str(termguicolors).lower()}\n"
                     f"dofile({str(PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua')!r})\n" + init_lua)
@@ -153,7 +158,7 @@ def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguico
         "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
         "AUTODOC_DB": str(tmp_path / "autodoc.db"), "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "TERM": "xterm-256color",
+        "TERM": "xterm-256color", **({"AUTODOC_TEST_RFCS": str(rfcs)} if rfcs else {}),
     }
     command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {nvim_binary()} -u {init}"
     tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", "40", command)
@@ -223,5 +228,64 @@ def test_each_picker_source_shows_its_selection_without_termguicolors(tmp_path: 
         rows = [line for line in shown.splitlines() if "adr/0002.md:" in line or "notes/cooking.md:" in line]
         assert all(re.search(r"\d\.\d\d  \[[a-z+]+\]", row) for row in rows), shown  # relevance and stages
         selection_moves(session, rows, "C-n", top_selected=source != "telescope")
+    finally:
+        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
+
+
+def row_looks(session: str, marker: str, label_cells: int) -> tuple[set[tuple], set[tuple]]:
+    """The looks of the first `label_cells` characters of the screen row holding `marker` (where it starts), and
+    of the rest of `marker`."""
+    for line in tmux("capture-pane", "-e", "-p", "-t", session).splitlines():
+        drawn = cells(line)
+        plain = "".join(char for char, _ in drawn)
+        if marker in plain:
+            start = plain.index(marker)
+            looks = [attrs for _, attrs in drawn[start:start + len(marker)]]
+            return set(looks[:label_cells]), set(looks[label_cells + 1:])
+    raise AssertionError(f"{marker!r} is not on the screen:\n{screen(session)}")
+
+
+def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Path, kb: Path) -> None:
+    """Issue 49: two workspaces searched at once, each row names its workspace in a label drawn apart from the
+    row, in the built-in picker, mini.pick and fzf-lua (whose rows are a terminal's); issue 51.5: at 80 columns a
+    long file name and the span stay whole, the stage badges shorten to letters instead (mini.pick showed
+    `2025-…calls.md`)."""
+    two_notes(kb)
+    rfcs = tmp_path / "rfcs"
+    long_name = "2025-weekly-storage-replication-calls.md"
+    write(rfcs, f"text/{long_name}", "# Weekly calls\n\n## Storage\n\nWhy we keep one embedded relational store.\n")
+    session = f"autodoc-scope-{os.getpid()}"
+    pickers = with_plugins("mini.pick", "fzf-lua") + OPEN["mini_pick"][-1] + OPEN["fzf_lua"][-1]
+    start_editor(tmp_path, kb, session, 80, False, pickers, rfcs=rfcs)
+    try:
+        wait_for_screen(session, "~")
+        tmux("send-keys", "-t", session, "\\/")
+        wait_for_screen(session, "AutoDoc · all: kb, rfcs")
+        tmux("send-keys", "-t", session, "-l", "relational store")
+        for picker in ("builtin", "mini.pick", "fzf-lua"):
+            if picker == "fzf-lua" and shutil.which("fzf") is None:
+                break
+            shown = wait_for_screen(session, "kb   adr/0002.md:", "rfcs text/2025-we", "calls.md:3-5",
+                                    "[L+S]")  # the full answer: both stages
+            rows = [line for line in shown.splitlines() if ".md:" in line and ("kb   " in line or "rfcs " in line)]
+            assert len(rows) == 3, shown
+            for row in rows:  # the span and the relevance whole, then the badges, whole or in letters
+                assert re.search(r"\.md:\d+-\d+ .*\d\.\d\d(  \[([a-z+]+|[A-Z+]+)\])?", row), row
+            if picker == "mini.pick":  # 48 cells: the badges go before the name loses its middle
+                assert re.search(r"rfcs text/2025-we…[a-z-]*calls\.md:3-5  \d\.\d\d *│", shown), shown
+                assert re.search(r"kb   notes/cooking\.md:3-5  \d\.\d\d  \[L\+S\]", shown), shown
+            else:  # the long name whole, its badges in letters
+                assert re.search(rf"rfcs text/{long_name}:3-5  \d\.\d\d  \[L\+S\]", shown), shown
+            assert ": kb, rfcs" in shown, picker  # what is searched (mini.pick cuts its footer at its start)
+            # A row not selected (the selection's own colours cover the whole selected row): its label is drawn in
+            # AutodocWorkspace, apart from the rest.
+            label, rest = row_looks(session, "kb   notes/cooking", 4)  # "kb" padded to "rfcs"
+            assert len(label) == 1 and label.isdisjoint(rest), (picker, label, rest)
+            tmux("send-keys", "-t", session, "Escape")
+            wait_for(lambda: "rfcs text/" not in screen(session), what=f"{picker} closed")
+            if picker != "fzf-lua":  # indexed and embedded: mini.pick holds the editor in its own key loop
+                view = {"builtin": "mini.pick", "mini.pick": "fzf-lua"}[picker]
+                tmux("send-keys", "-t", session, "-l", f":AutodocPick {view} relational store")
+                tmux("send-keys", "-t", session, "Enter")
     finally:
         subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)

@@ -35,38 +35,68 @@ def indexed_both(nvim) -> None:
 
 
 @pytest.mark.parametrize("view", VIEWS)
-def test_a_prompt_s_workspace_and_the_next_workspace_key(tmp_path: Path, view: str) -> None:
+def test_every_workspace_then_each_then_the_prompt_s(tmp_path: Path, view: str) -> None:
+    """Issue 49: the picker searches every workspace by default, each row labelled with its workspace; <M-w> goes
+    round every workspace, then each; `@a @b` names two (it searched a for `@b ...`), and a name that is no
+    workspace is said with those there are."""
     with neovim(tmp_path, view_init(tmp_path, view, two_workspaces(tmp_path))) as nvim:
         indexed_both(nvim)
         open_view(nvim, view)
         nvim.input("bread")
-        assert wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
-        nvim.input("<M-w>")  # the next workspace, by name
-        wait_for(lambda: shows(nvim, "bakery/loaves.md:3-5", "AutoDoc · other"))
-        assert picker_state(nvim)["workspace"] == "other"
-        assert not shows(nvim, "notes/cooking.md:3-5")
+        rows = wait_for(lambda: shows(nvim, "AutoDoc · all: kb, other")
+                        and shows(nvim, "kb    notes/cooking.md:3-5", "other bakery/loaves.md:3-5"))
+        assert all(ROW.search(row) for row in rows), rows  # span, relevance and stages beside the label
+        assert picker_state(nvim)["scope"] == ["kb", "other"] and picker_state(nvim).get("workspace") is None
+        nvim.input("<M-w>")  # each workspace, by name: one workspace's rows have no label
+        wait_for(lambda: shows(nvim, "AutoDoc · kb") and not shows(nvim, "bakery/loaves.md:")
+                 and (row := shows(nvim, "notes/cooking.md:3-5")) and "kb    notes" not in row[0])
+        assert picker_state(nvim)["workspace"] == "kb"
+        nvim.input("<M-w>")
+        wait_for(lambda: shows(nvim, "bakery/loaves.md:3-5", "AutoDoc · other") and not shows(nvim, "cooking.md:"))
+        nvim.input("<M-w>")  # and round to every workspace again
+        wait_for(lambda: shows(nvim, "AutoDoc · all: kb, other", "kb    notes/cooking.md:3-5"))
         clear_prompt(nvim)
-        nvim.input("@kb bread")  # the prompt names its workspace
-        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
-        nvim.input("<M-w>")  # refused while the prompt names one: said on screen
+        nvim.input("@other @kb bread")  # the prompt names two workspaces
+        wait_for(lambda: shows(nvim, "AutoDoc · other + kb", "kb    notes/cooking.md:3-5",
+                               "other bakery/loaves.md:3-5"))
+        assert picker_state(nvim)["query"] == "bread"
+        nvim.input("<M-w>")  # refused while the prompt names them: said on screen
         assert wait_for(lambda: shows(nvim, "the prompt names its workspace"))
         clear_prompt(nvim)
-        nvim.input("@nope bread")
-        assert wait_for(lambda: shows(nvim, "no workspace 'nope' (there are @kb @other)"))
+        nvim.input("@kb @nope bread")
+        assert wait_for(lambda: shows(nvim, "no workspace 'nope' (there are @kb @other; @* is every one)"))
 
 
 @pytest.mark.parametrize("view", VIEWS)
-def test_the_command_takes_a_workspace_and_a_query(tmp_path: Path, view: str) -> None:
-    """`:AutodocPick {source} @other bread` searches workspace other for bread, as `:AutodocSearch @other bread`
-    does (it was refused: the command took a source and `related` only)."""
+def test_a_hit_of_another_workspace_previews_and_opens_its_own_file(tmp_path: Path, view: str) -> None:
+    """A search of every workspace: the hit's file is its workspace's root joined with its path, not the first
+    workspace's."""
+    with neovim(tmp_path, view_init(tmp_path, view, two_workspaces(tmp_path))) as nvim:
+        indexed_both(nvim)
+        open_view(nvim, view)
+        nvim.input("sourdough")
+        wait_for(lambda: shows(nvim, "other bakery/loaves.md:3-5") or shows(nvim, "bakery/loaves.md:3-5"))
+        assert picker_state(nvim)["scope"] == ["kb", "other"]
+        if view in ("builtin", "telescope", "snacks"):  # the views whose preview shows from the start
+            assert wait_for(lambda: shows(nvim, "A sourdough bread rises slowly."))
+        nvim.input("<CR>")
+        wait_for(lambda: nvim.exec_lua("return vim.api.nvim_buf_get_name(0)") == str(
+            (tmp_path / "other" / "bakery" / "loaves.md").resolve()))
+        assert nvim.current.window.cursor[0] == 3
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_the_command_takes_workspaces_and_a_query(tmp_path: Path, view: str) -> None:
+    """`:AutodocPick {source} @other @kb bread` searches both for bread, as `:AutodocSearch @other @kb bread` does
+    (`@kb @rfcs crash` searched rfcs alone from the command line)."""
     with neovim(tmp_path, view_init(tmp_path, view, two_workspaces(tmp_path))) as nvim:
         indexed_both(nvim)
         command = "AutodocSearch" if view == "builtin" else f"AutodocPick {view}"
-        nvim.input(f":{command} @other bread<CR>")
-        wait_for(lambda: shows(nvim, "bakery/loaves.md:3-5", "AutoDoc · other"))
+        nvim.input(f":{command} @other @kb bread<CR>")
+        wait_for(lambda: shows(nvim, "other bakery/loaves.md:3-5", "kb    notes/cooking.md:3-5",
+                               "AutoDoc · other + kb"))
         state = picker_state(nvim)
-        assert (state["workspace"], state["query"]) == ("other", "bread"), state
-        assert not shows(nvim, "notes/cooking.md:3-5")
+        assert (state["scope"], state["query"]) == (["other", "kb"], "bread"), state
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -193,7 +223,12 @@ def test_a_workspace_whose_folder_is_gone_says_so_in_the_title(tmp_path: Path, v
         indexed_both(nvim)
         shutil.rmtree(tmp_path / "other")
         open_view(nvim, view)
-        nvim.input("bread")
+        nvim.input("bread")  # every workspace: the one whose folder is gone is named, its hits still listed
+        problem = wait_for(lambda: picker_state(nvim).get("root_problem"))
+        assert problem.startswith("other: folder gone · ") and problem.endswith("still searched"), problem
+        wait_for(lambda: shows(nvim, "kb    notes/cooking.md:3-5", "other bakery/loaves.md:3-5",
+                               "AutoDoc · all: kb, other · other: fo"))
+        nvim.input("<M-w>")
         wait_for(lambda: shows(nvim, "notes/cooking.md:3-5", "AutoDoc · kb"))
         assert picker_state(nvim).get("root_problem") is None
         nvim.input("<M-w>")

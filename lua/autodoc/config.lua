@@ -29,6 +29,7 @@
 ---@field poll_ms integer how often to check a workspace whose vectors are filling
 ---@field scan_ms integer how often to look for files changed outside Neovim (0: never; FocusGained still does)
 ---@field limit integer hits in the picker
+---@field scope 'all'|'current' what a search covers when it names no workspace: every one, or the buffer's
 ---@field keys autodoc.Keys picker keys
 
 local M = {}
@@ -44,6 +45,7 @@ M.defaults = {
   poll_ms = 1000,
   scan_ms = 30000, -- a scan only stats files: see :help autodoc-outside-changes for its cost
   limit = 30,
+  scope = 'all', -- every workspace; 'current': the current buffer's (:help autodoc-scope)
   keys = {
     toggle_lexical = '<M-l>',
     toggle_semantic = '<M-s>',
@@ -108,6 +110,7 @@ local CHECKS = {
   poll_ms = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
   scan_ms = { function(v) return is_integer_from(v, 0) end, 'a non-negative integer (0: no periodic scan)' },
   limit = { function(v) return is_integer_from(v, 1) end, 'a positive integer' },
+  scope = { function(v) return v == 'all' or v == 'current' end, "'all' (every workspace) or 'current'" },
 }
 
 ---@param names string[]

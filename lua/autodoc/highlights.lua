@@ -4,6 +4,7 @@
 ---   AutodocMatch       the query's words in the preview
 ---   AutodocSuperseded  a superseded document's hit in the list
 ---   AutodocNotice      a warning shown in the picker until the next keystroke
+---   AutodocWorkspace   a row's workspace label, when a search covers several workspaces
 --- Each default links to the first group of its candidates that the colorscheme makes visible both with
 --- and without 'termguicolors' (the default colorscheme's CursorLine has gui colours only: with
 --- 'notermguicolors' a selection linked to it showed nothing), else to plain reverse video.
@@ -17,6 +18,7 @@ local CANDIDATES = {
   AutodocMatch = { candidates = { 'Search', 'IncSearch', 'CurSearch' }, fallback = { bold = true, underline = true } },
   AutodocSuperseded = { candidates = {}, fallback = { link = 'Comment' } }, -- the row also says '(superseded)'
   AutodocNotice = { candidates = { 'WarningMsg', 'ErrorMsg' }, fallback = { bold = true } },
+  AutodocWorkspace = { candidates = { 'Directory', 'Identifier', 'Special' }, fallback = { bold = true } },
 }
 M.groups = vim.tbl_keys(CANDIDATES)
 table.sort(M.groups)

@@ -14,6 +14,8 @@ M.VIEWS = {
 ---@field view string|nil 'builtin' (default), 'telescope', 'fzf-lua', 'snacks' or 'mini.pick'
 ---@field query string|nil pre-fills the prompt
 ---@field workspace string|nil the workspace searched when the prompt names none (`@name`)
+---@field scope string|string[]|nil the workspaces searched when the prompt names none: a name, a list of names,
+---   '*' (every one), or '@a @b' as typed; default: setup's scope (:help autodoc-scope)
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil the chosen hits (the marked ones,
 ---   else the one under the cursor; the built-in picker chooses one), in place of opening the first.
 ---   A hit has path (relative to session.root), line_start, line_end, breadcrumb, relevance, via.
@@ -30,9 +32,11 @@ function M.open(opts)
     return
   end
   if view == 'builtin' then
-    require(module).open({ query = opts.query, workspace = opts.workspace, on_choose = opts.on_choose })
+    require(module).open({ query = opts.query, workspace = opts.workspace, scope = opts.scope,
+      on_choose = opts.on_choose })
   else
-    require(module).search({ query = opts.query, workspace = opts.workspace, on_choose = opts.on_choose })
+    require(module).search({ query = opts.query, workspace = opts.workspace, scope = opts.scope,
+      on_choose = opts.on_choose })
   end
 end
 

@@ -24,17 +24,13 @@ function M.here(buf, line)
     return nil, 'autodoc: this buffer has no file; related sections are for a Markdown file of a workspace'
   end
   local file = vim.uv.fs_realpath(name) or vim.fs.normalize(name)
-  local best
-  for workspace, root in pairs(autodoc.workspaces) do
-    if vim.startswith(file, root .. '/') and (not best or #root > #best.root) then
-      best = { workspace = workspace, root = root, path = file:sub(#root + 2), line = line }
-    end
-  end
-  if not best then
+  local workspace = require('autodoc.session.scope').holding(file)
+  if not workspace then
     return nil, string.format('autodoc: %s is in no workspace (:AutodocWorkspaceAdd adds its folder)',
       vim.fn.fnamemodify(name, ':~:.'))
   end
-  return best
+  local root = autodoc.workspaces[workspace]
+  return { workspace = workspace, root = root, path = file:sub(#root + 2), line = line }
 end
 
 --- The section under the cursor, or nil after saying why there is none.
@@ -47,14 +43,15 @@ local function under_cursor()
   return source
 end
 
---- Ask search.related for `source`.
+--- Ask search.related for `source`, the related sections from setup's scope (:help autodoc-scope).
 ---@param source autodoc.RelatedSource
 ---@param wanted string[] the stages
 ---@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
 ---@param lane string|nil
 function M.request(source, wanted, callback, lane)
-  rpc.request('search.related', { source.workspace, source.path,
-    { line = source.line, limit = autodoc.config.limit, stages = wanted, snippets = false } }, callback, lane)
+  local scope = require('autodoc.session.scope')
+  rpc.request('search.related', scope.related_params(scope.related_default(source), source,
+    { limit = autodoc.config.limit, stages = wanted, snippets = false }), callback, lane)
 end
 
 -- -- the built-in picker ------------------------------------------------------------------------
@@ -64,7 +61,7 @@ function M.open()
   autodoc.when_ready(function()
     local source = under_cursor()
     if source then
-      require('autodoc.picker').open({ mode = 'related', workspace = source.workspace, related = source })
+      require('autodoc.picker').open({ mode = 'related', related = source })
     end
   end)
 end

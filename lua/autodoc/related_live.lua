@@ -17,7 +17,8 @@ local M = {}
 ---@field seq integer the asks so far; an answer to an older one is dropped
 ---@field shown { file: string, line_start: integer, line_end: integer }|nil the section listed
 ---@field wanted { file: string, line: integer }|nil the section asked for last
----@field root string the listed hits' workspace root
+---@field root string the section's workspace root
+---@field answer autodoc.Answer|nil the answer listed
 ---@field hits autodoc.Hit[]
 
 ---@type autodoc.RelatedLive|nil
@@ -53,18 +54,21 @@ local function list(state, answer, file, root)
   local about = answer.related or {}
   local section = about.section ~= vim.NIL and about.section or nil
   state.shown = section and { file = file, line_start = section.line_start, line_end = section.line_end } or nil
-  state.hits, state.root = answer.hits, root
+  state.hits, state.root, state.answer = answer.hits, root, answer
   local width = vim.api.nvim_win_is_valid(state.win) and vim.api.nvim_win_get_width(state.win) or 60
   local render = require('autodoc.picker.render')
   local header = 'Related to ' .. (about.path or '?') .. (section and (' › ' .. section.breadcrumb) or '')
+  local rows, label_cells = render.rows(answer, width)
   local lines = { render.shorten_middle(header, width) }
-  for _, hit in ipairs(answer.hits) do
-    table.insert(lines, render.hit_line(hit, width))
-  end
+  vim.list_extend(lines, rows)
   if #answer.hits == 0 then
     table.insert(lines, about.note ~= nil and about.note ~= vim.NIL and about.note or '(no related section)')
   end
   show(state, lines)
+  if vim.api.nvim_buf_is_valid(state.buf) then
+    vim.api.nvim_buf_clear_namespace(state.buf, render.ns, 0, -1)
+    render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES)
+  end
   vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocRelatedLive', data = { seq = state.seq } })
 end
 
@@ -146,7 +150,8 @@ local function open_hit()
   else
     vim.cmd('wincmd p')
   end
-  require('autodoc.picker.actions').jump(state.root .. '/' .. hit.path, hit.line_start, hit.line_end, 'edit')
+  local file = require('autodoc.session.scope').file(hit, state.answer, state.root)
+  require('autodoc.picker.actions').jump(file, hit.line_start, hit.line_end, 'edit')
 end
 
 --- Open the side list and follow the cursor.

@@ -3,6 +3,7 @@ an init.lua that loads them with autodoc, and reading what each picker shows."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import pytest
 from tests.conftest import PROJECT
 from tests.nvim import python_line, rtp, setup_call, wait_for
 
-PLUGINS = PROJECT.parent / "shared" / "nvim-plugins"
+# $AUTODOC_SHARED: the shared folder of a checkout that is not beside it (a git worktree elsewhere).
+PLUGINS = Path(os.environ.get("AUTODOC_SHARED", PROJECT.parent / "shared")) / "nvim-plugins"
 
 
 def with_plugins(*names: str) -> str:

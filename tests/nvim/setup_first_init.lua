@@ -4,8 +4,9 @@ vim.opt.runtimepath:prepend(vim.env.AUTODOC_ROOT)
 vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 vim.g.autodoc_python = vim.env.AUTODOC_PYTHON
-require('autodoc').setup({
-  db = vim.env.AUTODOC_DB,
-  workspaces = { { name = 'kb', path = vim.env.AUTODOC_TEST_KB } },
-})
+local workspaces = { { name = 'kb', path = vim.env.AUTODOC_TEST_KB } }
+if vim.env.AUTODOC_TEST_RFCS then -- a second workspace, for a search of every workspace
+  table.insert(workspaces, { name = 'rfcs', path = vim.env.AUTODOC_TEST_RFCS })
+end
+require('autodoc').setup({ db = vim.env.AUTODOC_DB, workspaces = workspaces })
 vim.keymap.set('n', '<leader>/', '<Plug>(autodoc-search)')

@@ -50,7 +50,7 @@ end
 function M.quickfix_items(state)
   local items = {}
   for _, hit in ipairs(state.hits) do
-    table.insert(items, { filename = state.root .. '/' .. hit.path, lnum = hit.line_start, end_lnum = hit.line_end,
+    table.insert(items, { filename = render.file(state, hit), lnum = hit.line_start, end_lnum = hit.line_end,
       text = hit.breadcrumb })
   end
   return items

@@ -21,7 +21,7 @@ function M.documents(workspace, query, limit, callback)
     for _, doc in ipairs(documents) do
       local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
       table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
-        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' } })
+        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' }, workspace = workspace })
     end
     callback(nil, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
   end, 'documents')

@@ -38,7 +38,6 @@ local function draw(state)
   if not is_open(state) then
     return
   end
-  state.workspace, state.root = session.searched or session.workspace, session.root
   vim.api.nvim_win_set_config(state.prompt_win, { title = ' ' .. session:title() .. ' ' })
   if session.message then
     state.drawn = nil
@@ -108,7 +107,7 @@ function M.toggle(name)
   end
 end
 
---- Search the next workspace, in name order, with the same query.
+--- Search the next scope (every workspace, then each by name) with the same query.
 function M.next_workspace()
   local state = M.state
   if state and state.session then
@@ -148,28 +147,25 @@ function M.open_hit(how)
     actions.add_folder(hit)
     return
   end
-  if state.on_choose then
+  if state.on_choose then -- a caller takes the hit (the /autodoc slash command)
     M.close()
     state.on_choose({ hit }, state.session)
     return
   end
-  local file = state.root .. '/' .. hit.path
-  if not vim.uv.fs_stat(state.root) then
-    autodoc.state.notify(string.format('the workspace root %s is not there (a drive not mounted?)', state.root),
+  local file = render.file(state, hit)
+  local root = file:sub(1, #file - #hit.path - 1)
+  if not vim.uv.fs_stat(root) then
+    autodoc.state.notify(string.format('the workspace root %s is not there (a drive not mounted?)', root),
       vim.log.levels.ERROR)
     return
   end
   if not vim.uv.fs_stat(file) then -- deleted since it was indexed: say so, not an empty buffer
     autodoc.state.notify(string.format('%s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
-    autodoc.index(state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
+    autodoc.index(hit.workspace or state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
     return
   end
   M.close()
-  if state.on_choose then -- a caller takes the hit (the /autodoc slash command)
-    state.on_choose({ hit }, { workspace = state.workspace, root = state.root })
-    return
-  end
   actions.jump(file, hit.line_start, hit.line_end, how)
 end
 
@@ -247,7 +243,9 @@ end
 ---@class autodoc.PickerOpenOptions
 ---@field mode autodoc.PickerMode|nil default 'search'
 ---@field query string|nil pre-fills the prompt
----@field workspace string|nil default: the first workspace
+---@field workspace string|nil the documents list's workspace (default: the first)
+---@field scope string|string[]|nil a search's workspaces: a name, a list, '*', or '@a @b' as typed (default:
+---   setup's scope)
 ---@field related autodoc.RelatedSource|nil for mode 'related'
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil called with the chosen hit in place
 ---   of opening it
@@ -271,7 +269,7 @@ function M.open(opts)
     on_choose = opts.on_choose,
   }
   if mode == 'search' or mode == 'related' then
-    state.session = session_core.new({ source = 'builtin', workspace = opts.workspace, related = opts.related,
+    state.session = session_core.new({ source = 'builtin', scope = opts.scope or opts.workspace, related = opts.related,
       on_update = function() draw(state) end,
       prompt_now = function()
         return vim.api.nvim_buf_is_valid(state.prompt_buf)
@@ -299,15 +297,15 @@ function M.open(opts)
   end
 end
 
---- The engine is open: settle the workspace, then search what was typed meanwhile.
+--- The engine is open: settle the documents list's workspace (a search's scope is its session's), then search
+--- what was typed meanwhile.
 ---@param state autodoc.PickerState
 function M._engine_ready(state)
   if M.state ~= state then
     return
   end
-  if state.mode ~= 'folders' then
-    state.workspace = state.session and state.session.workspace or state.workspace
-      or session_core.default_workspace()
+  if state.mode == 'documents' then
+    state.workspace = state.workspace or session_core.default_workspace()
     if not state.workspace then
       render.message(state, require('autodoc.session.text').NO_WORKSPACE)
       return

@@ -3,6 +3,7 @@
 local finder = require('autodoc.picker.finder')
 local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
+local scope = require('autodoc.session.scope')
 
 local M = {}
 M.ns = vim.api.nvim_create_namespace('autodoc')
@@ -16,7 +17,41 @@ local function set_lines(buf, lines)
 end
 
 M.shorten_middle = text.shorten_middle
-M.hit_line = text.row
+
+--- The file a listed hit is (its workspace's root, from the answer shown, joined with its path).
+---@param state autodoc.PickerState
+---@param hit autodoc.Hit
+---@return string
+function M.file(state, hit)
+  return scope.file(hit, state.answer, state.root)
+end
+
+--- Mark each row's workspace label (the first `cells` of `rows`) in AutodocWorkspace.
+---@param buf integer
+---@param hits autodoc.Hit[]
+---@param cells integer the label's cells (0: no labels)
+---@param first integer the buffer line of the first hit's row (0-based)
+function M.mark_labels(buf, hits, cells, first)
+  if cells == 0 then
+    return
+  end
+  for index, hit in ipairs(hits) do
+    local label = scope.label(hit, cells)
+    if label ~= '' then
+      vim.api.nvim_buf_set_extmark(buf, M.ns, first + index - 1, 0, { end_col = #label,
+        hl_group = 'AutodocWorkspace' })
+    end
+  end
+end
+
+--- The rows of `answer`'s hits fitted to `width`, each with its workspace label when it searched several.
+---@param answer autodoc.Answer
+---@param width integer
+---@return string[] rows, integer label_cells
+function M.rows(answer, width)
+  local cells = scope.label_cells(answer)
+  return vim.tbl_map(function(hit) return text.row(hit, width, scope.label(hit, cells)) end, answer.hits), cells
+end
 
 --- The list's title: the answer's summary (autodoc.session.text).
 ---@param answer autodoc.Answer
@@ -82,12 +117,11 @@ function M.mark_words(buf, words)
   end
 end
 
---- The lines a hit's preview shows: the file, or a folder's Markdown files.
+--- The lines a hit's preview shows: its file, or a folder's Markdown files.
 ---@param hit autodoc.Hit
----@param root string
+---@param path string the hit's file (autodoc.session.scope.file)
 ---@return string[]
-function M.preview_lines(hit, root)
-  local path = hit.folder and hit.path or root .. '/' .. hit.path
+function M.preview_lines(hit, path)
   if hit.folder then
     local files, complete = finder.markdown_files(path, finder.PREVIEW_WALK)
     table.sort(files)
@@ -147,7 +181,8 @@ end
 ---@param hit autodoc.Hit|nil
 ---@return string|nil
 local function preview_key(state, hit)
-  return hit and table.concat({ state.session and state.session.tick or state.seq or 0, state.root, hit.path, hit.line_start, hit.line_end,
+  return hit and table.concat({ state.session and state.session.tick or state.seq or 0, M.file(state, hit),
+    hit.line_start, hit.line_end,
     table.concat(state.words or {}, ' ') }, '\0')
 end
 
@@ -162,7 +197,7 @@ function M.preview(state)
     set_lines(buf, {})
     return
   end
-  set_lines(buf, M.preview_lines(hit, state.root))
+  set_lines(buf, M.preview_lines(hit, M.file(state, hit)))
   M.show_section(buf, state.preview_win, hit, state.words or {})
 end
 
@@ -204,9 +239,9 @@ function M.answer(state, answer)
   state.hits = answer.hits
   state.answer = answer
   state.words = answer.query and answer.query.terms or {}
-  local width = vim.api.nvim_win_get_width(state.list_win)
-  local lines = vim.tbl_map(function(hit) return M.hit_line(hit, width) end, answer.hits)
+  local lines, label_cells = M.rows(answer, vim.api.nvim_win_get_width(state.list_win))
   set_lines(state.list_buf, lines)
+  M.mark_labels(state.list_buf, answer.hits, label_cells, 0)
   for index, hit in ipairs(answer.hits) do
     if hit.superseded then
       vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, index - 1, 0, { line_hl_group = 'AutodocSuperseded' })

@@ -11,6 +11,7 @@
 ---@field via string[]|nil the stages that found it
 ---@field superseded boolean|nil
 ---@field folder boolean|nil
+---@field workspace string|nil its workspace's name (its file: autodoc.session.scope.file)
 
 ---@class autodoc.Answer
 ---@field hits autodoc.Hit[]
@@ -18,11 +19,13 @@
 ---@field rank table|nil { state, model, error }
 ---@field stages table|nil { requested, performed, skipped }
 ---@field query table|nil { terms = string[] }
+---@field scope table|nil { asked, workspaces = string[] } what the search covered
+---@field workspaces table<string, table>|nil per workspace searched: { root, hits, semantic, folder, note }
 
 ---@class autodoc.PickerState
 ---@field mode autodoc.PickerMode
----@field workspace string|nil
----@field root string the workspace root, '' until known
+---@field workspace string|nil the documents list's workspace (a search's scope is its session's)
+---@field root string that workspace's root, '' until known
 ---@field origin_win integer the window to return to
 ---@field session autodoc.Session|nil a search's (modes 'search' and 'related'): workspace, stages, answers
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil

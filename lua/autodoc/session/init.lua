@@ -1,7 +1,8 @@
---- One search in the editor, whatever picker shows it: the workspace (`@name` before the query, `<M-w>` for the
---- next one), the stages and what the workspace can run, the refusals, the answers and whether they are still
---- wanted, and related mode. The built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are
---- views over it: they hand it the prompt and keys, and draw what it holds when `on_update` says so.
+--- One search in the editor, whatever picker shows it: the workspaces it covers (autodoc.session.scope: every
+--- one by default, `@name` words before the query, `<M-w>` for the next scope), the stages and what those
+--- workspaces can run, the refusals, the answers and whether they are still wanted, and related mode. The
+--- built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it: they hand it
+--- the prompt and keys, and draw what it holds when `on_update` says so.
 ---
 --- Whether an answer is still wanted is decided here alone: every ask takes a new `tick`, and an answer to an
 --- older tick (or to a closed session) is dropped, as mini.pick's querytick does.
@@ -11,15 +12,19 @@ local state = require('autodoc.state')
 local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
 local workspace_of = require('autodoc.session.workspace')
+local scope_of = require('autodoc.session.scope')
 
 local M = {}
 
 ---@class autodoc.Session
 ---@field source string the view: 'builtin', 'telescope', 'fzf-lua', 'snacks', 'mini.pick'
----@field workspace string|nil the workspace searched when the prompt names none
----@field searched string|nil the workspace the newest ask searched
----@field root string that workspace's folder
----@field root_problem string|nil why that folder cannot be read (the engine's workspace.status)
+---@field scope autodoc.Scope|nil what is searched when the prompt names no workspace
+---@field asked_scope string|string[]|nil the scope the session was opened with (read once the engine is open)
+---@field opened_from string the file of the buffer the session was opened from (setup's scope 'current')
+---@field scope_problem string|nil why that scope cannot be searched (a name that is no workspace)
+---@field searched autodoc.Scope|nil what the newest ask searched
+---@field root string the folder of the one workspace searched ('' when several are)
+---@field root_problem string|nil why a searched folder cannot be read (the engine's workspace.status)
 ---@field stages table<string, boolean> the checked stages (saved across sessions)
 ---@field available table<string, boolean> false for a stage the workspace cannot run
 ---@field rank_model string|nil
@@ -48,7 +53,7 @@ M.current = nil
 
 ---@class autodoc.SessionOptions
 ---@field source string
----@field workspace string|nil
+---@field scope string|string[]|nil a name, a list of names, '*', or '@a @b' as typed (default: setup's scope)
 ---@field related autodoc.RelatedSource|nil
 ---@field on_update fun(session: autodoc.Session)|nil
 ---@field prompt_now (fun(): string|nil)|nil
@@ -64,7 +69,7 @@ local function refresh_on_index_changes()
       local session, data = M.current, event.data or {}
       local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
       if session and not session.closed and session.prompt and not unchanged
-          and (data.workspace == nil or data.workspace == session.searched) then
+          and (data.workspace == nil or vim.tbl_contains(scope_of.searched(session.searched), data.workspace)) then
         -- what the prompt holds now: a keystroke still waiting for typing to pause is asked with it
         session:ask(session.prompt_now and session.prompt_now() or session.prompt)
       end
@@ -78,12 +83,10 @@ function M.new(opts)
   if not M.current then
     refresh_on_index_changes()
   end
-  local self = setmetatable({ source = opts.source, workspace = opts.workspace, related = opts.related, root = '',
+  local self = setmetatable({ source = opts.source, asked_scope = opts.scope, related = opts.related, root = '',
+    opened_from = vim.api.nvim_buf_get_name(0),
     stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
     on_update = opts.on_update or function() end, prompt_now = opts.prompt_now }, Session)
-  if opts.related then
-    self.workspace = opts.related.workspace
-  end
   M.current = self
   return self
 end
@@ -106,12 +109,13 @@ function Session:wanted(tick)
 end
 
 ---@param self autodoc.Session
----@param workspace string
-local function search_in(self, workspace)
-  self.root = autodoc.workspaces[workspace] or self.root
-  if self.searched ~= workspace then
-    self.searched = workspace
-    workspace_of.learn(self, workspace)
+---@param scope autodoc.Scope
+local function search_in(self, scope)
+  local names = scope_of.searched(scope)
+  self.root = #names == 1 and autodoc.workspaces[names[1]] or ''
+  if not vim.deep_equal(self.searched, scope) then
+    self.searched = scope
+    workspace_of.learn(self, names)
   end
 end
 
@@ -132,7 +136,8 @@ local function take(self, answer, level)
   local ms = function(from, to) return (to - from) / 1e6 end
   -- User AutodocResults: an answer was handed to the view (:help autodoc-events), with where its time went.
   vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocResults', data = { source = self.source, tick = self.tick,
-    level = level, prompt = self.prompt, query = self.query, workspace = self.searched,
+    level = level, prompt = self.prompt, query = self.query, workspace = self:single_workspace(),
+    scope = scope_of.searched(self.searched),
     stages = answer.stages and answer.stages.performed or {}, ms = ms(typed, drawn),
     debounce_ms = ms(typed, self.asked_at), wait_ms = ms(self.asked_at, answered),
     engine_ms = answer.timing and answer.timing.total or nil, render_ms = ms(answered, drawn) } })
@@ -171,20 +176,19 @@ function Session:ask(prompt, typed_at)
   self.tick = self.tick + 1
   local tick = self.tick
   self.prompt, self.asked_at, self.typed_at = prompt, vim.uv.hrtime(), typed_at
-  local workspace, query, problem = text.parse_prompt(prompt, self.workspace, workspace_of.names())
+  local scope, query, problem, named = scope_of.parse(prompt, self.scope, scope_of.names())
+  problem = problem or not named and self.scope_problem or nil
   self.query, self.answer, self.level, self.message = query, nil, 0, problem
-  if problem or not workspace then
+  if problem or #scope_of.searched(scope) == 0 then
     self.message = problem or state.error or text.NO_WORKSPACE
     later(self, tick, function() self.on_update(self) end)
     return
   end
-  search_in(self, workspace)
+  search_in(self, scope)
   local options = { limit = autodoc.config.limit, stages = stages.requested(self.stages, self.available),
     snippets = false } -- no view shows snippets: none are made
   if self.related then -- the prompt narrows the related sections; they are asked afresh each time
-    local source = self.related
-    self:request('search.related', { source.workspace, source.path,
-      vim.tbl_extend('force', options, { line = source.line }) }, function(err, answer)
+    self:request('search.related', scope_of.related_params(scope, self.related, options), function(err, answer)
         if not self:wanted(tick) then
           return
         end
@@ -197,7 +201,7 @@ function Session:ask(prompt, typed_at)
     later(self, tick, function() take(self, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true }, 2) end)
   else
     -- search.stream: the lexical answer first (on_partial), then the full one; a partial never follows its final.
-    self:request('search.stream', { workspace, query, options }, function(err, answer)
+    self:request('search.stream', { scope_of.wire(scope), query, options }, function(err, answer)
       if not self:wanted(tick) then
         return
       end
@@ -249,30 +253,22 @@ function Session:toggle(name)
   self:refresh()
 end
 
---- Search the next workspace, by name, with the same query. A prompt that names its workspace (`@name`) keeps
---- it: that is refused on screen.
+--- Search the next scope of `<M-w>`'s round (every workspace, then each by name) with the same query. A prompt
+--- that names its workspaces (`@name`) keeps them: that is refused on screen.
 ---@return string|nil refusal
 function Session:next_workspace()
   local refusal
-  local names = workspace_of.names()
-  if self.related then
-    refusal = 'autodoc: related sections are those of the file’s own workspace'
-  elseif #names < 2 then
+  local names = scope_of.names()
+  if #names < 2 then
     refusal = 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
-  elseif (self.prompt or ''):match('^@%S') then
+  elseif select(4, scope_of.parse(self.prompt or '', nil, names)) then
     refusal = 'autodoc: the prompt names its workspace (@name): edit it to search another'
   end
   if refusal then
     self:refuse(refusal)
     return refusal
   end
-  local index = 1
-  for i, name in ipairs(names) do
-    if name == self.searched then
-      index = i % #names + 1
-    end
-  end
-  self.workspace, self.notice = names[index], nil
+  self.scope, self.scope_problem, self.notice = scope_of.next(self.scope, names), nil, nil
   self:refresh()
 end
 
@@ -290,12 +286,7 @@ function Session:start(ready, on_failure)
     if self.closed then
       return
     end
-    if not self.workspace or not autodoc.workspaces[self.workspace] then
-      self.workspace = workspace_of.default()
-    end
-    if self.workspace then
-      search_in(self, self.workspace)
-    end
+    self:settle_scope()
     ready(self)
   end, function(message)
     self.message = message
@@ -306,13 +297,49 @@ function Session:start(ready, on_failure)
   end)
 end
 
+--- The engine is open: the scope the session was opened with, read against the workspaces there are (a name
+--- that is none is said, kept on screen, and searches nothing until the scope changes), else setup()'s.
+function Session:settle_scope()
+  local scope, problem = scope_of.resolve(self.asked_scope, scope_of.names())
+  if problem then
+    state.notify(problem, vim.log.levels.WARN)
+  elseif not scope and self.related then
+    scope = scope_of.related_default(self.related)
+  end
+  self.scope, self.scope_problem = scope or not problem and scope_of.default(self.opened_from) or nil, problem
+  if self.scope and #scope_of.searched(self.scope) > 0 then
+    search_in(self, self.scope)
+  end
+end
+
+--- The one workspace the newest ask searched (nil when it searched several).
+---@return string|nil
+function Session:single_workspace()
+  local names = scope_of.searched(self.searched or self.scope)
+  return #names == 1 and names[1] or nil
+end
+
+--- The file `hit` is (its workspace's root joined with its path).
+---@param hit autodoc.Hit
+---@return string
+function Session:file(hit)
+  return scope_of.file(hit, self.answer, self.root)
+end
+
 -- What views draw, in the session's words (autodoc.session.text).
+
+--- `hit`'s workspace label ('' unless the answer searched several workspaces): a row's first cells.
+---@param hit autodoc.Hit
+---@return string
+function Session:label(hit)
+  return scope_of.label(hit, scope_of.label_cells(self.answer))
+end
 
 ---@param hit autodoc.Hit
 ---@param width integer|nil
 ---@return string
 function Session:row(hit, width)
-  return text.row(hit, width)
+  return text.row(hit, width, self:label(hit))
 end
 
 ---@return string e.g. 'AutoDoc · kb', with the folder's problem when it has one
@@ -335,7 +362,7 @@ function Session:hits()
   return self.answer and self.answer.hits or {}
 end
 
-M.names = workspace_of.names
+M.names = scope_of.names
 M.default_workspace = workspace_of.default
 
 --- What the open session shows, read-only (require('autodoc').picker_state()).

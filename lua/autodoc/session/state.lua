@@ -6,8 +6,9 @@ local M = {}
 function M.of(session)
   local asked = session.answer and session.answer.stages or {}
   local previewed = session.previewed
-  return vim.deepcopy({ source = session.source, workspace = session.searched or session.workspace,
-    root = session.root, root_problem = session.root_problem, prompt = session.prompt, query = session.query,
+  return vim.deepcopy({ source = session.source, workspace = session:single_workspace(),
+    scope = require('autodoc.session.scope').searched(session.searched or session.scope), root = session.root,
+    root_problem = session.root_problem, prompt = session.prompt, query = session.query,
     stages = session.stages, available = session.available, level = session.level, tick = session.tick,
     performed = asked.performed or {}, requested = asked.requested, hits = session:hits(),
     notice = session.notice, message = session.message, title = session:title(), toggles = session:toggles(),

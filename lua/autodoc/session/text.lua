@@ -1,6 +1,5 @@
 --- What a search session says, as text every view draws the same: a hit's row fitted to a width, the title,
---- the stage checkboxes, the line under the list (a refusal, why there are no hits, or the answer's summary),
---- and the prompt's `@workspace`.
+--- the stage checkboxes and the line under the list (a refusal, why there are no hits, or the answer's summary).
 local stages = require('autodoc.stages')
 
 local M = {}
@@ -59,61 +58,82 @@ function M.shorten_middle(text, width)
   return table.concat(head) .. '…' .. table.concat(tail)
 end
 
+--- A stage badge's letter, when the badges are shortened (`[L+S]`; the legend is in :help autodoc-badges).
+M.BADGE_LETTERS = { lexical = 'L', semantic = 'S', symbol = 'Y', rank = 'R', facet = 'F', link = 'K', title = 'T' }
+
+---@param via string[]
+---@param short boolean
+---@return string
+local function badges(via, short)
+  local names = short and vim.tbl_map(function(name)
+    return M.BADGE_LETTERS[name] or name:sub(1, 1):upper()
+  end, via) or via
+  return '  [' .. table.concat(names, '+') .. ']'
+end
+
+--- What follows `path`'s last slash (the whole path when it has none).
+---@param path string
+---@return string
+local function file_name(path)
+  local slash = path:match('^.*()/')
+  return slash and path:sub(slash + 1) or path
+end
+
+--- `path` in `width` cells, its file name kept whole while it fits: the folders lose their middle first.
+---@param path string
+---@param width integer
+---@return string
+local function shorten_path(path, width)
+  local name = file_name(path)
+  if #name == #path or cells(name) + 2 > width then
+    return M.shorten_middle(path, width)
+  end
+  return M.shorten_middle(path:sub(1, #path - #name), width - cells(name)) .. name
+end
+
 --- One hit as a row: `path:start-end  breadcrumb  relevance  [stages]`, `(superseded)` after a hit the engine
---- demoted below its successor. Given a `width`, a row that would be wider loses the middle of its breadcrumb
---- first, then of its path: the span, the relevance, the stages and the mark always show.
+--- demoted below its successor, and `label` (the hit's workspace, when several are searched) first. Given a
+--- `width`, a row that would be wider loses the middle of its breadcrumb first, then the breadcrumb; then its
+--- stage badges shorten to letters (`[L+S]`) before the path loses its folders' middle, and go before the file
+--- name is cut: the label, the span, the relevance and the mark always show.
 ---@param hit autodoc.Hit
 ---@param width integer|nil the list's width in cells
+---@param label string|nil
 ---@return string
-function M.row(hit, width)
+function M.row(hit, width, label)
   if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
     return string.format('%s  %s', hit.path, hit.breadcrumb)
   end
+  label = (label and label ~= '') and label .. ' ' or ''
   local span = string.format(':%d-%d', hit.line_start, hit.line_end)
-  local tail = string.format('  %.2f  [%s]%s', tonumber(hit.relevance) or 0, table.concat(hit.via or {}, '+'),
-    hit.superseded == true and '  (superseded)' or '')
+  local relevance = string.format('  %.2f', tonumber(hit.relevance) or 0)
+  local mark = hit.superseded == true and '  (superseded)' or ''
+  local stages_text = badges(hit.via or {}, false)
   local path, crumb = hit.path, hit.breadcrumb or ''
   if width then
-    local room = width - cells(span .. tail) - cells(path) - 2
+    local kept, path_cells, badge_cells = cells(label .. span .. relevance .. mark), cells(path), cells(stages_text)
+    local room = width - kept - badge_cells - path_cells - 2
     if room >= 8 then
       crumb = M.shorten_middle(crumb, room)
-    else -- no room for a breadcrumb worth reading: the path gets what is left
+    else -- no room for a breadcrumb worth reading: the path gets what is left, the badges give way first
       crumb = ''
-      path = M.shorten_middle(path, math.max(width - cells(span .. tail), 1))
+      if kept + badge_cells + path_cells > width then
+        stages_text = badges(hit.via or {}, true) -- letters: ASCII, a cell each
+        if kept + #stages_text + cells(file_name(path)) > width then -- the badges go before the name is cut
+          stages_text = ''
+        end
+        path = shorten_path(path, math.max(width - kept - #stages_text, 1))
+      end
     end
   end
-  return path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. tail
-end
-
---- `prompt` as the workspace to search and the query: `@name query` names a workspace; a prompt that is only
---- `@na` (being typed) or names none that exists asks nothing and says which there are.
----@param prompt string
----@param default string|nil the session's workspace
----@param names string[] the workspaces, in order
----@return string|nil workspace, string query, string|nil problem
-function M.parse_prompt(prompt, default, names)
-  local name, rest = prompt:match('^@(%S*)(.*)$')
-  if not name then
-    return default, prompt, nil
-  end
-  if vim.tbl_contains(names, name) and rest:match('^%s') then
-    return name, vim.trim(rest), nil
-  end
-  if rest == '' and vim.tbl_contains(names, name) then
-    return name, '', nil
-  end
-  local known = table.concat(vim.tbl_map(function(n) return '@' .. n end, names), ' ')
-  if rest == '' then
-    return default, '', 'workspaces: ' .. known
-  end
-  return default, rest, string.format("autodoc: no workspace '%s' (there are %s)", name, known)
+  return label .. path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. relevance .. stages_text .. mark
 end
 
 ---@param session autodoc.Session
 ---@return string
 function M.title(session)
   local kind = session.related and 'AutoDoc related' or 'AutoDoc'
-  local title = kind .. ' · ' .. (session.searched or session.workspace or '…')
+  local title = kind .. ' · ' .. require('autodoc.session.scope').describe(session.searched or session.scope)
   if session.root_problem then
     title = title .. ' · ' .. session.root_problem
   end

@@ -1,17 +1,9 @@
---- Which workspace a search session searches, and what the engine says of it (workspace.status): the stages it
---- can run and whether its folder is there.
+--- What the engine says of the workspaces a search session searches (workspace.status): the stages they can run
+--- and whether their folders are there; and the workspace searched first when setup() names none.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
 
 local M = {}
-
---- Workspace names in order.
----@return string[]
-function M.names()
-  local names = vim.tbl_keys(autodoc.workspaces)
-  table.sort(names)
-  return names
-end
 
 --- The workspace searched when none is named: the first configured, else the first by name.
 ---@return string|nil
@@ -20,7 +12,7 @@ function M.default()
   if configured and autodoc.workspaces[configured] then
     return configured
   end
-  return M.names()[1]
+  return require('autodoc.session.scope').names()[1]
 end
 
 --- A title's short form of what is wrong with the workspace's folder: "folder gone · 60 documents still
@@ -35,21 +27,33 @@ function M.folder_problem(status)
     require('autodoc.status').count(status.documents, 'document'))
 end
 
---- Ask the engine which stages `workspace` can run and whether its folder is there (`root_problem`).
+--- Ask the engine which stages the workspaces `names` can run (a stage shows when one of them can) and whether
+--- their folders are there (`root_problem`, each named when there are several).
 ---@param session autodoc.Session
----@param workspace string
-function M.learn(session, workspace)
+---@param names string[]
+function M.learn(session, names)
   session.available, session.rank_model, session.root_problem = {}, nil, nil
-  session:request('workspace.status', { workspace }, function(err, status)
-    if err or not status or session.searched ~= workspace or session.closed then
-      return
-    end
-    session.available.semantic = status.semantic ~= 'off'
-    session.available.rerank = status.ranker ~= nil and status.ranker ~= vim.NIL
-    session.rank_model = session.available.rerank and status.ranker.model ~= vim.NIL and status.ranker.model or nil
-    session.root_problem = M.folder_problem(status)
-    session.on_update(session)
-  end)
+  local asked, problems = session.searched, {}
+  for _, workspace in ipairs(names) do
+    session:request('workspace.status', { workspace }, function(err, status)
+      if err or not status or session.searched ~= asked or session.closed then
+        return
+      end
+      local available = session.available
+      available.semantic = available.semantic == true or status.semantic ~= 'off'
+      local ranker = status.ranker ~= nil and status.ranker ~= vim.NIL
+      available.rerank = available.rerank == true or ranker
+      if ranker and status.ranker.model ~= vim.NIL then
+        session.rank_model = session.rank_model or status.ranker.model
+      end
+      local problem = M.folder_problem(status)
+      if problem then
+        table.insert(problems, #names > 1 and workspace .. ': ' .. problem or problem)
+        session.root_problem = table.concat(problems, ' · ')
+      end
+      session.on_update(session)
+    end)
+  end
 end
 
 return M

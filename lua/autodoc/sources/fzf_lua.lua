@@ -14,9 +14,11 @@ local function write_answer(session, write, width)
   local title, status = require('autodoc.sources').header(session)
   write('0\t' .. title .. '  ' .. status) -- the header line (--header-lines=1)
   session.listed = {}
+  local ansi = require('fzf-lua.utils').ansi_from_hl
   for index, item in ipairs(sources.items(session, width)) do
     session.listed[index] = item.hit
-    write(index .. '\t' .. item.text)
+    local label = item.label or ''
+    write(index .. '\t' .. (label ~= '' and ansi('AutodocWorkspace', label) .. item.text:sub(#label + 1) or item.text))
   end
   write(nil)
 end
@@ -175,7 +177,8 @@ end
 ---   on_choose)
 function M.search(opts)
   opts = opts or {}
-  local own = { query = opts.query, workspace = opts.workspace, related = opts.related, on_choose = opts.on_choose }
+  local own = { query = opts.query, workspace = opts.workspace, scope = opts.scope, related = opts.related,
+    on_choose = opts.on_choose }
   local fzf_opts = vim.deepcopy(opts)
   for key in pairs(own) do
     fzf_opts[key] = nil

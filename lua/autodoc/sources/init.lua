@@ -11,7 +11,9 @@ local M = {}
 
 ---@class autodoc.SourceOptions
 ---@field query string|nil pre-fills the prompt
----@field workspace string|nil the workspace searched when the prompt names none
+---@field workspace string|nil the workspace searched when the prompt names none (`scope` wins)
+---@field scope string|string[]|nil the workspaces searched when the prompt names none: a name, a list, '*', or
+---   '@a @b' as typed (default: setup's scope)
 ---@field related autodoc.RelatedSource|nil list the sections related to this one
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil called with the chosen hits
 ---   (every marked one, else the one under the cursor) in place of jumping to the first
@@ -39,11 +41,11 @@ end
 function M.start(source, opts, open)
   opts = opts or {}
   local related = opts.related or require('autodoc.related').take_pending() -- :AutodocPick {source} related
-  local session = session_core.new({ source = source, workspace = opts.workspace, related = related })
+  local session = session_core.new({ source = source, scope = opts.scope or opts.workspace, related = related })
   session.on_choose = opts.on_choose
   session.initial_query = opts.query
   session:start(function()
-    if not session.workspace then
+    if #session_core.names() == 0 then
       autodoc.state.notify(require('autodoc.session.text').NO_WORKSPACE, vim.log.levels.WARN)
       return
     end
@@ -57,12 +59,13 @@ end
 ---@param hit autodoc.Hit
 ---@return string
 function M.file(session, hit)
-  return session.root .. '/' .. hit.path
+  return session:file(hit)
 end
 
---- The session's answer as picker items `{ text, hit }` fitted to `width`; in place of hits, one item saying
---- why there are none (an error, a refusal of the prompt, the engine's reason). `extend(item, hit)` adds a
---- picker's own fields.
+--- The session's answer as picker items `{ text, hit, label }` fitted to `width` (`label`: the row's first
+--- characters, its workspace, drawn in AutodocWorkspace; '' when one workspace is searched); in place of hits,
+--- one item saying why there are none (an error, a refusal of the prompt, the engine's reason).
+--- `extend(item, hit)` adds a picker's own fields.
 ---@param session autodoc.Session
 ---@param width integer|nil
 ---@param extend fun(item: table, hit: autodoc.Hit)|nil
@@ -73,7 +76,7 @@ function M.items(session, width, extend)
   end
   local items = {}
   for index, hit in ipairs(session:hits()) do
-    items[index] = { text = session:row(hit, width), hit = hit }
+    items[index] = { text = session:row(hit, width), hit = hit, label = session:label(hit) }
     if extend then
       extend(items[index], hit)
     end
@@ -102,7 +105,7 @@ end
 ---@param hit autodoc.Hit
 ---@return string[]
 function M.preview_lines(session, hit)
-  return require('autodoc.picker.render').preview_lines(hit, session.root)
+  return require('autodoc.picker.render').preview_lines(hit, session:file(hit))
 end
 
 --- Highlight the hit's section and the query words in `buf` (which holds the preview lines), and put

@@ -77,6 +77,17 @@ local function open(session)
         end
         return vim.fn.range(1, #stritems) -- the engine's order, whatever the query
       end,
+      show = function(buf, items, query)
+        pick.default_show(buf, items, query)
+        local ns = vim.api.nvim_create_namespace('autodoc-mini-pick-labels')
+        vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+        for row, item in ipairs(items) do
+          if item.label and item.label ~= '' then
+            vim.api.nvim_buf_set_extmark(buf, ns, row - 1, 0, { end_col = #item.label, hl_group = 'AutodocWorkspace',
+              priority = 250 })
+          end
+        end
+      end,
       preview = function(buf, item)
         if item.hit then
           sources.preview(session, item.hit, buf, pick.get_picker_state().windows.main)

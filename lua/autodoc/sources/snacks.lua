@@ -59,7 +59,13 @@ local function open(session, opts)
         item.file, item.pos, item.end_pos = sources.file(session, hit), { hit.line_start, 0 }, { hit.line_end, 0 }
       end) or {}
     end,
-    format = 'text',
+    format = function(item) -- the workspace label in its own highlight, then the rest of the row
+      local label = item.label or ''
+      if label == '' then
+        return { { item.text } }
+      end
+      return { { label, 'AutodocWorkspace' }, { item.text:sub(#label + 1) } }
+    end,
     preview = function(ctx) preview(session, ctx) end,
     confirm = function(p)
       local chosen = vim.tbl_filter(function(hit) return hit ~= nil end,
@@ -83,7 +89,8 @@ end
 ---@param opts table|nil snacks picker options, and autodoc.SourceOptions (query, workspace, related, on_choose)
 function M.search(opts)
   opts = opts or {}
-  local own = { query = opts.query, workspace = opts.workspace, related = opts.related, on_choose = opts.on_choose }
+  local own = { query = opts.query, workspace = opts.workspace, scope = opts.scope, related = opts.related,
+    on_choose = opts.on_choose }
   local picker_opts = vim.deepcopy(opts)
   for key in pairs(own) do
     picker_opts[key] = nil

@@ -25,8 +25,15 @@ local function open(session, opts)
   end
   local function entry(item, index)
     local hit = item.hit
+    local function display()
+      if not hit then
+        return item.text
+      end
+      local label = session:label(hit)
+      return session:row(hit, width()), label ~= '' and { { { 0, #label }, 'AutodocWorkspace' } } or nil
+    end
     return { value = hit, ordinal = item.text, index = index, filename = hit and sources.file(session, hit),
-      lnum = hit and hit.line_start, display = function() return hit and session:row(hit, width()) or item.text end }
+      lnum = hit and hit.line_start, display = display }
   end
   -- telescope calls the finder with each prompt; answers arrive later and refresh the picker, which calls the
   -- finder again: then the answer for that prompt is there to list.
