@@ -6,11 +6,14 @@ local M = {}
 local percents = {} ---@type table<string, integer> workspace -> share embedded, while its vectors fill
 local listening = false
 
---- The workspace the open search shows (a title drawn from an answer alone does not name it).
----@return string|nil
-local function shown_workspace()
+--- The workspaces the open search shows (a title drawn from an answer alone does not name them).
+---@return string[]
+local function shown_workspaces()
   local session = require('autodoc.session').current
-  return session and not session.closed and (session.searched or session.workspace) or nil
+  if not session or session.closed then
+    return {}
+  end
+  return require('autodoc.session.scope').searched(session.searched or session.scope)
 end
 
 --- Draw the open search's title again: the built-in picker's list title, or the source's header.
@@ -39,7 +42,7 @@ local function on_progress(event)
   local percent = data.status == 'running' and tonumber(data.percent) or nil
   if percents[data.workspace] ~= percent then
     percents[data.workspace] = percent
-    if data.workspace == shown_workspace() then
+    if vim.tbl_contains(shown_workspaces(), data.workspace) then
       redraw_title()
     end
   end
@@ -58,22 +61,24 @@ local function listen()
 end
 
 --- The answer's semantic state for a title: `semantic 54%` while the vectors of `workspace` (default: the one
---- the open search shows) fill and their share is known, else `semantic partial` (or `switching`), and the
---- fill is followed from now on so that the share comes.
+--- the open search shows; of several, each filling one by name: `semantic rfcs 54%`) fill and their share is
+--- known, else `semantic partial` (or `switching`), and the fill is followed from now on so that the share comes.
 ---@param semantic string the answer's `semantic`: 'partial' or 'switching'
 ---@param workspace string|nil
 ---@return string
 function M.text(semantic, workspace)
   listen()
-  workspace = workspace or shown_workspace()
-  local percent = workspace and percents[workspace]
-  if percent then
-    return string.format('semantic %d%%', percent)
+  local names = workspace and { workspace } or shown_workspaces()
+  local shares = {}
+  for _, name in ipairs(names) do
+    if percents[name] then
+      table.insert(shares, #names == 1 and string.format('%d%%', percents[name])
+        or string.format('%s %d%%', name, percents[name]))
+    else
+      vim.schedule(function() require('autodoc.watch').semantic(name) end) -- already followed: nothing new
+    end
   end
-  if workspace then
-    vim.schedule(function() require('autodoc.watch').semantic(workspace) end) -- already followed: nothing new
-  end
-  return 'semantic ' .. semantic
+  return 'semantic ' .. (#shares > 0 and table.concat(shares, ', ') or semantic)
 end
 
 --- The share embedded of `workspace` while its vectors fill (nil when not filling or not known yet).
