@@ -123,8 +123,9 @@ function M.arguments(spec, args, max_tokens)
   local out = {}
   for key, value in pairs(args or {}) do
     local kind = properties[key] and (properties[key].type or properties[key].anyOf and 'one or several')
-    if value == vim.NIL then
-      value = nil
+    value = rpc.value(value)
+    if value == nil then
+      -- a JSON null: left out
     elseif kind == 'one or several' and type(value) == 'string' and value:find(',') then
       value = vim.split(value, '[,%s]+', { trimempty = true })
     elseif kind == 'array' and type(value) == 'string' then
@@ -158,7 +159,7 @@ function M.call(tool, args, callback, offered)
     return
   end
   args = vim.deepcopy(args or {})
-  if takes_one_workspace(tool) and (args.workspace == nil or args.workspace == vim.NIL or args.workspace == '') then
+  if takes_one_workspace(tool) and (rpc.value(args.workspace) == nil or args.workspace == '') then
     args.workspace = M.default_workspace()
   end
   args = next(args) and args or vim.empty_dict() -- no arguments is an object, not a list
@@ -166,7 +167,7 @@ function M.call(tool, args, callback, offered)
     if err then
       callback(failed(string.format('%s failed: %s', tool, rpc.describe(err))))
     else
-      callback({ is_error = answer.is_error, text = answer.text, result = answer.result ~= vim.NIL and answer.result or nil })
+      callback({ is_error = answer.is_error, text = answer.text, result = rpc.value(answer.result) })
     end
   end)
 end
@@ -220,9 +221,9 @@ function M.cursor_context(buf)
   if answer.is_error then
     return answer.text
   end
-  local section = answer.result and answer.result.section
+  local section = answer.result and rpc.value(answer.result.section)
   local about = string.format('The user is at %s line %d', found[2], line)
-  if section and section ~= vim.NIL then
+  if section then
     local lines = vim.api.nvim_buf_get_lines(buf, section.line_start - 1, section.line_end, false)
     about = string.format('%s, in the section %s (%s:%d-%d):\n\n```markdown\n%s\n```',
       about, section.breadcrumb, found[2], section.line_start, section.line_end, table.concat(lines, '\n'))
@@ -242,7 +243,7 @@ function M.choose_hits(on_choose, opts)
     on_choose(hits, session and session.root or autodoc.workspaces[name] or '')
   end
   -- the pickers' one entry point: every view, each with multi-select
-  autodoc.pick({ view = (opts.provider == nil or opts.provider == 'autodoc') and 'builtin' or opts.provider,
+  autodoc.pick({ view = opts.provider or 'builtin',
     query = opts.query, workspace = workspace, on_choose = chosen })
 end
 

@@ -69,13 +69,13 @@ end
 
 --- The local embedder's encoder (onnxruntime) and whether its ONNX graph is cached.
 function M.report_encoder(encoder)
-  if encoder == nil or encoder == vim.NIL then
+  if rpc.value(encoder) == nil then
     return
   end
-  local graph = encoder.graph ~= vim.NIL and encoder.graph or nil
+  local graph = rpc.value(encoder.graph)
   local where = encoder.cached and ('graph cached: ' .. graph)
     or graph and ('graph not cached yet: written at first use to ' .. graph) or 'graph kept in memory'
-  if encoder.problem ~= nil and encoder.problem ~= vim.NIL then
+  if rpc.value(encoder.problem) ~= nil then
     health.warn(string.format('  encoder: %s, %s: %s', encoder.name, where, encoder.problem))
   else
     health.info(string.format('  encoder: %s, %s', encoder.name, where))

@@ -3,6 +3,7 @@
 --- update. Neovim 0.12 has progress messages (nvim_echo with kind='progress' and an id); older versions get
 --- one echo per update, not kept in :messages. A message the user must read holds the messages back until
 --- the next key (autodoc.screen); the line and the event follow every update.
+local rpc = require('autodoc.rpc')
 local screen = require('autodoc.screen')
 
 local M = {}
@@ -174,7 +175,7 @@ function M.embedding_text(ws, embedder, paused)
   if (progress.rate or 0) > 0 then
     text = text .. string.format(' · %.1f/s', progress.rate)
   end
-  if progress.eta_seconds and progress.eta_seconds ~= vim.NIL then
+  if rpc.value(progress.eta_seconds) then
     text = text .. ' · ' .. M.duration(progress.eta_seconds) .. ' left'
   end
   return text
@@ -185,7 +186,7 @@ end
 ---@param status table workspace.status's answer
 function M.embedding(ws, status)
   local embedder = status.embedder
-  if not embedder or embedder == vim.NIL then
+  if not rpc.value(embedder) then
     return
   end
   local work = entry(ws)

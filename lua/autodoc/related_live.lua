@@ -52,7 +52,7 @@ end
 ---@param file string
 local function list(state, answer, file, root)
   local about = answer.related or {}
-  local section = about.section ~= vim.NIL and about.section or nil
+  local section = rpc.value(about.section)
   state.shown = section and { file = file, line_start = section.line_start, line_end = section.line_end } or nil
   state.hits, state.root, state.answer = answer.hits, root, answer
   local width = vim.api.nvim_win_is_valid(state.win) and vim.api.nvim_win_get_width(state.win) or 60
@@ -62,7 +62,7 @@ local function list(state, answer, file, root)
   local lines = { render.shorten_middle(header, width) }
   vim.list_extend(lines, rows)
   if #answer.hits == 0 then
-    table.insert(lines, about.note ~= nil and about.note ~= vim.NIL and about.note or '(no related section)')
+    table.insert(lines, rpc.value(about.note) or '(no related section)')
   end
   show(state, lines)
   if vim.api.nvim_buf_is_valid(state.buf) then

@@ -23,8 +23,8 @@ end
 ---@param watch autodoc.Watch
 ---@param status table|nil workspace.status's answer, nil when it failed
 local function report(ws, watch, status)
-  -- status.indexing is vim.NIL (truthy) when asked before the host has started the run just requested
-  local run = status and status.indexing ~= vim.NIL and status.indexing or nil
+  -- status.indexing is null when asked before the host has started the run just requested
+  local run = status and rpc.value(status.indexing)
   if state.indexing[ws] and run then
     progress.indexing_update(ws, run)
   end

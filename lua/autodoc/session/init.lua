@@ -128,7 +128,7 @@ local function take(self, answer, level)
   if not answer.empty_prompt then -- an empty prompt asked nothing: it says nothing about the stages
     self.available.semantic = answer.semantic ~= 'off'
     self.available.rerank = (answer.rank or {}).state ~= 'off'
-    self.rank_model = answer.rank and answer.rank.model ~= vim.NIL and answer.rank.model or nil
+    self.rank_model = answer.rank and rpc.value(answer.rank.model)
   end
   self.on_update(self)
   local drawn = vim.uv.hrtime()

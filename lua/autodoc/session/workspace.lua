@@ -41,9 +41,9 @@ function M.learn(session, names)
       end
       local available = session.available
       available.semantic = available.semantic == true or status.semantic ~= 'off'
-      local ranker = status.ranker ~= nil and status.ranker ~= vim.NIL
+      local ranker = rpc.value(status.ranker) ~= nil
       available.rerank = available.rerank == true or ranker
-      if ranker and status.ranker.model ~= vim.NIL then
+      if ranker and rpc.value(status.ranker.model) then
         session.rank_model = session.rank_model or status.ranker.model
       end
       local problem = M.folder_problem(status)

@@ -12,7 +12,7 @@ local Extension = {}
 
 Extension.defaults = {
   require_approval = false, -- the tools only read; true asks before each call
-  provider = nil, -- the picker /autodoc opens: nil or 'autodoc' (built in), or 'telescope'
+  provider = nil, -- the view /autodoc opens, as pick() names it: nil or 'builtin', 'telescope', 'fzf-lua', ...
   max_tokens = nil, -- the search and related tools' default text budget (the MCP default when nil)
   tools = nil, -- the engine tools to offer, e.g. { 'search', 'related' } (default: every one)
 }
