@@ -227,7 +227,8 @@ def test_named_tokens_each_pass_and_one_taken_out_of_the_file_is_refused_at_once
         assert server.post(search_call("gecko"), Authorization=f"Bearer {ALICE}").status_code == 200
         tokens.write_text(f"alice {ALICE}\nalice {BOB}\n")  # a mistake: nobody passes, and the log says why
         assert server.post(search_call("gecko"), Authorization=f"Bearer {ALICE}").status_code == 401
-        assert any("the name is given twice" in line for line in server.lines)
+        wait_until(lambda: any("the name is given twice" in line for line in server.lines),  # read by a thread
+                   what="the log saying why the token file is refused")
     assert ALICE not in "".join(server.lines) and BOB not in "".join(server.lines)
 
 

@@ -219,11 +219,12 @@ ERRORS = "return { vim.v.errmsg, vim.api.nvim_exec2('messages', { output = true 
 
 
 def previewed(nvim, module: str) -> dict | None:
-    """The hit the source previewed last, and whether its window shows it with the cursor on its span."""
+    """The hit the source previewed last, and whether its window shows it with the cursor on its span (a
+    buffer no longer shown may be wiped already: mini.pick wipes the preview it replaces)."""
     return nvim.exec_lua(
         f"local p = {STATE}.previewed; if not p or not vim.api.nvim_win_is_valid(p.win or -1) then "
         "return nil end; local shown = vim.api.nvim_win_get_buf(p.win) == p.buf; return { path = p.path, "
-        "line = p.line, shown = shown, lines = vim.api.nvim_buf_line_count(p.buf), "
+        "line = p.line, shown = shown, lines = shown and vim.api.nvim_buf_line_count(p.buf) or -1, "
         "cursor = vim.api.nvim_win_get_cursor(p.win)[1] }")
 
 
