@@ -273,8 +273,8 @@ def render(args: argparse.Namespace, corpus: dict[str, Any], runs: dict[str, Mea
            if WRK else f"this process's own clients, {args.per_client} searches each (no `wrk` installed)")
         + ". The load generator shares the cores: its CPU time is beside each run.",
         "",
-        "**These figures were taken on a shared machine (2 cores shared with other jobs): read them as a sanity "
-        "check; `make bench` on a quiet machine reproduces them.**",
+        "Compare the rows of one run: the servers and the load generator share the machine, and a run's rows "
+        "were measured one after another on it.",
         "",
         "| configuration | searches/s | vs 1 process | p50 ms | p95 ms | errors | load generator CPU s |",
         "|---|---|---|---|---|---|---|",
