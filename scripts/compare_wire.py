@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -143,7 +144,7 @@ def main() -> None:
         if changes:
             changed.append((label, changes))
         elif additions:
-            added_only.append((label, sorted({a.split("[")[0] if "[" in a else a for a in additions})))
+            added_only.append((label, sorted({re.sub(r"\[\d+\]", "[]", a) for a in additions})))
         else:
             same += 1
     report = [f"# Wire answers: {args.before} against {args.after}", "",
