@@ -24,7 +24,10 @@ def half_filled_database(db: Path, kb: Path, fraction: float, workspace: str = "
 
 
 def copy_database(source: Path, target: Path) -> Path:
+    """A copy of the database with its WAL; a target's own WAL from an earlier run (--keep) is removed first:
+    SQLite would apply its frames to the new copy."""
     for suffix in ("", "-wal", "-shm"):
+        Path(f"{target}{suffix}").unlink(missing_ok=True)
         if Path(f"{source}{suffix}").exists():
             shutil.copy(f"{source}{suffix}", f"{target}{suffix}")
     return target
