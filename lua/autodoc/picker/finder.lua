@@ -32,7 +32,7 @@ end
 M.LIST_WALK = 2000
 M.PREVIEW_WALK = 20000
 --- Entries all the listed folders' walks look at together per keystroke: /usr/share/ completes to hundreds
---- of folders, and walking each froze the editor for a second; folders past it show no count.
+--- of folders, and walking each would hold the editor for a second; folders past it show no count.
 M.LIST_WALK_TOTAL = 5000
 
 local SKIPPED_FOLDERS = {}
