@@ -1,99 +1,58 @@
-"""End to end: Neovim in a real terminal (tmux), real keystrokes including Alt keys, and the screen
-read back with capture-pane, as a person would see it."""
+"""End to end: Neovim in a real terminal (tmux, through tests/nvim/terminal.py), real keystrokes including Alt
+keys, and the screen read back with capture-pane, as a person would see it."""
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 import shutil
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import nvim_binary, wait_for
+from tests.nvim import wait_for
 from tests.nvim.pickers import OPEN, with_plugins
+from tests.nvim.terminal import Terminal, terminal
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
-
-
-SOCKET = f"autodoc-test-{os.getpid()}"  # a tmux server of its own, without the user's ~/.tmux.conf
-
-
-@pytest.fixture(scope="module", autouse=True)
-def tmux_server() -> Iterator[None]:
-    """One tmux server for the module (a test's new session raced the previous test's kill-server), kept up
-    between tests by a session of its own: tmux exits with its last session, and a test's new session raced
-    that exit ("new-session" failed)."""
-    tmux("new-session", "-d", "-s", "keeper")
-    yield
-    subprocess.run(["tmux", "-L", SOCKET, "kill-server"], capture_output=True)
-
-
-def tmux(*args: str) -> str:
-    return subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", *args], capture_output=True, text=True,
-                          check=True).stdout
-
-
-def screen(session: str) -> str:
-    return tmux("capture-pane", "-p", "-t", session)
-
-
-def wait_for_screen(session: str, *texts: str, timeout: float = 120.0) -> str:
-    """The screen once it shows every one of `texts` at the same time."""
-    def shown() -> str | None:
-        now = screen(session)
-        return now if all(text in now for text in texts) else None
-
-    try:
-        return wait_for(shown, timeout, what=f"{' and '.join(map(repr, texts))} on the screen")
-    except AssertionError as failure:
-        raise AssertionError(f"{failure}; the screen was:\n{screen(session)}") from None
 
 
 def test_a_person_searches_toggles_and_jumps(tmp_path: Path, kb: Path) -> None:
     write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\n"
                              "We keep every workspace in one embedded relational store.\n")
     write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
-    session = f"autodoc-test-{os.getpid()}"
     env = {
         "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
         "AUTODOC_DB": str(tmp_path / "autodoc.db"), "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "TERM": "xterm-256color",
     }
-    command = " ".join(f"{k}={v}" for k, v in env.items()) + \
-        f" {nvim_binary()} -u {PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua'}"
-    tmux("new-session", "-d", "-s", session, "-x", "140", "-y", "40", command)
-    try:
-        wait_for_screen(session, "~")  # Neovim draws its empty buffer: it reads keys from here on
-        tmux("send-keys", "-t", session, "\\/")  # the user's mapping: <leader>/
-        wait_for_screen(session, "AutoDoc · kb")
-        tmux("send-keys", "-t", session, "-l", "relational store")
-        shown = wait_for_screen(session, "adr/0002.md:3-5")
+    with terminal(PROJECT / "tests" / "nvim" / "setup_first_init.lua", env, 140, 40) as term:
+        term.wait_for_screen("~")  # Neovim draws its empty buffer: it reads keys from here on
+        term.keys("\\/")  # the user's mapping: <leader>/
+        term.wait_for_screen("AutoDoc · kb")
+        term.keys("relational store", literal=True)
+        shown = term.wait_for_screen("adr/0002.md:3-5")
         assert "[x] Lexical" in shown and "› Decision  " in shown  # 140 columns: the breadcrumb cut in the middle
         # The vectors are in: Semantic alone finds the hit. Before they were, the Semantic-only search failed
         # ("no document is fully embedded yet") and left the list empty; the checkbox used to be redrawn at the
         # toggle, before the next answer, so an Enter typed on "[x] Lexical" met that empty list and did nothing.
-        wait_for_screen(session, "[lexical+semantic]")
-        tmux("send-keys", "-t", session, "M-s")  # Alt-s: semantic off
-        wait_for_screen(session, "[ ] Semantic", "[lexical]")
-        tmux("send-keys", "-t", session, "M-s")
-        wait_for_screen(session, "[x] Semantic", "[lexical+semantic]")
-        tmux("send-keys", "-t", session, "M-l")  # Alt-l: lexical off, semantic alone finds it
-        wait_for_screen(session, "[ ] Lexical", "adr/0002.md:3-5", "[semantic]")
-        tmux("send-keys", "-t", session, "M-l")
-        wait_for_screen(session, "[x] Lexical", "adr/0002.md:3-5", "[lexical")  # the list of this stage set
-        tmux("send-keys", "-t", session, "Enter")  # once: the list holds the hit
-        shown = wait_for_screen(session, "kb/adr/0002.md")  # its name in the status line
+        term.wait_for_screen("[lexical+semantic]")
+        term.keys("M-s")  # Alt-s: semantic off
+        term.wait_for_screen("[ ] Semantic", "[lexical]")
+        term.keys("M-s")
+        term.wait_for_screen("[x] Semantic", "[lexical+semantic]")
+        term.keys("M-l")  # Alt-l: lexical off, semantic alone finds it
+        term.wait_for_screen("[ ] Lexical", "adr/0002.md:3-5", "[semantic]")
+        term.keys("M-l")
+        term.wait_for_screen("[x] Lexical", "adr/0002.md:3-5", "[lexical")  # the list of this stage set
+        term.keys("Enter")  # once: the list holds the hit
+        shown = term.wait_for_screen("kb/adr/0002.md")  # its name in the status line
         assert "We keep every workspace in one embedded relational store." in shown
         assert "3,1" in shown  # the cursor on the hit's first line
         assert "AutoDoc · kb" not in shown  # the picker closed
-    finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
 
 
 def cells(line: str) -> list[tuple[str, tuple]]:
@@ -128,15 +87,19 @@ def cells(line: str) -> list[tuple[str, tuple]]:
     return cells_out
 
 
-def look_of(session: str, text: str) -> set[tuple]:
+def coloured_screen(term: Terminal) -> str:
+    return term.tmux("capture-pane", "-e", "-p", "-t", term.name)
+
+
+def look_of(term: Terminal, text: str) -> set[tuple]:
     """The attributes the characters of `text` are drawn in, on the screen row that shows it."""
-    for line in tmux("capture-pane", "-e", "-p", "-t", session).splitlines():
+    for line in coloured_screen(term).splitlines():
         drawn = cells(line)
         plain = "".join(char for char, _ in drawn)
         if text in plain:
             start = plain.index(text)
             return {attrs for _, attrs in drawn[start:start + len(text)]}
-    raise AssertionError(f"{text!r} is not on the screen:\n{screen(session)}")
+    raise AssertionError(f"{text!r} is not on the screen:\n{term.screen()}")
 
 
 def two_notes(kb: Path) -> None:
@@ -147,9 +110,9 @@ def two_notes(kb: Path) -> None:
     write(kb, "notes/cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make a relational bread.\n")
 
 
-def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguicolors: bool, init_lua: str = "",
-                 rfcs: Path | None = None) -> None:
-    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) in a tmux session of its own;
+def start_editor(tmp_path: Path, kb: Path, columns: int, termguicolors: bool, init_lua: str = "",
+                 rfcs: Path | None = None) -> contextlib.AbstractContextManager[Terminal]:
+    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) in a terminal of its own;
     `rfcs`: a second workspace."""
     init = tmp_path / "init.lua"
     init.write_text(f"vim.o.termguicolors = {str(termguicolors).lower()}\n"
@@ -160,22 +123,21 @@ def start_editor(tmp_path: Path, kb: Path, session: str, columns: int, termguico
         "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
         "TERM": "xterm-256color", **({"AUTODOC_TEST_RFCS": str(rfcs)} if rfcs else {}),
     }
-    command = " ".join(f"{k}={v}" for k, v in env.items()) + f" {nvim_binary()} -u {init}"
-    tmux("new-session", "-d", "-s", session, "-x", str(columns), "-y", "40", command)
+    return terminal(init, env, columns, 40)
 
 
-def selection_moves(session: str, rows: list[str], down: str, top_selected: bool = True) -> None:
+def selection_moves(term: Terminal, rows: list[str], down: str, top_selected: bool = True) -> None:
     """The two rows look different (one is selected), and after `down` they trade looks: the selection moved.
     `top_selected`: the upper row is the selected one (a list growing upwards, telescope's, starts at the
     bottom)."""
     first, second = ("adr/0002.md", "notes/cookin") if "adr/" in rows[0] else ("notes/cookin", "adr/0002.md")
-    top, bottom = look_of(session, first), look_of(session, second)
+    top, bottom = look_of(term, first), look_of(term, second)
     assert top != bottom, (top, bottom)  # the selected row looks different
     if top_selected:
         assert top != {()}, top
-    tmux("send-keys", "-t", session, down)
-    wait_for(lambda: look_of(session, second) == top, what="the selection on the other row")
-    assert look_of(session, first) == bottom  # the selection moved
+    term.keys(down)
+    wait_for(lambda: look_of(term, second) == top, what="the selection on the other row")
+    assert look_of(term, first) == bottom  # the selection moved
 
 
 @pytest.mark.parametrize(("columns", "termguicolors"), [(80, False), (200, True)])
@@ -185,28 +147,24 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
     gui colours only: no row looked selected. At 200 columns rows were cut at the list's 90 cells, losing the
     relevance and the stages; a refused toggle said nothing on screen."""
     two_notes(kb)
-    session = f"autodoc-rows-{os.getpid()}-{columns}"
-    start_editor(tmp_path, kb, session, columns, termguicolors)
-    try:
-        wait_for_screen(session, "~")
-        tmux("send-keys", "-t", session, "\\/")
-        wait_for_screen(session, "AutoDoc · kb")
-        tmux("send-keys", "-t", session, "-l", "relational store")
-        shown = wait_for_screen(session, "[lexical+semantic]")  # the full answer, both notes embedded
+    with start_editor(tmp_path, kb, columns, termguicolors) as term:
+        term.wait_for_screen("~")
+        term.keys("\\/")
+        term.wait_for_screen("AutoDoc · kb")
+        term.keys("relational store", literal=True)
+        shown = term.wait_for_screen("[lexical+semantic]")  # the full answer, both notes embedded
         rows = [line for line in shown.splitlines() if "adr/0002.md:" in line or "notes/cooking.md:" in line]
         assert len(rows) == 2, shown
         for row in rows:  # every row keeps its span, relevance and stages, in 80 columns and in 200
             assert re.search(r"\.md:\d+-\d+ .*\d\.\d\d  \[(lexical\+)?semantic\]", row), row
-        selection_moves(session, rows, "Down")
-        tmux("send-keys", "-t", session, "M-s")  # semantic off, then lexical off: refused, and said on screen
-        wait_for_screen(session, "[ ] Semantic")
-        tmux("send-keys", "-t", session, "M-l")
-        wait_for_screen(session, "keep Lexical or Semantic on")
-        tmux("send-keys", "-t", session, "-l", "s")  # the next keystroke clears it
-        wait_for(lambda: "relational stores" in (now := screen(session)) and "keep Lexical or Semantic" not in now,
+        selection_moves(term, rows, "Down")
+        term.keys("M-s")  # semantic off, then lexical off: refused, and said on screen
+        term.wait_for_screen("[ ] Semantic")
+        term.keys("M-l")
+        term.wait_for_screen("keep Lexical or Semantic on")
+        term.keys("s", literal=True)  # the next keystroke clears it
+        wait_for(lambda: "relational stores" in (now := term.screen()) and "keep Lexical or Semantic" not in now,
                  what="the prompt 'relational stores' without the refusal")
-    finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
 
 
 @pytest.mark.parametrize("source", ["telescope", "mini_pick", "snacks", "fzf_lua"])
@@ -215,34 +173,30 @@ def test_each_picker_source_shows_its_selection_without_termguicolors(tmp_path: 
     columns without 'termguicolors' no row looked selected."""
     two_notes(kb)
     *plugins, setup = OPEN[source]
-    session = f"autodoc-source-{os.getpid()}-{source}"
-    start_editor(tmp_path, kb, session, 80, False, with_plugins(*plugins) + setup)
-    try:
+    with start_editor(tmp_path, kb, 80, False, with_plugins(*plugins) + setup) as term:
         # Indexed and embedded before the picker opens: mini.pick holds the editor in its own key loop.
-        wait_for(lambda: re.search(r"kb: (\d+)/\1 embedded", screen(session)), timeout=120,
+        wait_for(lambda: re.search(r"kb: (\d+)/\1 embedded", term.screen()), timeout=120,
                  what="kb's fill finished, said on the screen")
         view = source.replace("_", "-").replace("mini-", "mini.")
-        tmux("send-keys", "-t", session, "-l", f":AutodocPick {view} relational store")
-        tmux("send-keys", "-t", session, "Enter")
-        shown = wait_for_screen(session, "adr/0002.md:", "notes/cooking.md:", "[lexical+semantic]")
+        term.keys(f":AutodocPick {view} relational store", literal=True)
+        term.keys("Enter")
+        shown = term.wait_for_screen("adr/0002.md:", "notes/cooking.md:", "[lexical+semantic]")
         rows = [line for line in shown.splitlines() if "adr/0002.md:" in line or "notes/cooking.md:" in line]
         assert all(re.search(r"\d\.\d\d  \[[a-z+]+\]", row) for row in rows), shown  # relevance and stages
-        selection_moves(session, rows, "C-n", top_selected=source != "telescope")
-    finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
+        selection_moves(term, rows, "C-n", top_selected=source != "telescope")
 
 
-def row_looks(session: str, marker: str, label_cells: int) -> tuple[set[tuple], set[tuple]]:
+def row_looks(term: Terminal, marker: str, label_cells: int) -> tuple[set[tuple], set[tuple]]:
     """The looks of the first `label_cells` characters of the screen row holding `marker` (where it starts), and
     of the rest of `marker`."""
-    for line in tmux("capture-pane", "-e", "-p", "-t", session).splitlines():
+    for line in coloured_screen(term).splitlines():
         drawn = cells(line)
         plain = "".join(char for char, _ in drawn)
         if marker in plain:
             start = plain.index(marker)
             looks = [attrs for _, attrs in drawn[start:start + len(marker)]]
             return set(looks[:label_cells]), set(looks[label_cells + 1:])
-    raise AssertionError(f"{marker!r} is not on the screen:\n{screen(session)}")
+    raise AssertionError(f"{marker!r} is not on the screen:\n{term.screen()}")
 
 
 def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Path, kb: Path) -> None:
@@ -254,18 +208,16 @@ def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Pat
     rfcs = tmp_path / "rfcs"
     long_name = "2025-weekly-storage-replication-calls.md"
     write(rfcs, f"text/{long_name}", "# Weekly calls\n\n## Storage\n\nWhy we keep one embedded relational store.\n")
-    session = f"autodoc-scope-{os.getpid()}"
     pickers = with_plugins("mini.pick", "fzf-lua") + OPEN["mini_pick"][-1] + OPEN["fzf_lua"][-1]
-    start_editor(tmp_path, kb, session, 80, False, pickers, rfcs=rfcs)
-    try:
-        wait_for_screen(session, "~")
-        tmux("send-keys", "-t", session, "\\/")
-        wait_for_screen(session, "AutoDoc · all: kb, rfcs")
-        tmux("send-keys", "-t", session, "-l", "relational store")
+    with start_editor(tmp_path, kb, 80, False, pickers, rfcs=rfcs) as term:
+        term.wait_for_screen("~")
+        term.keys("\\/")
+        term.wait_for_screen("AutoDoc · all: kb, rfcs")
+        term.keys("relational store", literal=True)
         for picker in ("builtin", "mini.pick", "fzf-lua"):
             if picker == "fzf-lua" and shutil.which("fzf") is None:
                 break
-            shown = wait_for_screen(session, "kb   adr/0002.md:", "rfcs text/2025-we", "calls.md:3-5",
+            shown = term.wait_for_screen("kb   adr/0002.md:", "rfcs text/2025-we", "calls.md:3-5",
                                     "[L+S]")  # the full answer: both stages
             rows = [line for line in shown.splitlines() if ".md:" in line and ("kb   " in line or "rfcs " in line)]
             assert len(rows) == 3, shown
@@ -279,13 +231,11 @@ def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Pat
             assert ": kb, rfcs" in shown, picker  # what is searched (mini.pick cuts its footer at its start)
             # A row not selected (the selection's own colours cover the whole selected row): its label is drawn in
             # AutodocWorkspace, apart from the rest.
-            label, rest = row_looks(session, "kb   notes/cooking", 4)  # "kb" padded to "rfcs"
+            label, rest = row_looks(term, "kb   notes/cooking", 4)  # "kb" padded to "rfcs"
             assert len(label) == 1 and label.isdisjoint(rest), (picker, label, rest)
-            tmux("send-keys", "-t", session, "Escape")
-            wait_for(lambda: "rfcs text/" not in screen(session), what=f"{picker} closed")
+            term.keys("Escape")
+            wait_for(lambda: "rfcs text/" not in term.screen(), what=f"{picker} closed")
             if picker != "fzf-lua":  # indexed and embedded: mini.pick holds the editor in its own key loop
                 view = {"builtin": "mini.pick", "mini.pick": "fzf-lua"}[picker]
-                tmux("send-keys", "-t", session, "-l", f":AutodocPick {view} relational store")
-                tmux("send-keys", "-t", session, "Enter")
-    finally:
-        subprocess.run(["tmux", "-L", SOCKET, "kill-session", "-t", session], capture_output=True)
+                term.keys(f":AutodocPick {view} relational store", literal=True)
+                term.keys("Enter")
