@@ -33,7 +33,7 @@ class Server:
         self._listening = threading.Event()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         assert self._listening.wait(120), f"the server never said it listens: {self.lines}"
-        self.url = re.search(r"http://\S+/mcp", self.lines[-1]).group(0)
+        self.url = re.search(r"http://\S+/mcp", next(line for line in self.lines if "listening on" in line)).group(0)
         self.base = self.url.removesuffix("/mcp")
         wait_until(lambda: httpx2.get(f"{self.base}/health", timeout=60).json()["ready"], what="the server ready")
 

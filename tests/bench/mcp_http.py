@@ -116,7 +116,7 @@ class HttpServer:
         threading.Thread(target=self._read, daemon=True).start()
         if not self.listening.wait(120):
             raise RuntimeError(f"the HTTP server did not start: {self.lines}")
-        self.url = re.search(r"http://\S+/mcp", self.lines[-1]).group(0)
+        self.url = re.search(r"http://\S+/mcp", next(line for line in self.lines if "listening on" in line)).group(0)
         deadline = time.monotonic() + 300
         while not httpx2.get(self.url.removesuffix("/mcp") + "/health", timeout=60).json()["ready"]:
             if time.monotonic() > deadline:
