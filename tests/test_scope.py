@@ -115,9 +115,26 @@ def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[P
     assert {hit["workspace"] for hit in named["hits"]} == {"notes"}
     one = engine.search_related("notes", "geckos.md", {"workspace": "rfcs", "line": 7}).to_wire()
     assert where(one) == where(named) and one["related"]["workspace"] == "rfcs"
+    only_there = engine.search_related("*", "geckos.md", {"line": 7}).to_wire()  # only rfcs holds geckos.md
+    assert only_there["related"]["workspace"] == "rfcs" and where(only_there) == where(answer)
+    write(two[0], "geckos.md", "# Geckos here too\n\nA second note named like the RFC.\n")
+    engine.workspace_index("notes")
     with pytest.raises(AutodocError) as unsaid:
         engine.search_related("*", "geckos.md")
-    assert unsaid.value.code == INVALID_PARAMS and "opts.workspace" in unsaid.value.reason
+    assert unsaid.value.code == INVALID_PARAMS and "notes, rfcs each hold geckos.md" in unsaid.value.reason
+
+
+def test_related_sections_of_several_workspaces_keep_their_own_relevance(engine: Engine,
+                                                                         two: tuple[Path, Path]) -> None:
+    """A new user saw every related hit of one workspace at 1.00 (each took its workspace's best match): each
+    hit's relevance is now its own within its workspace, scaled by that workspace's best, never rising down
+    a workspace's list."""
+    answer = engine.search_related("*", str(two[1] / "geckos.md"), {"line": 7, "limit": 20}).to_wire()
+    for name in ("notes", "rfcs"):
+        figures = [hit["relevance"] for hit in answer["hits"] if hit["workspace"] == name]
+        assert figures == sorted(figures, reverse=True), (name, figures)
+    rfcs = [hit["relevance"] for hit in answer["hits"] if hit["workspace"] == "rfcs"]
+    assert len(set(rfcs)) > 1, rfcs
 
 
 def test_a_workspace_not_embedded_is_not_buried_by_another_s_fused_scores(engine: Engine,

@@ -120,9 +120,11 @@ def _shared_scales(answers: dict[str, SearchAnswer]) -> tuple[bool, bool]:
 def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
     """The hit's match on the two scales: its BM25 over what the query's words could score in its workspace (0 when
     the words did not find it), its raw cosine (None without a vector). Hits that carry neither (related
-    sections) take their workspace's best."""
+    sections) take their own relevance times their workspace's best."""
     if info.lexical_attainable is None and hit.bm25 is None and hit.cosine is None:
-        return info.lexical_match or 0.0, info.semantic_match
+        # its own relevance in its workspace, on the scale of that workspace's best match
+        semantic = None if info.semantic_match is None else info.semantic_match * hit.relevance
+        return (info.lexical_match or 0.0) * hit.relevance, semantic
     lexical = (hit.bm25 or 0.0) / info.lexical_attainable if info.lexical_attainable else 0.0
     return lexical, hit.cosine
 

@@ -447,8 +447,14 @@ class Engine:
             if holding:
                 return max(holding, key=lambda ws: len(ws.root)).name, rest
             raise invalid_params(f"{path} is in no workspace's folder", path=path)
-        raise invalid_params("a related search of several workspaces needs the source's workspace: give "
-                             "opts.workspace, or the file's absolute path", path=str(path)[:200])
+        with self.store.snapshot() as conn:  # a workspace-relative path: the workspaces holding a document there
+            holding = [ws.name for ws in wsmod.all_workspaces(conn) if isinstance(path, str)
+                       and document_rows.content_hash_at(conn, ws.id, path) is not None]
+        if len(holding) == 1:
+            return holding[0], rest
+        which = f"{', '.join(holding)} each hold {path}" if holding else f"no workspace holds {path}"
+        raise invalid_params(f"a related search of several workspaces needs the source's workspace ({which}): "
+                             "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200])
 
     def _related_one(self, name: Any, path: Any, opts: Any, several: bool) -> SearchAnswer:
         ws = self._workspace(name)
