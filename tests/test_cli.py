@@ -109,6 +109,20 @@ def test_search_says_what_it_found_nothing_in_and_refuses_an_unknown_workspace(t
     assert unknown.returncode == 1 and out == "" and "nosuch" in err and "Traceback" not in err
 
 
+def test_search_takes_at_names_as_the_editor_s_prompt_does(two_workspaces: Path) -> None:
+    """A new user typed `autodoc search @kb lease` and every workspace was searched for '@kb lease': leading
+    @name words choose the workspaces, and one that is no workspace is refused with the names there are."""
+    one = json.loads(autodoc(two_workspaces, "search", "@rfcs", "relational", "store", "--json").stdout)
+    assert one["scope"]["workspaces"] == ["rfcs"] and one["query"]["terms"] == ["relational", "store"]
+    both = json.loads(autodoc(two_workspaces, "search", "@kb,rfcs relational store", "--json").stdout)
+    assert both["scope"]["workspaces"] == ["kb", "rfcs"]
+    every = json.loads(autodoc(two_workspaces, "search", "@*", "@kb", "bread", "--json").stdout)
+    assert every["scope"]["asked"] == "*" and every["query"]["terms"] == ["bread"]
+    unknown = autodoc(two_workspaces, "search", "@nosuch", "bread")
+    out, err = text_of(unknown)
+    assert unknown.returncode == 1 and out == "" and "nosuch" in err and "kb" in err and "rfcs" in err, err
+
+
 def test_related_takes_a_file_and_a_line(two_workspaces: Path, kb: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(two_workspaces), "related",
                            "notes/cooking.md:5", "-w", "kb"], capture_output=True, text=True, cwd=kb, timeout=60)

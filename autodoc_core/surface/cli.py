@@ -1,6 +1,6 @@
 """``autodoc``: what a person types (search, related, status), one method for scripts, or a server.
 
-    autodoc [--db PATH] search [WORKSPACE] QUERY [--limit N] [--json]
+    autodoc [--db PATH] search [@WORKSPACE] QUERY [--limit N] [--json]
     autodoc [--db PATH] related PATH[:LINE] [--workspace NAME] [--limit N] [--json]
     autodoc [--db PATH] status [WORKSPACE] [--json]
     autodoc [--db PATH] --call METHOD '[JSON params]'
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
     from autodoc_core.surface.replication import TeamOptions
 
-USAGE = """autodoc [--db PATH] search [WORKSPACE] QUERY   (also: related, status; see below)
+USAGE = """autodoc [--db PATH] search [@WORKSPACE] QUERY   (also: related, status; see below)
        autodoc [--db PATH] --call METHOD ['JSON PARAMS']
        autodoc [--db PATH] serve --stdio | mcp [--http HOST:PORT] ..."""
 
@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"autodoc {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser, prog="autodoc")
     _search_arguments(commands.add_parser(
-        "search", usage="autodoc search [WORKSPACE] QUERY... [-w NAME] [-n N] [--json] [--db PATH]",
+        "search", usage="autodoc search [@WORKSPACE...] QUERY... [-w NAME] [-n N] [--json] [--db PATH]",
         help="search and print one hit a line: path:line, breadcrumb, relevance"))
     _related_arguments(commands.add_parser("related", help="sections of other documents related to a file, "
                                            "or to the section at one of its lines"))
@@ -86,8 +86,8 @@ def _call_parser() -> argparse.ArgumentParser:
 def _search_arguments(search: argparse.ArgumentParser) -> None:
     _database_option(search)
     search.add_argument("words", nargs="+", metavar="WORDS",
-                        help="the query (quoted or not); a first word that names a workspace searches that one "
-                             "alone, else every workspace is searched")
+                        help="the query (quoted or not); leading @name words (@a @b, @a,b, @*) or a first word "
+                             "that names a workspace choose what is searched, else every workspace is")
     search.add_argument("-w", "--workspace", action="append", metavar="NAME",
                         help="search this workspace (repeatable); then every word is the query")
     _answer_options(search)

@@ -58,10 +58,18 @@ def search(engine: Engine, args: argparse.Namespace) -> int:
 
 
 def search_scope(words: list[str], asked: list[str] | None, known: list[str]) -> tuple[Any, str]:
-    """(scope, query): ``-w`` names the workspaces; else a first word that names one (with more words after it)
-    is the workspace; else every workspace is searched."""
+    """(scope, query): ``-w`` names the workspaces; else leading ``@name`` words, as the editor's prompt takes them
+    (``@a @b``, ``@a,b``, ``@*``; a name that is no workspace is the engine's error, naming the ones there are);
+    else a first word that names one (with more words after it) is the workspace; else every workspace."""
     if asked:
         return (asked[0] if len(asked) == 1 else asked), " ".join(words)
+    tokens = " ".join(words).split()
+    named: list[str] = []
+    while tokens and tokens[0].startswith("@"):
+        named += [name for name in tokens.pop(0)[1:].split(",") if name]
+    if named:
+        scope: Any = EVERY_WORKSPACE if EVERY_WORKSPACE in named else list(dict.fromkeys(named))
+        return (scope[0] if isinstance(scope, list) and len(scope) == 1 else scope), " ".join(tokens)
     if len(words) > 1 and words[0] in known:
         return words[0], " ".join(words[1:])
     return EVERY_WORKSPACE, " ".join(words)
