@@ -147,6 +147,13 @@ local function centre_when_shown(win, buf, line, tries)
     return
   end
   if vim.api.nvim_win_get_buf(win) ~= buf then
+    -- A view shows its preview buffer after filling it: telescope a tick later (with no autocommand),
+    -- mini.pick at its next redraw, which a loaded machine puts off past any count of ticks (BufWinEnter).
+    if not tries then
+      vim.api.nvim_create_autocmd('BufWinEnter', { buffer = buf, once = true, callback = function()
+        vim.schedule(function() centre_when_shown(win, buf, line, math.huge) end)
+      end })
+    end
     if (tries or 0) < 10 then
       vim.schedule(function() centre_when_shown(win, buf, line, (tries or 0) + 1) end)
     end
