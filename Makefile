@@ -49,11 +49,11 @@ run: dev
 # halve the time on 2 cores; TEST_WORKERS=0 runs them one at a time.
 TEST_WORKERS ?= 2
 # A failed test runs once more (pytest-rerunfailures; its R and 'rerun' count are in the output): a few Neovim
-# tests still race their editor under load (issue 48's open item on test races); TEST_RERUNS=0 shows them.
+# tests still race their editor under load (-raR names each one rerun); TEST_RERUNS=0 shows them.
 TEST_RERUNS ?= 1
 test: dev
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --reruns $(TEST_RERUNS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --reruns $(TEST_RERUNS) -raR
 
 lint: dev
 	$(BIN)/ruff check .
