@@ -106,15 +106,18 @@ def ask_mcp(client: RawMcp, query: str) -> None:
 
 
 class HttpServer:
-    def __init__(self, db: Path) -> None:
+    """``autodoc --db DB mcp --http 127.0.0.1:0 --workers 1 OPTIONS`` (a later ``--workers`` wins), ready once
+    constructed; the replica benchmark's servers too."""
+
+    def __init__(self, db: Path, *options: str, scan_seconds: str = "1") -> None:
         env = {**os.environ, "AUTODOC_MCP_TOKEN": TOKEN}
-        self.process = subprocess.Popen([*autodoc_command(db, "mcp", "--http", "127.0.0.1:0", "--scan-seconds", "1",
-                                                                         "--workers", "1")],
+        self.process = subprocess.Popen([*autodoc_command(db, "mcp", "--http", "127.0.0.1:0", "--scan-seconds",
+                                                          scan_seconds, "--workers", "1", *options)],
                                         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True)
         self.listening, self.lines = threading.Event(), []
         threading.Thread(target=self._read, daemon=True).start()
-        if not self.listening.wait(120):
+        if not self.listening.wait(600):  # a replica restores its database first
             raise RuntimeError(f"the HTTP server did not start: {self.lines}")
         self.url = re.search(r"http://\S+/mcp", next(line for line in self.lines if "listening on" in line)).group(0)
         deadline = time.monotonic() + 300
@@ -128,6 +131,7 @@ class HttpServer:
             self.lines.append(line)
             if "listening on" in line:
                 self.listening.set()
+        self.listening.set()  # ended without the line: the wait fails at once, with what it said
 
     def metrics(self) -> str:
         return httpx2.get(self.url.removesuffix("/mcp") + "/metrics", headers=HEADERS, timeout=60).text

@@ -23,13 +23,10 @@ import argparse
 import json
 import os
 import platform
-import re
 import resource
 import shutil
 import subprocess
-import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,45 +35,21 @@ from typing import Any
 import anyio
 import httpx2
 
-from tests.bench.mcp_http import HEADERS, LIMIT, TOKEN, WORKSPACE, Run, concurrent, prepare
+from tests.bench.mcp_http import HEADERS, LIMIT, WORKSPACE, HttpServer, Run, concurrent, prepare
 from tests.bench.retrieval import load_queries, percentile
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-class Served:
-    """``autodoc --db DB mcp --http 127.0.0.1:0 OPTIONS``, ready once constructed."""
+class Served(HttpServer):
+    """The HTTP benchmark's server with ``OPTIONS``, no scan (the lag is measured from the writer's index call)."""
 
     def __init__(self, db: Path, *options: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "autodoc_core", "--db", str(db), "mcp", "--http", "127.0.0.1:0", "--scan-seconds",
-             "0", "--workers", "1", *options], cwd=ROOT, env={**os.environ, "AUTODOC_MCP_TOKEN": TOKEN},
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.listening, self.lines = threading.Event(), []
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self.listening.wait(600):
-            raise RuntimeError(f"the server did not start: {self.lines}")
-        self.url = re.search(r"http://\S+/mcp", next(line for line in self.lines if "listening on" in line)).group(0)
-        deadline = time.monotonic() + 300
-        while not httpx2.get(self.url.removesuffix("/mcp") + "/health", timeout=60).json()["ready"]:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the server never became ready")
-            time.sleep(0.1)
-
-    def _read(self) -> None:
-        for line in self.process.stderr:
-            self.lines.append(line)
-            if "listening on" in line:
-                self.listening.set()
-        self.listening.set()
+        super().__init__(db, *options, scan_seconds="0")
 
     def memory_mib(self) -> dict[str, float]:
         """Resident memory of this server and each of its children (workers, litestream), by command."""
         return {f"{name} (pid {pid})": rss for pid, name, rss in process_tree(self.process.pid)}
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(60)
 
 
 def process_tree(pid: int) -> list[tuple[int, str, float]]:
