@@ -123,10 +123,8 @@ function M.arguments(spec, args, max_tokens)
   local out = {}
   for key, value in pairs(args or {}) do
     local kind = properties[key] and (properties[key].type or properties[key].anyOf and 'one or several')
-    value = rpc.value(value)
-    if value == nil then
-      -- a JSON null: left out
-    elseif kind == 'one or several' and type(value) == 'string' and value:find(',') then
+    value = rpc.value(value) -- a JSON null: left out
+    if kind == 'one or several' and type(value) == 'string' and value:find(',') then
       value = vim.split(value, '[,%s]+', { trimempty = true })
     elseif kind == 'array' and type(value) == 'string' then
       value = vim.split(value, '[,%s]+', { trimempty = true })
