@@ -67,13 +67,16 @@ def database(engine: Engine, shared: Path) -> None:
 
 
 SEMANTIC_QUERIES = 60  # per labelled set: the first of its lines (half tuning, half reporting as above)
+HELD_OUT_QUERIES = 40  # per held-out set, all reporting
 DISTRACTORS = {"techdocs": 300, "scifact": 600, "keps": 40}  # documents no chosen query is about, per corpus
 
 
 def semantic_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
-    """The query sets of the semantic subset: each labelled set's first SEMANTIC_QUERIES lines, split as above."""
-    return [(name, workspace, queries, tuning) for name, workspace, queries, tuning in
-            ((f"{n} (subset)", w, q[: SEMANTIC_QUERIES // 2], t) for n, w, q, t in query_sets(shared)[:6])]
+    """The query sets of the semantic subset: each labelled set's first SEMANTIC_QUERIES lines, split as above,
+    and the held-out sets' first HELD_OUT_QUERIES."""
+    sets = query_sets(shared)
+    return [(f"{n} (subset)", w, q[: SEMANTIC_QUERIES // 2], t) for n, w, q, t in sets[:6]] + \
+        [(f"{n} (subset)", w, q[:HELD_OUT_QUERIES], t) for n, w, q, t in sets[6:]]
 
 
 def semantic_database(engine: Engine, shared: Path, folders: Path) -> None:
