@@ -56,7 +56,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
                ranker: Ranker | None = None, stream: SearchStream | None = None,
                caches: SearchCaches | None = None, several: bool = False) -> SearchAnswer:
     """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
-    the next stage boundary once ``stream.cancelled()``. ``caches``: what the engine remembers between
+    the next stage boundary once ``stream.cancelled``. ``caches``: what the engine remembers between
     searches (none when not given). ``several``: one of a search of several workspaces (search.scope), which
     compares their hits by their BM25 over the most the query's words could score here (measured only then)."""
     timer = Timer()
