@@ -15,9 +15,10 @@ The folders follow a document's way in and a query's way out, one floor above an
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records), rerank
     search/     one search: stages (the ``Stage`` names, and ``Candidates``: one retriever's chunk ids in rank
                 order with their scores, what ``rank/fuse`` takes), answer (the answer as typed records:
-                SearchAnswer, its StageReport, QueryInfo, RankState, Timer, and its JSON shape, made in one
-                place: SearchAnswer.to_wire), search_run (what one search works with, SearchRun, and the
-                stages search and related share), stream (following one search: its lexical answer handed
+                SearchAnswer, its StageReport composed of each stage's StageNote, QueryInfo, RankState, Timer,
+                and its JSON shape, made in one place: SearchAnswer.to_wire), search_run (what one search
+                works with, SearchRun, read by its stages and written by none, and the stages search and
+                related share), stream (following one search: its lexical answer handed
                 over first, stopped between stages), pipeline (options in, stages run and fused, a
                 SearchAnswer that says what ran and why), scope (a search of several workspaces: the scope
                 resolved to names, their answers merged into one, hits weighed by each workspace's match)
