@@ -96,11 +96,10 @@ class QueryInfo:
     semantic_match: float | None = None
     lexical_attainable: float | None = None  # a hit's BM25 over it is its own match (lexical.attainable)
 
-    def merged(self, later: QueryInfo) -> QueryInfo:
-        """This info with what ``later`` measured (its figures left at their defaults measured nothing)."""
-        measured = {f.name: getattr(later, f.name) for f in dataclasses.fields(later)
-                    if getattr(later, f.name) != f.default}
-        return dataclasses.replace(self, **measured) if measured else self
+    def measured(self) -> dict[str, Any]:
+        """The figures this info holds, by field name (those left at their defaults measured nothing)."""
+        return {name: value for name, default in _QUERY_INFO_DEFAULTS
+                if (value := getattr(self, name)) is not default and value != default}
 
     def to_wire(self) -> dict[str, Any]:
         figures = {"strategy": self.strategy, "candidates": self.candidates,
@@ -114,6 +113,9 @@ class QueryInfo:
         if self.filled is not None:
             wire["filled"] = {"candidates": self.filled[0], "added": self.filled[1]}
         return wire
+
+
+_QUERY_INFO_DEFAULTS = tuple((f.name, f.default) for f in dataclasses.fields(QueryInfo))
 
 
 @dataclass
@@ -159,16 +161,16 @@ def report_of(requested: list[Stage], notes: Iterable[StageNote]) -> StageReport
     """The report the ``notes`` make, in the order their stages ran (a later note's figure or skip reason
     replaces an earlier one's)."""
     report = StageReport(list(requested))
-    info = QueryInfo()
+    measured: dict[str, Any] = {}
     for note in notes:
         if note.performed is not None:
             report.performed.append(note.performed)
         report.skipped.update(note.skipped)
         if note.info is not None:
-            info = info.merged(note.info)
+            measured.update(note.info.measured())
         if note.rank is not None:
             report.rank = note.rank
-    report.query_info = info
+    report.query_info = QueryInfo(**measured)
     return report
 
 
