@@ -35,7 +35,7 @@ from autodoc_core.retrieve.linked import linked_documents
 from autodoc_core.retrieve.options import parse_options
 from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search.answer import FusionWeight, QueryInfo, SearchAnswer, StageNote, Timer
+from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageNote, Timer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.search_run import (
     SearchRun,
@@ -335,9 +335,9 @@ def _semantic(run: SearchRun, source: Source, vector: np.ndarray,
     assert run.semantic.index is not None
     found = semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool + len(own))
     chunk_ids = [c for c in found.chunk_ids if c not in own][:pool]
-    info = QueryInfo(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
-                     semantic_match=max((found.cosines[c] for c in chunk_ids), default=None))
-    return chunk_ids, {c: found.cosines[c] for c in chunk_ids}, StageNote.ran(Stage.SEMANTIC, info)
+    note = StageNote.ran(Stage.SEMANTIC, semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
+                         semantic_match=max((found.cosines[c] for c in chunk_ids), default=None))
+    return chunk_ids, {c: found.cosines[c] for c in chunk_ids}, note
 
 
 def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
@@ -376,7 +376,7 @@ def _fused(run: SearchRun, source: Source, found: Found) -> tuple[list[Candidate
             if Stage.LINK in entry.via:
                 entry.score += LINK_WEIGHT
         fused.sort(key=lambda e: -e.score)
-        note = StageNote(info=QueryInfo(fusion_weight=FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT)))
+        note = StageNote.measured(fusion_weight=FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT))
     else:
         fused = fuse.rrf(kept)
         note = StageNote()

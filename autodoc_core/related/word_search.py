@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
-from autodoc_core.search.answer import QueryInfo, StageNote
+from autodoc_core.search.answer import StageNote
 from autodoc_core.search.search_run import SearchRun
 from autodoc_core.search.stages import Stage
 from autodoc_core.store import chunks
@@ -36,9 +36,9 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     match = None
     if run.several:
         match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
-    info = QueryInfo(strategy=result.strategy, candidates=len(result.chunk_ids),
-                     common_terms_left_out=result.common_terms_left_out, lexical_match=match)
-    return ranked, scores, StageNote.ran(Stage.LEXICAL, info)
+    note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
+                         common_terms_left_out=result.common_terms_left_out, lexical_match=match)
+    return ranked, scores, note
 
 
 ABSTRACTS_ALLOWED_FOR = 20  # the fast path asks for this many more candidates, for the abstracts it drops

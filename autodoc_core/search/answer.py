@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +73,7 @@ class FusionWeight:
         return wire
 
 
-@dataclass(frozen=True)
+@dataclass
 class QueryInfo:
     """What the stages found out about the query (the answer's ``query`` object beside its terms); a figure
     left None was not measured and is not said."""
@@ -96,11 +96,6 @@ class QueryInfo:
     semantic_match: float | None = None
     lexical_attainable: float | None = None  # a hit's BM25 over it is its own match (lexical.attainable)
 
-    def measured(self) -> dict[str, Any]:
-        """The figures this info holds, by field name (those left at their defaults measured nothing)."""
-        return {name: value for name, default in _QUERY_INFO_DEFAULTS
-                if (value := getattr(self, name)) is not default and value != default}
-
     def to_wire(self) -> dict[str, Any]:
         figures = {"strategy": self.strategy, "candidates": self.candidates,
                    "common_terms_left_out": self.common_terms_left_out, "semantic_scanned": self.semantic_scanned,
@@ -113,9 +108,6 @@ class QueryInfo:
         if self.filled is not None:
             wire["filled"] = {"candidates": self.filled[0], "added": self.filled[1]}
         return wire
-
-
-_QUERY_INFO_DEFAULTS = tuple((f.name, f.default) for f in dataclasses.fields(QueryInfo))
 
 
 @dataclass
@@ -134,24 +126,35 @@ class StageReport:
         return "hybrid" if len(retrievers) > 1 else (str(retrievers[0]) if retrievers else "none")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StageNote:
-    """What one stage tells the answer: the stage it performed, those it skipped and why, what it measured of
-    the query, the ranker's state, problems with the query. ``report_of`` composes them in order."""
+    """What one stage tells the answer: the stage it performed, those it skipped and why, the figures it
+    measured of the query (by ``QueryInfo`` field; None: not measured), the ranker's state, problems with the
+    query. ``report_of`` composes them in order."""
 
     performed: Stage | None = None
     skipped: tuple[tuple[Stage, str], ...] = ()
-    info: QueryInfo | None = None
+    info: Mapping[str, Any] | None = None
     rank: RankState | None = None
     problems: tuple[str, ...] = ()
 
     @classmethod
-    def ran(cls, stage: Stage, info: QueryInfo | None = None) -> StageNote:
-        return cls(performed=stage, info=info)
+    def ran(cls, stage: Stage, **figures: Any) -> StageNote:
+        """``stage`` performed, having measured ``figures`` (QueryInfo fields)."""
+        return cls(stage, info=_measured(figures))
+
+    @classmethod
+    def measured(cls, **figures: Any) -> StageNote:
+        return cls(info=_measured(figures))
 
     @classmethod
     def skip(cls, stage: Stage, why: str) -> StageNote:
         return cls(skipped=((stage, why),))
+
+
+def _measured(figures: dict[str, Any]) -> dict[str, Any] | None:
+    measured = {name: value for name, value in figures.items() if value is not None}
+    return measured or None
 
 
 NOTHING_TO_SAY = StageNote()
@@ -160,18 +163,20 @@ NOTHING_TO_SAY = StageNote()
 def report_of(requested: list[Stage], notes: Iterable[StageNote]) -> StageReport:
     """The report the ``notes`` make, in the order their stages ran (a later note's figure or skip reason
     replaces an earlier one's)."""
-    report = StageReport(list(requested))
+    performed: list[Stage] = []
+    skipped: dict[Stage, str] = {}
     measured: dict[str, Any] = {}
+    rank = None
     for note in notes:
         if note.performed is not None:
-            report.performed.append(note.performed)
-        report.skipped.update(note.skipped)
-        if note.info is not None:
-            measured.update(note.info.measured())
+            performed.append(note.performed)
+        if note.skipped:
+            skipped.update(note.skipped)
+        if note.info:
+            measured.update(note.info)
         if note.rank is not None:
-            report.rank = note.rank
-    report.query_info = QueryInfo(**measured)
-    return report
+            rank = note.rank
+    return StageReport(list(requested), performed, skipped, rank or RankState(), QueryInfo(**measured))
 
 
 def problems_of(notes: Iterable[StageNote]) -> list[str]:

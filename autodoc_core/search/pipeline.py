@@ -27,7 +27,7 @@ from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.options import parse_options, wants_semantic
 from autodoc_core.retrieve.query import ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search.answer import NOTHING_TO_SAY, FusionWeight, QueryInfo, SearchAnswer, StageNote, Timer
+from autodoc_core.search.answer import NOTHING_TO_SAY, FusionWeight, SearchAnswer, StageNote, Timer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.search_run import (
     SearchRun,
@@ -89,7 +89,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         found[Stage.SYMBOL] = _symbol_ranking(run, _ids(found, Stage.LEXICAL), pool)
         notes.append(StageNote.ran(Stage.SYMBOL))
         timer.lap("symbol")
-    notes.append(StageNote(info=QueryInfo(shape=run.shape)))
+    notes.append(StageNote.measured(shape=run.shape))
     if stream is not None:
         later = [Stage.SEMANTIC] * semantic_runs + [Stage.RERANK] * bool(ranker and Stage.RERANK in options.stages)
         _hand_over_lexical(run, notes, timer, stream, found, pool, frequencies, later)
@@ -165,8 +165,8 @@ class Fused:
 
     @property
     def note(self) -> StageNote:
-        return StageNote(info=QueryInfo(holding_pasted=self.holding_pasted, fusion_weight=self.fusion_weight,
-                                        filled=self.filled))
+        return StageNote.measured(holding_pasted=self.holding_pasted, fusion_weight=self.fusion_weight,
+                                  filled=self.filled)
 
 
 def _fused_and_filled(run: SearchRun, found: dict[Stage, Candidates], pool: int,
@@ -196,10 +196,10 @@ def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int
     if run.several:
         attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
         match = lexical.match_share(result.scores, attainable)
-    info = QueryInfo(strategy=result.strategy, candidates=len(result.chunk_ids),
-                     common_terms_left_out=result.common_terms_left_out, lexical_attainable=attainable,
-                     lexical_match=match)
-    return Candidates(result.chunk_ids, result.scores), StageNote.ran(Stage.LEXICAL, info)
+    note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
+                         common_terms_left_out=result.common_terms_left_out, lexical_attainable=attainable,
+                         lexical_match=match)
+    return Candidates(result.chunk_ids, result.scores), note
 
 
 def _lexical_ranking(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> lexical.LexicalResult:
@@ -232,10 +232,10 @@ def _semantic(run: SearchRun, query_vector: semantic_stage.QueryVector,
             raise AutodocError(code, reason, stage=str(Stage.SEMANTIC))
         return None, StageNote.skip(Stage.SEMANTIC, reason)
     found = _semantic_ranking(run, query_vector.vector, pool)
-    info = QueryInfo(semantic_scanned=found.scanned, semantic_shortlist=found.shortlist, names_encoder=True,
-                     encoder=run.semantic.embedder.encoder_name if run.semantic.embedder else None,
-                     semantic_match=max(found.cosines.values(), default=None))
-    return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector), StageNote.ran(Stage.SEMANTIC, info)
+    note = StageNote.ran(Stage.SEMANTIC, semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
+                         names_encoder=True, encoder=run.semantic.embedder.encoder_name if run.semantic.embedder
+                         else None, semantic_match=max(found.cosines.values(), default=None))
+    return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector), note
 
 
 def _semantic_ranking(run: SearchRun, vector: np.ndarray, pool: int) -> semantic_stage.SemanticResult:

@@ -19,7 +19,6 @@ from autodoc_core.retrieve.query import NO_MATCH, FacetFilter, ParsedQuery
 from autodoc_core.retrieve.semantic_stage import SemanticSource
 from autodoc_core.search.answer import (
     NOTHING_TO_SAY,
-    QueryInfo,
     RankState,
     SearchAnswer,
     StageNote,
@@ -142,7 +141,7 @@ def facet_only(run: SearchRun, ranker: Ranker | None) -> tuple[list[Hit], StageN
     if ranker is not None and Stage.RERANK in run.options.stages:
         rank = RankState("not_applicable")
         skipped.append((Stage.RERANK, "a facet-only query lists files; there is nothing to re-rank"))
-    return listed, StageNote(Stage.FACET, tuple(skipped), QueryInfo(strategy="facet"), rank)
+    return listed, StageNote(Stage.FACET, tuple(skipped), {"strategy": "facet"}, rank)
 
 
 def rerank_hits(run: SearchRun, ranked: list[Hit], ranker: Ranker) -> tuple[list[Hit], StageNote]:
