@@ -190,7 +190,7 @@ class Engine:
             stored_root = wsmod.root_of(conn, name)
             if stored_root is None:
                 # SQLite gives a removed workspace's id to the next one: its vector epoch starts where no earlier
-                # one's reached, or a process holding that one's vectors in memory took them for this one's.
+                # one's reached, so a process holding that one's vectors in memory never takes them for this one's.
                 wsmod.create(conn, name, real_root, time.time_ns())
         if stored_root is not None and stored_root != real_root:
             if not move:
