@@ -176,3 +176,24 @@ def test_each_picker_source_draws_the_workspace_label_in_its_highlight(tmp_path:
         nvim.input(f":AutodocPick {name} relational store<CR>")  # mini.pick blocks: never nvim.command
         wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 'final' and #s.hits >= 2"))
         assert wait_for(lambda: sorted(set(labels(nvim, LIST_BUF[module])))) == ["journal", "kb     "]
+
+
+def test_the_next_workspace_asks_every_checked_stage_it_can_run(tmp_path: Path) -> None:
+    """<M-w> from a workspace without a ranker to one with: the first search there asks for Rerank (what the
+    workspace can run is learnt anew for it), never the stages the workspace left behind could run."""
+    from tests.model_servers import model_server
+
+    with neovim(tmp_path, two_workspaces(tmp_path)) as nvim, model_server("tei") as server:
+        indexed_both(nvim)
+        nvim.exec_lua("""_G.configured = false
+            require('autodoc.rpc').request('workspace.configure',
+              { 'kb', { ranker = { provider = 'tei', url = ... } } }, function() _G.configured = true end)
+            require('autodoc.stages').save({ lexical = true, semantic = false, rerank = true })""", server.url)
+        wait_for(lambda: nvim.exec_lua("return _G.configured"))
+        nvim.exec_lua("require('autodoc').pick({ scope = 'journal', query = 'relational store' })")
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 'final' "
+                                       "and s.scope[1] == 'journal' and s.available.rerank == false"))
+        nvim.input("<M-w>")
+        shown = wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.level == 'final' "
+                                               "and s.scope[1] == 'kb' and s"))
+        assert "rerank" in shown["requested"], shown

@@ -218,7 +218,8 @@ function Session:ask(prompt, typed_at)
     return
   end
   local shape = request.shape or function(answer) return answer end
-  self:request(request.method, request.params, function(err, answer)
+  local params = type(request.params) == 'function' and request.params() or request.params
+  self:request(request.method, params, function(err, answer)
     if not self:wanted(tick) then
       return
     end

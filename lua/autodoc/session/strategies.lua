@@ -16,7 +16,8 @@ local M = {}
 
 ---@class autodoc.SessionRequest
 ---@field method string|nil the engine's method; nil: `answer` or `message` is the whole list
----@field params table|nil
+---@field params (table|fun(): table)|nil a function is called once the session searches `scope`: the stages a
+---   search asks for are those its workspaces can run, learnt anew when the scope changes
 ---@field lane string|nil the host's lane (default: the view's name and the method)
 ---@field streams boolean|nil the engine answers a partial (lexical) answer first
 ---@field shape (fun(answer: table): autodoc.Answer)|nil the engine's answer as the list (default: as it is)
@@ -60,7 +61,7 @@ function M.search(session, prompt)
   end
   -- search.stream: the lexical answer first (a partial), then the full one; a partial never follows its final.
   return { scope = scope, query = query, method = 'search.stream', streams = true,
-    params = { scope_of.wire(scope), query, options(session) } }
+    params = function() return { scope_of.wire(scope), query, options(session) } end }
 end
 
 ---@type autodoc.SessionStrategy
@@ -71,7 +72,7 @@ function M.related(session, prompt)
   end
   -- the prompt narrows the related sections; they are asked afresh each time
   return { scope = scope, query = query, method = 'search.related',
-    params = scope_of.related_params(scope, session.related, options(session)),
+    params = function() return scope_of.related_params(scope, session.related, options(session)) end,
     shape = function(answer) return text.filtered(answer, query) end }
 end
 
