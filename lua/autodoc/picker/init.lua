@@ -148,7 +148,8 @@ function M.open_hit(how)
   if not vim.uv.fs_stat(file) then -- deleted since it was indexed: say so, not an empty buffer
     autodoc.state.notify(string.format('%s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
-    autodoc.index(hit.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
+    -- its AutodocIndexed refreshes the list
+    autodoc.index(hit.workspace or state.session:single_workspace(), nil, { hit.path }, true)
     return
   end
   M.close()

@@ -1,8 +1,8 @@
---- One list in the editor (a search, most often), whatever picker shows it: the workspaces it covers (autodoc.session.scope: every
---- one by default, `@name` words before the query, `<M-w>` for the next scope), the stages and what those
---- workspaces can run, the refusals, the answers and whether they are still wanted, and related mode. The
---- built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it: they hand it
---- the prompt and keys, and draw what it holds when `on_update` says so.
+--- One list in the editor (a search, most often), whatever picker shows it: the workspaces it covers
+--- (autodoc.session.scope: every one by default, `@name` words before the query, `<M-w>` for the next scope), the
+--- stages and what those workspaces can run, the refusals, the answers and whether they are still wanted, and
+--- related mode. The built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it:
+--- they hand it the prompt and keys, and draw what it holds when `on_update` says so.
 ---
 --- What a session lists is its strategy (autodoc.session.strategies: search, related, documents, folders,
 --- related_live): the request that answers a prompt. Whether an answer is still wanted is decided here alone:
