@@ -11,7 +11,7 @@ import pynvim
 
 from tests.chat_server import ChatServer, chat_server, text_reply, tool_call
 from tests.model_servers import Behaviour, model_server
-from tests.nvim import lua_string, neovim, wait_for
+from tests.nvim import lua_string, neovim, outstanding, wait_for
 from tests.nvim.pickers import picker_init, wait_indexed
 
 QUESTION = "why did we pick an embedded relational store"
@@ -119,7 +119,7 @@ def test_the_slash_command_puts_chosen_sections_into_the_chat(tmp_path: Path, no
               chat)""")
         wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state ~= nil"))
         nvim.input("relational store")
-        wait_for(lambda: nvim.exec_lua("local s = require('autodoc.picker').state; "
+        wait_for(lambda: nvim.exec_lua("local s = require('autodoc').picker_state(); "
                                        "return s and #s.hits > 0 and s.hits[1].path == 'adr/0002.md'"))
         nvim.input("<CR>")
         context = wait_for(lambda: nvim.exec_lua(
@@ -154,7 +154,7 @@ def test_the_slash_command_with_telescope_takes_several_hits(tmp_path: Path, not
                   "vim.api.nvim_buf_get_lines(p.results_bufnr, 0, -1, false), '\\n'); "
                   "return t:find('adr/0002.md', 1, true) ~= nil and t:find('notes/cooking.md', 1, true) ~= nil")
         # both listed, and no answer still on its way (the final one redraws the list, and the marks with it)
-        wait_for(lambda: nvim.exec_lua(listed) and nvim.exec_lua("return require('autodoc.rpc').outstanding()") == 0)
+        wait_for(lambda: nvim.exec_lua(listed) and outstanding(nvim) == 0)
         wait_for(lambda: nvim.exec_lua(listed))
         nvim.input("<Tab><Tab><CR>")  # mark two, take them
         ids = wait_for(lambda: nvim.exec_lua(

@@ -97,13 +97,13 @@ def test_the_current_scope_keeps_the_buffer_s_workspace(tmp_path: Path) -> None:
         indexed_both(nvim)
         open_adr(nvim, tmp_path)
         nvim.command("AutodocRelated")
-        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 2 and s.related ~= nil"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 'final' and s.related ~= nil"))
         assert nvim.exec_lua(f"return {STATE}.scope") == ["kb"]
         assert not any("monday.md" in line for line in list_lines(nvim))
         nvim.input("<Esc>")
         nvim.command(f"edit {tmp_path / 'journal' / '2026' / 'monday.md'}")  # not the first configured workspace
         nvim.command("AutodocSearch embedded relational store")  # the buffer's workspace: the journal
-        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 2 and s.prompt ~= ''"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 'final' and s.prompt ~= ''"))
         assert nvim.exec_lua(f"return {STATE}.scope") == ["journal"]
         assert [hit["path"] for hit in nvim.exec_lua(f"return {STATE}.hits")] == ["2026/monday.md"]
 
@@ -117,7 +117,7 @@ def test_the_live_list_shows_every_workspace_s_sections_labelled(tmp_path: Path)
         indexed_both(nvim)
         open_adr(nvim, tmp_path)
         nvim.command("AutodocRelatedLive")
-        wait_for(lambda: live(nvim, "s and s.shown ~= nil and #s.hits > 0"))
+        wait_for(lambda: live(nvim, "s and s.shown ~= nil and #s.session:hits() > 0"))
         lines = live(nvim, "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false)")
         row = [line for line in lines if line.startswith("journal 2026/monday.md:3-5")]
         assert row and ROW.search(row[0]), lines
@@ -143,7 +143,8 @@ def test_each_picker_source_lists_every_workspace_s_related_sections(tmp_path: P
         indexed_both(nvim)
         open_adr(nvim, tmp_path)
         nvim.input(f":AutodocPick {name} related<CR>")  # mini.pick blocks until it closes: never nvim.command
-        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.related ~= nil and s.level == 2"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.related ~= nil "
+                                       "and s.level == 'final'"))
         assert nvim.exec_lua(f"return {STATE}.scope") == ["journal", "kb"]
         assert ROW.search(wait_for(journal_rows)[0])
         hits = nvim.exec_lua(f"return vim.tbl_map(function(h) return h.workspace end, {STATE}.hits)")
@@ -173,5 +174,26 @@ def test_each_picker_source_draws_the_workspace_label_in_its_highlight(tmp_path:
     with neovim(tmp_path, two_workspaces(tmp_path, plugins=tuple(plugins), after=after)) as nvim:
         indexed_both(nvim)
         nvim.input(f":AutodocPick {name} relational store<CR>")  # mini.pick blocks: never nvim.command
-        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 2 and #s.hits >= 2"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 'final' and #s.hits >= 2"))
         assert wait_for(lambda: sorted(set(labels(nvim, LIST_BUF[module])))) == ["journal", "kb     "]
+
+
+def test_the_next_workspace_asks_every_checked_stage_it_can_run(tmp_path: Path) -> None:
+    """<M-w> from a workspace without a ranker to one with: the first search there asks for Rerank (what the
+    workspace can run is learnt anew for it), never the stages the workspace left behind could run."""
+    from tests.model_servers import model_server
+
+    with neovim(tmp_path, two_workspaces(tmp_path)) as nvim, model_server("tei") as server:
+        indexed_both(nvim)
+        nvim.exec_lua("""_G.configured = false
+            require('autodoc.rpc').request('workspace.configure',
+              { 'kb', { ranker = { provider = 'tei', url = ... } } }, function() _G.configured = true end)
+            require('autodoc.stages').save({ lexical = true, semantic = false, rerank = true })""", server.url)
+        wait_for(lambda: nvim.exec_lua("return _G.configured"))
+        nvim.exec_lua("require('autodoc').pick({ scope = 'journal', query = 'relational store' })")
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.level == 'final' "
+                                       "and s.scope[1] == 'journal' and s.available.rerank == false"))
+        nvim.input("<M-w>")
+        shown = wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.level == 'final' "
+                                               "and s.scope[1] == 'kb' and s"))
+        assert "rerank" in shown["requested"], shown

@@ -45,12 +45,12 @@ def test_a_search_asked_at_start_gets_its_final_list(tmp_path: Path, embedded_kb
            "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
     with child_nvim("-u", str(MINIMAL_INIT), "-c", RECORD, "-c", "AutodocSearch @kb crash safety", env=env) as nvim:
         drawn = lambda: nvim.exec_lua("return _G.drawn")  # noqa: E731
-        final = wait_for(lambda: [d for d in drawn() if d["level"] == 2], timeout=90,
+        final = wait_for(lambda: [d for d in drawn() if d["level"] == "final"], timeout=90,
                          what="the final list of the search asked at start")
         assert "semantic" in final[-1]["stages"], drawn()
         assert "to come" not in final[-1]["status"], final
-        partial = [d for d in drawn() if d["level"] == 1]
+        partial = [d for d in drawn() if d["level"] == "partial"]
         assert partial and all("so far, semantic to come" in d["status"] for d in partial), drawn()
         # the picker's own state agrees: its newest ask is answered with every stage
         shown = nvim.exec_lua("return require('autodoc').picker_state()")
-        assert shown["level"] == 2 and "semantic" in shown["performed"] and shown["tick"] == final[-1]["tick"]
+        assert shown["level"] == "final" and "semantic" in shown["performed"] and shown["tick"] == final[-1]["tick"]

@@ -118,7 +118,7 @@ def test_a_host_that_cannot_start_says_so_once(tmp_path: Path, notes: Path) -> N
         nvim.input("relational")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith(MISSING))
         nvim.input(" store")
-        wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store")
+        wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state.session.prompt") == "relational store")
         assert list_lines(nvim) == [MISSING + str(root)]  # in place of hits
         nvim.input("<Esc>")
         messages = nvim.exec_lua("return vim.fn.execute('messages')")
@@ -141,13 +141,13 @@ def test_word_under_cursor_and_visual_selection_search(tmp_path: Path, notes: Pa
         nvim.current.window.cursor = (1, 9)  # on "bread"
         nvim.input("\\*")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("notes/cooking.md:3-5"))
-        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "bread"
+        assert nvim.exec_lua("return require('autodoc.picker').state.session.prompt") == "bread"
         nvim.input("<Esc>")
         wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state == nil"))
         nvim.current.window.cursor = (2, 12)  # "relational store", selected
         nvim.input("v$\\/")
         wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:3-5"))
-        assert nvim.exec_lua("return require('autodoc.picker').state.query") == "relational store"
+        assert nvim.exec_lua("return require('autodoc.picker').state.session.prompt") == "relational store"
 
 
 def test_make_install_installs_what_the_plugin_runs_on_and_no_dev_tools(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import neovim, python_line, rtp, setup_call, wait_for, wait_semantic_ready
+from tests.nvim import neovim, python_line, requests_sent, rtp, setup_call, wait_for, wait_semantic_ready
 from tests.nvim.pickers import (
     COUNT_INDEXED,
     OPEN,
@@ -35,11 +35,12 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         wait_for(lambda: nvim.current.buffer.options["filetype"] == "TelescopePrompt")
         nvim.input("relational store")
         picker = "require('telescope.actions.state').get_current_picker(vim.api.nvim_get_current_buf())"
-        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.prompt == 'relational store' and s.level == 2"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.prompt == 'relational store' "
+                                       "and s.level == 'final'"))
         shown = nvim.exec_lua("return _G.results")
-        assert shown[-1] == ["relational store", 2]
+        assert shown[-1] == ["relational store", "final"]
         for index, (prompt, level) in enumerate(shown):  # never a lexical-only answer after the full one
-            assert not (level == 1 and [prompt, 2] in shown[:index])
+            assert not (level == "partial" and [prompt, "final"] in shown[:index])
         lines = wait_for(lambda: [line for line in nvim.exec_lua(
             f"return vim.api.nvim_buf_get_lines({picker}.results_bufnr, 0, -1, false)") if "adr/0002.md:3-5" in line])
         assert "SQLite › Decision  1.00  [lexical" in lines[0]  # the breadcrumb may lose its middle, never its end
@@ -47,16 +48,24 @@ def test_telescope_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
             f"local p = {picker}; local b = p.previewer and p.previewer.state and p.previewer.state.bufnr; "
             "return b and vim.api.nvim_buf_get_lines(b, 0, -1, false)"))
         assert "We keep every workspace in one embedded relational store." in preview
+        # A file added and indexed asks the prompt again: the prompt read from telescope's prompt buffer, less
+        # its prompt_prefix (public fields; telescope's _get_prompt is private).
+        asked = len(nvim.exec_lua("return _G.results"))
+        write(notes, "notes/pantry.md", "# Pantry\n\nFlour and salt.\n")
+        nvim.exec_lua("require('autodoc').index('kb')")
+        wait_for(lambda: ["relational store", "final"] in nvim.exec_lua("return _G.results")[asked:], timeout=60)
+        assert all(prompt == "relational store" for prompt, _ in nvim.exec_lua("return _G.results")[asked:])
         nvim.input("<CR>")
         wait_for(lambda: current_file(nvim).endswith("adr/0002.md"))
         assert nvim.current.window.cursor[0] == 3
 
 
 def wait_full_answer(nvim, module: str, prompt: str) -> list:
-    wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.prompt == '{prompt}' and s.level == 2"))
+    wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s ~= nil and s.prompt == '{prompt}' "
+                                   "and s.level == 'final'"))
     shown = nvim.exec_lua("return _G.results")
     for index, (asked, level) in enumerate(shown):  # never a lexical-only answer after the full one
-        assert not (level == 1 and [asked, 2] in shown[:index])
+        assert not (level == "partial" and [asked, "final"] in shown[:index])
     return shown
 
 
@@ -151,12 +160,12 @@ def test_lexical_hits_show_while_the_full_search_is_held_then_the_list_updates(
         assert server.behaviour.holding.wait(timeout=60)  # the full search for "bread" waits on its embedding
         lexical = wait_for(visible)
         assert "[lexical]" in lexical[0]
-        assert nvim.exec_lua(f"return {STATE}.level") == 1
+        assert nvim.exec_lua(f"return {STATE}.level") == "partial"
         server.behaviour.release.set()
         wait_full_answer(nvim, module, "bread")
         full = wait_for(lambda: [line for line in visible() if "semantic" in line])
         assert "lexical+semantic" in full[0]
-        sent = nvim.exec_lua(f"return {STATE}.requests")  # both lists came from one request per query
+        sent = requests_sent(nvim)  # both lists came from one request per query
         assert "search.query" not in sent and sent["search.stream"] >= 1
 
 
@@ -179,13 +188,13 @@ def test_stage_keys_flip_the_stages_inside_each_picker(tmp_path: Path, notes: Pa
         assert nvim.exec_lua(f"return {session}.performed") == ["lexical", "semantic"]
         nvim.input("<M-s>")
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic == false "
-                                       "and s.level == 2 and #s.performed == 1"))
+                                       "and s.level == 'final' and #s.performed == 1"))
         assert nvim.exec_lua(f"return {session}.performed") == ["lexical"]
         nvim.input("<M-y>")  # the list's second key
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.stages.semantic "
-                                       "and s.level == 2 and #s.performed == 2"))
+                                       "and s.level == 'final' and #s.performed == 2"))
         nvim.input("<M-l>")  # lexical off: the semantic stage alone
-        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.level == 2 "
+        wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.level == 'final' "
                                        "and s.performed[1] == 'semantic'"))
         assert nvim.exec_lua(f"return {session}.stages.lexical") is False
 
@@ -278,7 +287,8 @@ def test_the_picker_s_highlights_are_its_own_overridable_and_visible_in_every_co
         wait_indexed(nvim)
         nvim.command("AutodocSearch relational store")
         state = "require('autodoc.picker').state"
-        wait_for(lambda: nvim.exec_lua(f"local s = {state}; return s and #s.hits > 0"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {state}; "
+                                       "return s and #require('autodoc.picker.render').hits(s) > 0"))
         assert "CursorLine:AutodocSelection" in nvim.exec_lua(f"return vim.wo[{state}.list_win].winhighlight")
         assert nvim.exec_lua(f"local w = {state}.preview_win; return vim.wo[w].linebreak and vim.wo[w].breakindent")
         assert nvim.exec_lua("return vim.api.nvim_get_hl(0, { name = 'AutodocMatch' })").get("underline")  # kept

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write
-from tests.nvim import MINIMAL_INIT, child_nvim, embed_with_held_server, wait_for
+from tests.nvim import MINIMAL_INIT, child_nvim, embed_with_held_server, outstanding, wait_for
 from tests.nvim.plugin import (
     final_answer,
     host_poll,
@@ -295,7 +295,7 @@ def test_a_late_answer_to_an_older_query_never_reaches_the_picker(nvim) -> None:
         wait_for(lambda: (picker(nvim, "answer") or {}).get("query", {}).get("terms") == ["bread", "flour"]
                  and "semantic" in picker(nvim, "answer")["stages"]["performed"], timeout=60)
         server.behaviour.release.set()
-        wait_for(lambda: lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        wait_for(lambda: outstanding(nvim) == 0, timeout=60)
         assert picker(nvim, "answer")["query"]["terms"] == ["bread", "flour"]
         assert picker(nvim, "query") == "bread flour"
 
@@ -327,7 +327,7 @@ def test_the_host_cancels_a_queued_request_that_a_newer_one_replaced(nvim) -> No
             _G.ask('newer', 'water', { 'lexical' }, 'x')""")
         host_poll(nvim)
         server.behaviour.release.set()
-        wait_for(lambda: lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        wait_for(lambda: outstanding(nvim) == 0, timeout=60)
         assert sorted(lua(nvim, "return _G.seen")) == ["held-x", "held-y", "newer"]
         embedded = [t for r in server.behaviour.requests if r["path"] == "/embed" for t in r["body"]["inputs"]]
         assert "salt" not in embedded and "bread" in embedded

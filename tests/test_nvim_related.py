@@ -55,7 +55,7 @@ def test_autodoc_related_lists_previews_toggles_and_jumps(tmp_path: Path, kb: Pa
         lines = wait_for(lambda: [line for line in list_lines(nvim) if line.startswith("design/storage.md:")])
         assert "link" in lines[0]  # the design note links to the ADR
         assert not any(line.startswith("adr/0002.md") for line in list_lines(nvim))
-        related = nvim.exec_lua(f"return {state}.answer.related")
+        related = nvim.exec_lua(f"return {state}.drawn.related")
         assert related["path"] == "adr/0002.md" and related["section"]["breadcrumb"].endswith("Decision")
         title = nvim.exec_lua(f"return vim.api.nvim_win_get_config({state}.prompt_win).title[1][1]")
         assert "related" in title
@@ -78,11 +78,12 @@ def test_autodoc_related_lists_previews_toggles_and_jumps(tmp_path: Path, kb: Pa
         open_at(nvim, kb, "adr/0002.md", 9)
         nvim.exec_lua("vim.keymap.set('n', '<F5>', '<Plug>(autodoc-related)')")
         nvim.input("<F5>")
-        wait_for(lambda: nvim.exec_lua(f"local s = {state}; return s and s.answer and s.answer.related and "
-                                       "s.answer.related.section.breadcrumb:find('Backups') ~= nil"))
+        wait_for(lambda: nvim.exec_lua(f"local s = {state}; return s and s.drawn and s.drawn.related and "
+                                       "s.drawn.related.section.breadcrumb:find('Backups') ~= nil"))
         wait_for(lambda: any(line.startswith("design/storage.md:") for line in list_lines(nvim)))
-        nvim.exec_lua(f"local s = {state}; for i, hit in ipairs(s.hits) do if hit.path == 'design/storage.md' then "
-                      "vim.api.nvim_win_set_cursor(s.list_win, { i, 0 }) end end")
+        nvim.exec_lua(f"local s = {state}; for i, hit in ipairs(require('autodoc.picker.render').hits(s)) do "
+                      "if hit.path == 'design/storage.md' then vim.api.nvim_win_set_cursor(s.list_win, { i, 0 }) "
+                      "end end")
         nvim.input("<C-v>")
         wait_for(lambda: current_file(nvim).endswith("design/storage.md"))
         assert len(nvim.windows) == 2 and nvim.current.window.cursor[0] == 3
@@ -122,7 +123,7 @@ def test_each_picker_source_lists_the_related_sections_and_jumps(tmp_path: Path,
         open_at(nvim, kb, "adr/0002.md", 5)
         nvim.input(f":AutodocPick {name} related<CR>")  # mini.pick blocks until it closes: never nvim.command
         wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s ~= nil and s.related ~= nil and "
-                                       "s.level == 2"))
+                                       "s.level == 'final'"))
         assert nvim.exec_lua(f"return {session}.related.path") == "adr/0002.md"
         hits = nvim.exec_lua(f"return vim.tbl_map(function(h) return h.path end, {session}.hits)")
         assert "design/storage.md" in hits and "adr/0002.md" not in hits
@@ -132,7 +133,7 @@ def test_each_picker_source_lists_the_related_sections_and_jumps(tmp_path: Path,
             nvim.exec_lua(f"MiniPick.set_picker_match_inds({{ {index} }})")
         else:
             nvim.input("storage")  # the prompt narrows the list to the linked note
-            wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.prompt == 'storage' and s.level == 2 "
+            wait_for(lambda: nvim.exec_lua(f"local s = {session}; return s.prompt == 'storage' and s.level == 'final' "
                                            "and #s.hits >= 1"))
             # The list drawn for "storage", not the one before it (the picker redraws after the session has
             # the answer, and a <CR> before that redraw may select another hit).
@@ -159,22 +160,22 @@ def test_the_live_list_follows_the_cursor_from_section_to_section(tmp_path: Path
         lines = live(nvim, "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false)")
         assert lines[0].startswith("Related to adr/0002.md") and "Decision" in lines[0]
         assert any(line.startswith("design/storage.md:") for line in lines[1:])
-        asked = live(nvim, "s.seq")
+        asked = live(nvim, "s.session.tick")
         nvim.input("k")  # line 4: still in Decision
         nvim.input("ix<Esc>")  # typing inside the section asks nothing
         nvim.exec_lua("vim.cmd('doautocmd CursorMoved')")
-        assert live(nvim, "s.seq") == asked
+        assert live(nvim, "s.session.tick") == asked
         nvim.input("G")  # into Backups: asked, listed
         wait_for(lambda: live(nvim, "s.shown ~= nil and s.shown.line_start == 7"))
-        assert live(nvim, "s.seq") == asked + 1
+        assert live(nvim, "s.session.tick") == asked + 1
         live(nvim, "(function() require('autodoc').config.related_ms = 60000 end)()")  # an ask that stays pending
         nvim.input("gg")
         wait_for(lambda: live(nvim, "s.timer ~= nil"))
         nvim.input("G")  # back in the section listed before the ask went out: cancelled
         wait_for(lambda: live(nvim, "s.timer == nil"))
-        assert live(nvim, "s.seq") == asked + 1
+        assert live(nvim, "s.session.tick") == asked + 1
         nvim.exec_lua("vim.api.nvim_set_current_win(require('autodoc.related').live.state.win)")
-        row = live(nvim, "(function() for i, h in ipairs(s.hits) do if h.path == 'design/storage.md' then "
+        row = live(nvim, "(function() for i, h in ipairs(s.session:hits()) do if h.path == 'design/storage.md' then "
                          "return i + 1 end end end)()")
         nvim.current.window.cursor = (row, 0)
         nvim.input("<CR>")

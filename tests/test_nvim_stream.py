@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 from tests.model_servers import Behaviour, model_server
-from tests.nvim import wait_for
+from tests.nvim import outstanding, requests_sent, wait_for
 from tests.nvim.plugin import lua, picker, ready, settled
 
 RECORD_DRAWS = """
@@ -14,9 +14,9 @@ _G.drawn = {}
 vim.api.nvim_create_autocmd('User', { pattern = 'AutodocResults', callback = function(event)
   local s = require('autodoc.picker').state
   local prompt = vim.api.nvim_buf_get_lines(s.prompt_buf, 0, 1, false)[1]
-  table.insert(_G.drawn, { prompt = prompt, terms = table.concat(s.answer.query.terms, ' '), level = event.data.level,
+  table.insert(_G.drawn, { prompt = prompt, terms = table.concat(s.drawn.query.terms, ' '), level = event.data.level,
     stages = table.concat(event.data.stages, '+'),
-    first = s.hits[1] and s.hits[1].path or '', performed = table.concat(s.answer.stages.performed, '+'),
+    first = s.drawn.hits[1] and s.drawn.hits[1].path or '', performed = table.concat(s.drawn.stages.performed, '+'),
     preview = table.concat(vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false), '\\n') })
 end })"""
 
@@ -40,7 +40,7 @@ def configure(session, url: str) -> None:
 
 
 def final_drawn(session, prompt: str) -> bool:
-    return any(d["prompt"] == prompt and d["level"] == 2 for d in lua(session, "return _G.drawn"))
+    return any(d["prompt"] == prompt and d["level"] == "final" for d in lua(session, "return _G.drawn"))
 
 
 def test_one_request_per_query_its_lexical_list_first(nvim) -> None:
@@ -55,7 +55,7 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:
         for typed, prompt in (("bread", "bread"), (" flour", "bread flour"), ("<C-u>yeast", "yeast")):
             nvim.input(typed)
             wait_for(lambda prompt=prompt: final_drawn(nvim, prompt) and picker(nvim, "query") == prompt, timeout=60)
-        sent = lua(nvim, "return require('autodoc').picker_state().requests")
+        sent = requests_sent(nvim)
         stats = host_stats(nvim)
     runs = {method: n - before.get(method, 0) for method, n in stats["runs"].items()}
     assert runs.get("search.query", 0) == 0 and "search.query" not in sent
@@ -65,16 +65,16 @@ def test_one_request_per_query_its_lexical_list_first(nvim) -> None:
     drawn = lua(nvim, "return _G.drawn")
     for prompt in ("bread", "bread flour", "yeast"):
         levels = [d["level"] for d in drawn if d["prompt"] == prompt]
-        assert levels[0] == 1 and 2 in levels, (prompt, drawn)
+        assert levels[0] == "partial" and "final" in levels, (prompt, drawn)
     # the preview follows the drawn list: empty when the first list was drawn, then the first hit's file
     assert drawn[0]["preview"] == "" and drawn[0]["first"] == "notes/cooking.md"
     assert "Flour, water" in lua(nvim, "local s = require('autodoc.picker').state; "
                                        "return table.concat(vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false))")
-    performed = [d["stages"] for d in drawn if d["level"] == 1]
+    performed = [d["stages"] for d in drawn if d["level"] == "partial"]
     assert performed and all(stages == "lexical" for stages in performed)
     # the list shows no snippets, so the search makes none
-    assert lua(nvim, "return vim.tbl_map(function(h) return h.snippet end, require('autodoc.picker').state.hits)") \
-        == [""] * len(lua(nvim, "return require('autodoc.picker').state.hits"))
+    assert lua(nvim, "return vim.tbl_map(function(h) return h.snippet end, require('autodoc').picker_state().hits)") \
+        == [""] * len(lua(nvim, "return require('autodoc').picker_state().hits"))
 
 
 def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nvim) -> None:
@@ -89,13 +89,13 @@ def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nv
         nvim.command("AutodocSearch")
         nvim.input("bread")
         assert server.behaviour.holding.wait(timeout=60)
-        wait_for(lambda: any(d["prompt"] == "bread" and d["level"] == 1 for d in lua(nvim, "return _G.drawn")))
+        wait_for(lambda: any(d["prompt"] == "bread" and d["level"] == "partial" for d in lua(nvim, "return _G.drawn")))
         nvim.input(" flour")
         wait_for(lambda: final_drawn(nvim, "bread flour"), timeout=60)
         wait_for(lambda: host_stats(nvim)["cancelled"].get("semantic", 0) >= 1)  # while "bread" is still held
         assert not server.behaviour.release.is_set()
         server.behaviour.release.set()
-        wait_for(lambda: lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        wait_for(lambda: outstanding(nvim) == 0, timeout=60)
         reranked = [r["body"]["query"] for r in server.behaviour.requests if r["path"] == "/rerank"]
     drawn = lua(nvim, "return _G.drawn")
     assert all(d["terms"] == d["prompt"] for d in drawn), drawn  # never an older query's list
@@ -104,7 +104,7 @@ def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nv
     # embedding of "bread" is held), and reach the ranker then, its list superseded before it is drawn.
     assert "bread flour" in reranked, (reranked, drawn)
     assert "bread" not in reranked[reranked.index("bread flour"):], (reranked, drawn)
-    finals = [d["performed"] for d in drawn if d["prompt"] == "bread flour" and d["level"] == 2]
+    finals = [d["performed"] for d in drawn if d["prompt"] == "bread flour" and d["level"] == "final"]
     assert finals[0] == "lexical+semantic+rerank", drawn
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import write
-from tests.nvim import lua_string, neovim, wait_for
+from tests.nvim import lua_string, neovim, outstanding, requests_sent, wait_for
 from tests.nvim.pickers import RECORD_RESULTS, VIEWS, open_view, picker_state, screen, shows, view_init, wait_indexed
 
 ROW = re.compile(r":\d+-\d+  .*  \d\.\d\d  \[[a-z+]+\]")  # span, breadcrumb, relevance, stages
@@ -164,11 +164,11 @@ def test_related_mode_lists_the_related_sections_asked_afresh(tmp_path: Path, vi
         nvim.current.window.cursor = (5, 0)
         open_view(nvim, view, related=True)
         wait_for(lambda: shows(nvim, "adr/0002.md:3-5", "AutoDoc related · kb"))
-        asked = picker_state(nvim)["requests"]["search.related"]
+        asked = requests_sent(nvim)["search.related"]
         nvim.input("<M-l>")  # another stage set: asked again, never a kept answer
-        wait_for(lambda: picker_state(nvim)["requests"]["search.related"] > asked and shows(nvim, "[ ] Lexical"))
+        wait_for(lambda: requests_sent(nvim)["search.related"] > asked and shows(nvim, "[ ] Lexical"))
         nvim.input("<M-l>")
-        wait_for(lambda: picker_state(nvim)["requests"]["search.related"] > asked + 1 and shows(nvim, "[x] Lexical"))
+        wait_for(lambda: requests_sent(nvim)["search.related"] > asked + 1 and shows(nvim, "[x] Lexical"))
         assert shows(nvim, "adr/0002.md:3-5")
 
 
@@ -191,11 +191,11 @@ def test_an_answer_to_an_older_prompt_is_never_drawn(tmp_path: Path, notes: Path
         wait_for(lambda: shows(nvim, "notes/cooking.md:3-5  Cooking › Bread"))  # its lexical list
         clear_prompt(nvim)
         nvim.input("yeast")
-        wait_for(lambda: ["yeast", 2] in nvim.exec_lua("return _G.results"), timeout=60)
+        wait_for(lambda: ["yeast", "final"] in nvim.exec_lua("return _G.results"), timeout=60)
         server.behaviour.release.set()
-        wait_for(lambda: nvim.exec_lua("return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+        wait_for(lambda: outstanding(nvim) == 0, timeout=60)
         drawn = nvim.exec_lua("return _G.results")
-        after = drawn[drawn.index(["yeast", 2]):]
+        after = drawn[drawn.index(["yeast", "final"]):]
         assert all(prompt == "yeast" for prompt, _ in after), drawn
         assert picker_state(nvim)["prompt"] == "yeast"
 
@@ -253,7 +253,7 @@ def test_pick_hands_the_chosen_hits_to_on_choose(tmp_path: Path, notes: Path, vi
                    "hits) end })<CR>")
         wait_for(lambda: nvim.exec_lua(VIEW_READY[view]))
         nvim.input("bread")
-        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5") and picker_state(nvim)["level"] == 2)
+        wait_for(lambda: shows(nvim, "notes/cooking.md:3-5") and picker_state(nvim)["level"] == "final")
         nvim.input("<CR>")
         chosen = wait_for(lambda: nvim.exec_lua("return _G.chosen"))
         assert chosen == [f"{notes}/notes/cooking.md:3"]
@@ -270,7 +270,7 @@ def test_an_open_list_is_asked_again_when_the_index_changes(tmp_path: Path, note
         wait_indexed(nvim)
         open_view(nvim, view)
         nvim.input("sourdough")
-        wait_for(lambda: picker_state(nvim).get("prompt") == "sourdough" and picker_state(nvim)["level"] == 2)
+        wait_for(lambda: picker_state(nvim).get("prompt") == "sourdough" and picker_state(nvim)["level"] == "final")
         assert not shows(nvim, "notes/starter.md")
         asked = picker_state(nvim)["tick"]
         write(notes, "notes/starter.md", "# Starter\n\n## Feeding\n\nA sourdough starter eats flour daily.\n")

@@ -4,7 +4,6 @@
 --- a side list that follows the cursor from section to section. A picker in related mode is a search session
 --- (autodoc.session) given the section: it asks search.related afresh for each prompt and stage set.
 local autodoc = require('autodoc')
-local rpc = require('autodoc.rpc')
 
 local M = {}
 
@@ -43,17 +42,6 @@ local function under_cursor()
   return source
 end
 
---- Ask search.related for `source`, the related sections from setup's scope (:help autodoc-scope).
----@param source autodoc.RelatedSource
----@param wanted string[] the stages
----@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
----@param lane string|nil
-function M.request(source, wanted, callback, lane)
-  local scope = require('autodoc.session.scope')
-  rpc.request('search.related', scope.related_params(scope.related_default(source), source,
-    { limit = autodoc.config.limit, stages = wanted, snippets = false }), callback, lane)
-end
-
 -- -- the built-in picker ------------------------------------------------------------------------
 
 --- :AutodocRelated, <Plug>(autodoc-related): the picker on the sections related to the one under the cursor.
@@ -68,26 +56,17 @@ end
 
 -- -- the other pickers (telescope, fzf-lua, snacks, mini.pick) ----------------------------------------
 
-local pending ---@type autodoc.RelatedSource|nil the section the next source session relates
-
---- :AutodocPick {source} related, :Telescope autodoc related: source `module` on the section under the cursor.
+--- :AutodocPick {source} related, :Telescope autodoc related: source `module` on the section under the cursor
+--- (its `opts.related`, which every source hands to its session).
 ---@param module string e.g. 'autodoc.sources.telescope'
 ---@param opts table|nil the picker's own options
 function M.pick(module, opts)
   autodoc.when_ready(function()
-    pending = under_cursor()
-    if pending then
-      require(module).search(opts)
+    local source = under_cursor()
+    if source then
+      require(module).search(vim.tbl_extend('force', opts or {}, { related = source }))
     end
   end)
-end
-
---- The section a source session being started relates (once), for sources.start.
----@return autodoc.RelatedSource|nil
-function M.take_pending()
-  local source = pending
-  pending = nil
-  return source
 end
 
 -- -- the live side list -------------------------------------------------------------------------------

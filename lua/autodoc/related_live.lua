@@ -2,7 +2,8 @@
 --- cursor enters another section. A move only compares the cursor's line with the section shown (no request
 --- while it stays inside, so typing costs nothing); entering another section asks after `related_ms` of rest,
 --- a move on before then cancels the ask, and an answer for a section the cursor has left is dropped (and the
---- request lane drops one a newer request replaced).
+--- request lane drops one a newer request replaced). The list is a session (autodoc.session, strategy
+--- related_live): its tick says which ask an answer is for.
 local autodoc = require('autodoc')
 local later = require('autodoc.later')
 local rpc = require('autodoc.rpc')
@@ -14,12 +15,10 @@ local M = {}
 ---@field win integer
 ---@field origin_win integer the window the cursor moved in last (where <CR> opens a hit)
 ---@field timer autodoc.Later|nil the pending ask
----@field seq integer the asks so far; an answer to an older one is dropped
+---@field session autodoc.Session the list's asks and answers (an answer to an older ask is dropped)
 ---@field shown { file: string, line_start: integer, line_end: integer }|nil the section listed
----@field wanted { file: string, line: integer }|nil the section asked for last
----@field root string the section's workspace root
----@field answer autodoc.Answer|nil the answer listed
----@field hits autodoc.Hit[]
+---@field wanted { file: string, line: integer }|nil the section the cursor moved to last
+---@field asked { buf: integer, line: integer, file: string }|nil the section asked for last
 
 ---@type autodoc.RelatedLive|nil
 M.state = nil
@@ -50,11 +49,10 @@ end
 ---@param state autodoc.RelatedLive
 ---@param answer autodoc.Answer
 ---@param file string
-local function list(state, answer, file, root)
+local function list(state, answer, file)
   local about = answer.related or {}
   local section = rpc.value(about.section)
   state.shown = section and { file = file, line_start = section.line_start, line_end = section.line_end } or nil
-  state.hits, state.root, state.answer = answer.hits, root, answer
   local width = vim.api.nvim_win_is_valid(state.win) and vim.api.nvim_win_get_width(state.win) or 60
   local render = require('autodoc.picker.render')
   local header = 'Related to ' .. (about.path or '?') .. (section and (' › ' .. section.breadcrumb) or '')
@@ -69,7 +67,24 @@ local function list(state, answer, file, root)
     vim.api.nvim_buf_clear_namespace(state.buf, render.ns, 0, -1)
     render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES)
   end
-  vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocRelatedLive', data = { seq = state.seq } })
+  -- User AutodocRelatedLive: the list shows a new answer; `tick` is the ask it answers (each section asked
+  -- takes the next), as picker_state's tick is a search's.
+  vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocRelatedLive', data = { tick = state.session.tick } })
+end
+
+--- Draw the session's newest answer, or why there is none (its on_update; answers it dropped never come).
+---@param state autodoc.RelatedLive
+local function draw(state)
+  local session = state.session
+  if M.state ~= state then
+    return
+  end
+  if session.message then
+    state.shown = nil
+    show(state, { session.message })
+  elseif session.answer then
+    list(state, session.answer, state.asked.file)
+  end
 end
 
 --- Ask for the section at (buf, line) now.
@@ -77,26 +92,8 @@ end
 ---@param buf integer
 ---@param line integer
 local function ask(state, buf, line)
-  local source, why = require('autodoc.related').here(buf, line)
-  if not source then
-    state.shown, state.hits = nil, {}
-    show(state, { why })
-    return
-  end
-  state.seq = state.seq + 1
-  local seq, file = state.seq, vim.api.nvim_buf_get_name(buf)
-  local wanted = require('autodoc.stages').requested(require('autodoc.stages').load(), {})
-  require('autodoc.related').request(source, wanted, function(err, answer)
-    if M.state ~= state or seq ~= state.seq then
-      return -- the cursor moved on to another section meanwhile
-    end
-    if err or not answer then
-      state.shown, state.hits = nil, {}
-      show(state, { rpc.describe(err or {}) })
-      return
-    end
-    list(state, answer, file, source.root)
-  end, 'related-live')
+  state.asked = { buf = buf, line = line, file = vim.api.nvim_buf_get_name(buf) }
+  state.session:ask('')
 end
 
 --- The cursor moved (or entered a buffer): ask again only when it left the section listed.
@@ -141,7 +138,8 @@ local function open_hit()
   if not state then
     return
   end
-  local hit = state.hits[vim.api.nvim_win_get_cursor(state.win)[1] - HEADER_LINES]
+  local session = state.session
+  local hit = session:hits()[vim.api.nvim_win_get_cursor(state.win)[1] - HEADER_LINES]
   if not hit then
     return
   end
@@ -150,7 +148,7 @@ local function open_hit()
   else
     vim.cmd('wincmd p')
   end
-  local file = require('autodoc.session.scope').file(hit, state.answer, state.root)
+  local file = require('autodoc.session.scope').file(hit, session.answer, session.related.root)
   require('autodoc.picker.actions').jump(file, hit.line_start, hit.line_end, 'edit')
 end
 
@@ -166,7 +164,13 @@ function M.start()
   local win = vim.api.nvim_open_win(buf, false, { split = 'right', win = -1, width = 60 })
   vim.wo[win].wrap, vim.wo[win].number, vim.wo[win].cursorline = false, false, true
   vim.wo[win].winfixwidth = true
-  M.state = { buf = buf, win = win, origin_win = origin, seq = 0, hits = {}, root = '' }
+  local state = { buf = buf, win = win, origin_win = origin } ---@type autodoc.RelatedLive
+  state.session = require('autodoc.session').new({ source = 'related-live', background = true,
+    strategy = require('autodoc.session.strategies').related_live(function()
+      return require('autodoc.related').here(state.asked.buf, state.asked.line)
+    end),
+    on_update = function() draw(state) end })
+  M.state = state
   show(M.state, { 'Related sections: move the cursor into a section of a workspace file' })
   vim.keymap.set('n', '<CR>', open_hit, { buffer = buf, nowait = true, silent = true })
   vim.keymap.set('n', 'q', M.stop, { buffer = buf, nowait = true, silent = true })
@@ -190,6 +194,7 @@ function M.stop()
   end
   M.state = nil
   state.timer = later.cancel(state.timer)
+  state.session:close()
   pcall(vim.api.nvim_del_augroup_by_name, 'autodoc-related-live')
   if vim.api.nvim_win_is_valid(state.win) then
     vim.api.nvim_win_close(state.win, true)

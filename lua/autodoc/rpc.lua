@@ -8,7 +8,8 @@
 --- AutodocRequest function; the plugin answers through `_resolve`, and a streamed search (`search.stream`)
 --- first through `_partial` (`on_partial(answer)`). The lane goes to the host, which runs only the newest
 --- request of a lane (its greatest id: ids follow the order requests are made, not always the order they are
---- sent) and stops an older search at its next stage boundary (answered as cancelled, never passed on). Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
+--- sent) and stops an older search at its next stage boundary (answered as cancelled, never passed on).
+--- Whether an answer is still wanted is the caller's to decide (autodoc.session's tick).
 local host = require('autodoc.host')
 
 local M = {}
@@ -103,11 +104,6 @@ function M.request(method, params, callback, lane, on_partial)
   end, function(reason)
     protected(method, callback, host_error(reason))
   end)
-end
-
---- How many requests still wait for their answer (dropped ones included: every request is answered).
-function M.outstanding()
-  return vim.tbl_count(pending)
 end
 
 --- Called by the Python plugin with a partial answer to request `id` (its final answer follows).

@@ -19,7 +19,7 @@ M.indexing = {} ---@type table<string, integer> index runs asked for and not ans
 ---@param level integer|nil vim.log.levels.*, INFO by default
 ---@param opts { keep: boolean }|nil
 function M.notify(message, level, opts)
-  if not message:find('^autodoc: ') then -- with its space: a message about a workspace named autodoc-kb needs it
+  if not message:find('^autodoc: ') then -- with its space: a message may begin with a name such as autodoc-kb
     message = 'autodoc: ' .. message
   end
   level = level or vim.log.levels.INFO

@@ -75,7 +75,7 @@ ANNOUNCE = """local channel = ...
 _G.autodoc_bench_entries, _G.autodoc_bench_previews = {}, {}
 vim.api.nvim_create_autocmd('User', { pattern = 'AutodocResults', callback = function(event)
   table.insert(_G.autodoc_bench_entries, event.data)
-  if event.data.level == 2 then vim.rpcnotify(channel, 'autodoc_bench_final', event.data.prompt) end
+  if event.data.level == 'final' then vim.rpcnotify(channel, 'autodoc_bench_final', event.data.prompt) end
 end })
 vim.api.nvim_create_autocmd('User', { pattern = 'AutodocPreview', callback = function(event)
   table.insert(_G.autodoc_bench_previews, event.data.ms)
@@ -111,6 +111,9 @@ def wait_final(nvim: pynvim.Nvim, text: str, token: int) -> None:
             raise TimeoutError(f"no final list for {text!r} within 60 s")
 
 
+LEVELS = {"partial": 1, "final": 2}  # the session's level (AutodocResults) as the tables number them
+
+
 def type_query(nvim: pynvim.Nvim, text: str) -> dict[int, dict]:
     """Type ``text``'s last character after the rest was answered; {level: the picker's log entry} for it."""
     token = arm(nvim)
@@ -122,7 +125,7 @@ def type_query(nvim: pynvim.Nvim, text: str) -> dict[int, dict]:
     token = arm(nvim)
     nvim.input(text[-1] if text[-1] != "<" else "<lt>")
     wait_final(nvim, text, token)
-    entries = {entry["level"]: entry for entry in nvim.exec_lua(ENTRIES_FOR, text)}
+    entries = {LEVELS[entry["level"]]: entry for entry in nvim.exec_lua(ENTRIES_FOR, text)}
     previews = wait_for(lambda: nvim.exec_lua("return _G.autodoc_bench_previews"), 5)
     entries[2]["preview_ms"] = previews[-1]
     return entries

@@ -68,6 +68,21 @@ def lua_string(value: str | Path) -> str:
     return json.dumps(str(value))
 
 
+# The tests' count of the requests sent to the host (tests/nvim/requests.lua), for an init that is not
+# minimal_init.lua (which runs it itself); it goes after the runtimepath is set, before setup().
+TRACK_REQUESTS = f"dofile({lua_string(MINIMAL_INIT.parent / 'requests.lua')})\n"
+
+
+def requests_sent(nvim: pynvim.Nvim) -> dict[str, int]:
+    """How many requests of each method the editor sent to the host (tests/nvim/requests.lua)."""
+    return nvim.exec_lua("return _G.autodoc_requests.sent") or {}
+
+
+def outstanding(nvim: pynvim.Nvim) -> int:
+    """How many requests sent to the host wait for their answer (tests/nvim/requests.lua)."""
+    return nvim.exec_lua("return vim.tbl_count(_G.autodoc_requests.waiting)")
+
+
 def rtp(root: Path) -> str:
     return f"vim.opt.runtimepath:prepend({lua_string(root)})\nvim.opt.swapfile = false\n"
 

@@ -5,6 +5,7 @@ vim.g.python3_host_prog = vim.env.AUTODOC_PYTHON
 vim.opt.swapfile = false
 vim.opt.shadafile = 'NONE'
 vim.cmd('runtime plugin/autodoc.lua')
+dofile(vim.env.AUTODOC_ROOT .. '/tests/nvim/requests.lua')
 -- Tests wait for events by counting them: index runs that ended (e.g. the start-up index, before they edit a
 -- file) and vectors that became complete (an open picker searches again when they are).
 local function count(event, counter)

@@ -11,7 +11,7 @@ import pynvim
 import pytest
 
 from tests.conftest import PROJECT
-from tests.nvim import python_line, rtp, setup_call, wait_for
+from tests.nvim import TRACK_REQUESTS, python_line, rtp, setup_call, wait_for
 
 # $AUTODOC_SHARED: the shared folder of a checkout that is not beside it (a git worktree elsewhere).
 PLUGINS = Path(os.environ.get("AUTODOC_SHARED", PROJECT.parent / "shared")) / "nvim-plugins"
@@ -37,8 +37,8 @@ RECORD_RESULTS = ("_G.results = {}\nvim.api.nvim_create_autocmd('User', { patter
 
 
 def picker_init(tmp_path: Path, notes: Path, *plugins: str, after: str = "") -> str:
-    return rtp(PROJECT) + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + RECORD_RESULTS + \
-        setup_call(tmp_path / "a.db", notes) + "\n" + after
+    return rtp(PROJECT) + TRACK_REQUESTS + with_plugins(*plugins) + python_line() + WIDE + COUNT_INDEXED + \
+        RECORD_RESULTS + setup_call(tmp_path / "a.db", notes) + "\n" + after
 
 
 def wait_indexed(nvim: pynvim.Nvim) -> None:
@@ -88,7 +88,7 @@ def view_init(tmp_path: Path, view: str, setup: str, columns: int = 200) -> str:
     if view == "fzf-lua" and shutil.which("fzf") is None:
         pytest.skip("the fzf binary is not installed (apt-get install -y fzf)")
     *plugins, after = VIEW_SETUP[view]
-    return rtp(PROJECT) + (with_plugins(*plugins) if plugins else "") + python_line() + \
+    return rtp(PROJECT) + TRACK_REQUESTS + (with_plugins(*plugins) if plugins else "") + python_line() + \
         f"vim.o.columns = {columns}\nvim.o.lines = 50\n" + COUNT_INDEXED + setup + "\n" + after
 
 

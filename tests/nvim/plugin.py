@@ -12,7 +12,7 @@ import pynvim
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import MINIMAL_INIT, child_nvim, wait_for
+from tests.nvim import MINIMAL_INIT, child_nvim, outstanding, wait_for
 
 
 @contextlib.contextmanager
@@ -46,8 +46,13 @@ def index_once(nvim) -> dict:
     return wait_for(lambda: lua(nvim, "return _G.report"))
 
 
+# What the built-in picker shows, by the name a test asks for: the answer drawn, its hits, the prompt searched.
+PICKER_FIELDS = {"answer": "s.drawn", "hits": "require('autodoc.picker.render').hits(s)", "query": "s.session.prompt"}
+
+
 def picker(nvim, field: str):
-    return lua(nvim, f"local s = require('autodoc.picker').state; return s and s.{field}")
+    read = PICKER_FIELDS.get(field, "s." + field)
+    return lua(nvim, f"local s = require('autodoc.picker').state; return s and {read}")
 
 
 def picker_tick(nvim) -> int:
@@ -87,7 +92,7 @@ def final_answer(nvim, term: str) -> None:
     """Wait for the picker to show an answer to `term` with no request on its way (the lexical answer and the
     full one are asked at once): an answer still coming would replace whatever the test shows next."""
     wait_for(lambda: (picker(nvim, "answer") or {}).get("query", {}).get("terms") == [term]
-             and lua(nvim, "return require('autodoc.rpc').outstanding()") == 0, timeout=60)
+             and outstanding(nvim) == 0, timeout=60)
 
 
 def host_poll(nvim) -> None:

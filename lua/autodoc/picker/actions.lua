@@ -49,7 +49,7 @@ end
 ---@return vim.quickfix.entry[]
 function M.quickfix_items(state)
   local items = {}
-  for _, hit in ipairs(state.hits) do
+  for _, hit in ipairs(render.hits(state)) do
     table.insert(items, { filename = render.file(state, hit), lnum = hit.line_start, end_lnum = hit.line_end,
       text = hit.breadcrumb })
   end
@@ -59,11 +59,12 @@ end
 ---@param state autodoc.PickerState
 ---@param delta integer
 function M.move(state, delta)
-  if #state.hits == 0 then
+  local count = #render.hits(state)
+  if count == 0 then
     return
   end
   local row = vim.api.nvim_win_get_cursor(state.list_win)[1]
-  row = math.max(1, math.min(#state.hits, row + delta))
+  row = math.max(1, math.min(count, row + delta))
   vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   state.moved = true -- a later answer to the same query keeps this hit selected
   render.preview(state)

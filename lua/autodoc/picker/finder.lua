@@ -1,38 +1,16 @@
---- Where the built-in picker's other lists come from: documents (:AutodocOpen) and folders
---- (:AutodocWorkspaceAdd). A search's hits come from its session (autodoc.session).
+--- The folders list of :AutodocWorkspaceAdd (autodoc.session.strategies.folders), and the walk its rows and the
+--- preview count Markdown files with.
 local markdown_file = require('autodoc.markdown_file')
-local rpc = require('autodoc.rpc')
 local walk_rules = require('autodoc.walk_rules')
 
 local M = {}
-
---- :AutodocOpen: documents by title, alias or path, as hits spanning the whole file.
----@param workspace string
----@param query string
----@param limit integer
----@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
-function M.documents(workspace, query, limit, callback)
-  rpc.request('doc.list', { workspace, query, { limit = limit } }, function(err, documents)
-    if err then
-      callback(err)
-      return
-    end
-    local hits = {}
-    for _, doc in ipairs(documents) do
-      local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
-      table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
-        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' }, workspace = workspace })
-    end
-    callback(nil, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
-  end, 'documents')
-end
 
 --- Entries a folder's walk looks at, at most, for the list (per folder) and for the preview: the walk
 --- runs on the editor's thread at every keystroke, and a folder like $HOME holds millions.
 M.LIST_WALK = 2000
 M.PREVIEW_WALK = 20000
---- Entries all the listed folders' walks look at together per keystroke: /usr/share/ completes to hundreds
---- of folders, and walking each would hold the editor for a second; folders past it show no count.
+--- Entries all the listed folders' walks look at together per keystroke: a prompt may complete to hundreds of
+--- folders (a system folder's children), and walking each would hold the editor; folders past it show no count.
 M.LIST_WALK_TOTAL = 5000
 
 local SKIPPED_FOLDERS = {}

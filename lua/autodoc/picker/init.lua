@@ -2,16 +2,17 @@
 --- file under the cursor on the right, and a row of stage checkboxes beneath the list.
 --- Searches run as you type; lexical hits show at once and the list updates in place when the
 --- slower stages answer. Answers to an older query are dropped, never shown. Its types: picker/types.lua.
---- (Over 300 lines: the search loop, the toggles, the workspace switch and the window's life share its state.)
 ---
---- Parts, telescope-style: finder (what to ask the engine), render (list, toggles, previewer),
---- layout (the floats), actions (what keys do). This module holds the open picker's state.
+--- Every list it shows is a session (autodoc.session) with the strategy of its mode: search, related,
+--- documents or folders; the session holds the prompt, the answers and the message, the picker its windows.
+--- Parts, telescope-style: render (list, toggles, previewer), layout (the floats), actions (what keys do). This
+--- module holds the open picker's state.
 local autodoc = require('autodoc')
 local later = require('autodoc.later')
 local session_core = require('autodoc.session')
+local strategies = require('autodoc.session.strategies')
 local layout = require('autodoc.picker.layout')
 local render = require('autodoc.picker.render')
-local finder = require('autodoc.picker.finder')
 local actions = require('autodoc.picker.actions')
 
 local M = {}
@@ -31,6 +32,13 @@ local function is_open(state)
   return M.state == state and vim.api.nvim_win_is_valid(state.list_win)
 end
 
+--- Does the open list search (stages, workspaces), or only list (documents, folders)?
+---@param state autodoc.PickerState
+---@return boolean
+local function searches(state)
+  return state.mode == 'search' or state.mode == 'related'
+end
+
 --- Draw what the session holds now (its on_update).
 ---@param state autodoc.PickerState
 local function draw(state)
@@ -38,7 +46,8 @@ local function draw(state)
   if not is_open(state) then
     return
   end
-  vim.api.nvim_win_set_config(state.prompt_win, { title = ' ' .. session:title() .. ' ' })
+  local title = searches(state) and ' ' .. session:title() .. ' ' or layout.prompt_title(state.mode, session.workspace)
+  vim.api.nvim_win_set_config(state.prompt_win, { title = title })
   if session.message then
     state.drawn = nil
     render.message(state, session.message)
@@ -53,28 +62,7 @@ end
 --- Search for what the prompt holds now (no debounce).
 ---@param state autodoc.PickerState
 function M.search(state)
-  local query = vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or ''
-  state.query = query
-  if state.session then
-    state.session:ask(query, state.last_keystroke)
-    return
-  end
-  state.seq = state.seq + 1
-  local seq = state.seq
-  local current = function() return seq == state.seq and is_open(state) end
-  if state.mode == 'folders' then
-    render.answer(state, finder.folders(query))
-    return
-  end
-  finder.documents(state.workspace, query, autodoc.config.limit, function(err, answer)
-    if current() then
-      if err then
-        render.message(state, require('autodoc.rpc').describe(err))
-      else
-        render.answer(state, answer)
-      end
-    end
-  end)
+  state.session:ask(vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or '', state.last_keystroke)
 end
 
 --- A keystroke after a pause searches at once; one that follows another within `debounce_ms` waits until
@@ -101,7 +89,7 @@ end
 ---@param name 'lexical'|'semantic'|'rerank'
 function M.toggle(name)
   local state = M.state
-  if state and state.session then
+  if state and searches(state) then
     state.timer = later.cancel(state.timer) -- the search the toggle asks is for the same text, now
     state.session:toggle(name)
   end
@@ -110,7 +98,7 @@ end
 --- Search the next scope (every workspace, then each by name) with the same query.
 function M.next_workspace()
   local state = M.state
-  if state and state.session then
+  if state and searches(state) then
     state.moved = false
     state.session:next_workspace()
   end
@@ -124,9 +112,7 @@ function M.close()
   end
   M.state = nil
   state.timer = later.cancel(state.timer)
-  if state.session then
-    state.session:close()
-  end
+  state.session:close()
   layout.close(state)
   vim.cmd('stopinsert')
   if vim.api.nvim_win_is_valid(state.origin_win) then
@@ -147,9 +133,9 @@ function M.open_hit(how)
     actions.add_folder(hit)
     return
   end
-  if state.on_choose then -- a caller takes the hit (the /autodoc slash command)
+  if state.session.on_choose then -- a caller takes the hit (the /autodoc slash command)
     M.close()
-    state.on_choose({ hit }, state.session)
+    state.session.on_choose({ hit }, state.session)
     return
   end
   local file = render.file(state, hit)
@@ -162,7 +148,8 @@ function M.open_hit(how)
   if not vim.uv.fs_stat(file) then -- deleted since it was indexed: say so, not an empty buffer
     autodoc.state.notify(string.format('%s was deleted since it was indexed; the index is updated now', hit.path),
       vim.log.levels.WARN)
-    autodoc.index(hit.workspace or state.workspace, nil, { hit.path }, true) -- its AutodocIndexed refreshes the list
+    -- its AutodocIndexed refreshes the list
+    autodoc.index(hit.workspace or state.session:single_workspace(), nil, { hit.path }, true)
     return
   end
   M.close()
@@ -177,7 +164,7 @@ function M.quickfix()
   end
   local items = actions.quickfix_items(state)
   M.close()
-  vim.fn.setqflist({}, ' ', { title = 'autodoc: ' .. (state.query or ''), items = items })
+  vim.fn.setqflist({}, ' ', { title = 'autodoc: ' .. (state.session.prompt or ''), items = items })
   vim.cmd('copen')
 end
 
@@ -190,9 +177,7 @@ local function watch(state)
       local paused = not state.last_keystroke or now - state.last_keystroke >= autodoc.config.debounce_ms * 1e6
       state.last_keystroke = now
       state.moved = false -- a new query: the selection starts on its first hit again
-      if state.session then
-        state.session:typed()
-      end
+      state.session:typed()
       render.notice(state, nil)
       schedule_search(state, paused)
     end,
@@ -214,27 +199,8 @@ local function watch(state)
       if is_open(state) then
         layout.resize(state)
         state.drawn = nil -- rows fitted to the old width: draw them again
-        if state.session then
-          draw(state)
-        else
-          M.search(state)
-        end
+        draw(state)
         render.preview(state)
-      end
-    end,
-  })
-  -- The documents and folders lists refresh as the session does (autodoc.session) when the workspace's files
-  -- change or its embeddings finish filling; a scan that found nothing new asks nothing.
-  local group = vim.api.nvim_create_augroup('autodoc-picker', { clear = true })
-  vim.api.nvim_create_autocmd('User', {
-    group = group,
-    pattern = { 'AutodocIndexed', 'AutodocSemanticReady' },
-    callback = function(event)
-      local data = event.data or {}
-      local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
-      if M.state == state and not state.session and not unchanged
-          and (data.workspace == nil or data.workspace == state.workspace) then
-        M.search(state)
       end
     end,
   })
@@ -259,24 +225,17 @@ function M.open(opts)
   end
   local mode = opts.mode or 'search'
   ---@type autodoc.PickerState
-  local state = {
-    mode = mode,
-    workspace = opts.workspace,
-    root = opts.workspace and autodoc.workspaces[opts.workspace] or '',
-    origin_win = vim.api.nvim_get_current_win(),
-    hits = {},
-    seq = 0,
-    on_choose = opts.on_choose,
-  }
-  if mode == 'search' or mode == 'related' then
-    state.session = session_core.new({ source = 'builtin', scope = opts.scope or opts.workspace, related = opts.related,
-      on_update = function() draw(state) end,
-      prompt_now = function()
-        return vim.api.nvim_buf_is_valid(state.prompt_buf)
-          and vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or nil
-      end })
-  end
-  layout.open(state)
+  local state = { mode = mode, origin_win = vim.api.nvim_get_current_win() }
+  local strategy = ({ search = strategies.search, related = strategies.related,
+    documents = strategies.documents(opts.workspace), folders = strategies.folders })[mode]
+  state.session = session_core.new({ source = 'builtin', strategy = strategy, scope = opts.scope or opts.workspace,
+    related = opts.related, on_choose = opts.on_choose,
+    on_update = function() draw(state) end,
+    prompt_now = function()
+      return vim.api.nvim_buf_is_valid(state.prompt_buf)
+        and vim.api.nvim_buf_get_lines(state.prompt_buf, 0, 1, false)[1] or nil
+    end })
+  layout.open(state, opts.workspace)
   M.state = state
   render.toggles(state)
   actions.set_keys(M, state)
@@ -285,35 +244,11 @@ function M.open(opts)
     vim.api.nvim_buf_set_lines(state.prompt_buf, 0, -1, false, { opts.query })
   end
   vim.cmd('startinsert!')
-  local function failed(message)
+  state.session:start(function()
     if M.state == state then
-      render.message(state, message)
+      M.search(state) -- what was typed meanwhile
     end
-  end
-  if state.session then
-    state.session:start(function() M._engine_ready(state) end, failed)
-  else
-    autodoc.when_ready(function() M._engine_ready(state) end, failed)
-  end
-end
-
---- The engine is open: settle the documents list's workspace (a search's scope is its session's), then search
---- what was typed meanwhile.
----@param state autodoc.PickerState
-function M._engine_ready(state)
-  if M.state ~= state then
-    return
-  end
-  if state.mode == 'documents' then
-    state.workspace = state.workspace or session_core.default_workspace()
-    if not state.workspace then
-      render.message(state, require('autodoc.session.text').NO_WORKSPACE)
-      return
-    end
-    state.root = autodoc.workspaces[state.workspace] or ''
-    vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
-  end
-  M.search(state)
+  end)
 end
 
 return M

@@ -70,7 +70,8 @@ end
 
 --- Create the buffers and windows on `state`; the prompt window gets the focus.
 ---@param state autodoc.PickerState
-function M.open(state)
+---@param workspace string|nil the prompt title's workspace until the session says
+function M.open(state, workspace)
   require('autodoc.highlights').define() -- for a picker opened before plugin/ was sourced
   local geometry = M.geometry()
   state.preview_buf = scratch('markdown')
@@ -85,7 +86,7 @@ function M.open(state)
   vim.wo[state.list_win].wrap = false
   state.toggles_win = float(state.toggles_buf, geometry.toggles, false)
   state.prompt_win = float(state.prompt_buf, vim.tbl_extend('force', geometry.prompt,
-    { title = M.prompt_title(state.mode, state.workspace) }), true)
+    { title = M.prompt_title(state.mode, workspace) }), true)
 end
 
 --- Fit the open windows to the editor's size again (after VimResized): a terminal narrowed under an open

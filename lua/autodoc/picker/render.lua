@@ -18,12 +18,26 @@ end
 
 M.shorten_middle = text.shorten_middle
 
+--- The hits the list shows (those of the session's answer drawn last; none while a message is shown).
+---@param state autodoc.PickerState
+---@return autodoc.Hit[]
+function M.hits(state)
+  return state.drawn and state.drawn.hits or {}
+end
+
 --- The file a listed hit is (its workspace's root, from the answer shown, joined with its path).
 ---@param state autodoc.PickerState
 ---@param hit autodoc.Hit
 ---@return string
 function M.file(state, hit)
-  return scope.file(hit, state.answer, state.root)
+  return scope.file(hit, state.drawn, state.session.root)
+end
+
+--- The query words the preview marks: the answer shown's.
+---@param state autodoc.PickerState
+---@return string[]
+local function words(state)
+  return state.drawn and state.drawn.query and state.drawn.query.terms or {}
 end
 
 --- Mark each row's workspace label (the first `cells` of `rows`) in AutodocWorkspace.
@@ -62,7 +76,7 @@ end
 
 ---@param state autodoc.PickerState
 function M.toggles(state)
-  if not state.session then
+  if state.mode == 'documents' or state.mode == 'folders' then -- lists without stages
     set_lines(state.toggles_buf,
       { state.mode == 'folders' and '<CR> adds the folder as a workspace' or '<CR> opens the document' })
     return
@@ -94,7 +108,7 @@ function M.selected(state)
     return nil
   end
   local row = vim.api.nvim_win_get_cursor(state.list_win)[1]
-  return state.hits[row], row
+  return M.hits(state)[row], row
 end
 
 ---@param buf integer
@@ -188,9 +202,8 @@ end
 ---@param hit autodoc.Hit|nil
 ---@return string|nil
 local function preview_key(state, hit)
-  return hit and table.concat({ state.session and state.session.tick or state.seq or 0, M.file(state, hit),
-    hit.line_start, hit.line_end,
-    table.concat(state.words or {}, ' ') }, '\0')
+  return hit and table.concat({ state.session.tick, M.file(state, hit), hit.line_start, hit.line_end,
+    table.concat(words(state), ' ') }, '\0')
 end
 
 --- Show the selected hit's file, scrolled to it, its span highlighted and the query's words marked.
@@ -205,17 +218,17 @@ function M.preview(state)
     return
   end
   set_lines(buf, M.preview_lines(hit, M.file(state, hit)))
-  M.show_section(buf, state.preview_win, hit, state.words or {})
+  M.show_section(buf, state.preview_win, hit, words(state))
 end
 
 --- Say `text` in the list's footer (nil: say nothing).
 ---@param state autodoc.PickerState
 ---@param text string|nil
 function M.notice(state, text)
-  if state.notice == text or not vim.api.nvim_win_is_valid(state.list_win) then
+  if state.footer == text or not vim.api.nvim_win_is_valid(state.list_win) then
     return
   end
-  state.notice = text
+  state.footer = text
   vim.api.nvim_win_set_config(state.list_win, { footer = text and { { ' ' .. text .. ' ', 'AutodocNotice' } } or '',
     footer_pos = 'left' })
 end
@@ -227,8 +240,7 @@ function M.message(state, text)
   if not vim.api.nvim_win_is_valid(state.list_win) then
     return
   end
-  state.hits = {}
-  state.message = text
+  state.drawn = nil
   set_lines(state.list_buf, vim.split(text, '\n'))
   vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, 0, 0, { line_hl_group = 'ErrorMsg' })
   vim.api.nvim_win_set_config(state.list_win, { title = ' autodoc ', title_pos = 'left' })
@@ -242,10 +254,7 @@ end
 ---@param answer autodoc.Answer
 function M.answer(state, answer)
   local keep = state.moved and M.selected(state)
-  state.message = nil
-  state.hits = answer.hits
-  state.answer = answer
-  state.words = answer.query and answer.query.terms or {}
+  state.drawn = answer
   local lines, label_cells = M.rows(answer, vim.api.nvim_win_get_width(state.list_win))
   set_lines(state.list_buf, lines)
   M.mark_labels(state.list_buf, answer.hits, label_cells, 0)

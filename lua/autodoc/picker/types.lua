@@ -22,22 +22,15 @@
 ---@field scope table|nil { asked, workspaces = string[] } what the search covered
 ---@field workspaces table<string, table>|nil per workspace searched: { root, hits, semantic, folder, note }
 
----@class autodoc.PickerState
+---@class autodoc.PickerState the open picker's windows and what they show; what is listed is its session's
 ---@field mode autodoc.PickerMode
----@field workspace string|nil the documents list's workspace (a search's scope is its session's)
----@field root string that workspace's root, '' until known
 ---@field origin_win integer the window to return to
----@field session autodoc.Session|nil a search's (modes 'search' and 'related'): workspace, stages, answers
----@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
----@field drawn autodoc.Answer|nil the session's answer the list shows
----@field hits autodoc.Hit[]
----@field answer autodoc.Answer|nil the answer shown
----@field words string[]|nil query words marked in the preview
----@field message string|nil shown in place of hits (an error, or why nothing is searched)
----@field notice string|nil a warning in the list's footer, until the next keystroke
----@field query string|nil
+---@field session autodoc.Session the list's: prompt, scope, stages, answers, message, notice, on_choose
+---@field drawn autodoc.Answer|nil the session's answer the list shows (nil while a message is shown)
+---@field footer string|nil the notice the list's footer shows
 ---@field moved boolean|nil the user moved the selection since the query changed
----@field seq integer the documents and folders lists' asks; an answer to an older one is dropped
+---@field previewed string|nil what the preview shows (render's preview key)
+---@field preview_tick integer|nil previews asked so far; of those asked together only the last is drawn
 ---@field last_keystroke integer|nil
 ---@field timer autodoc.Later|nil the search that waits for typing to pause
 ---@field toggle_spans table<string, integer[]>|nil column spans of the checkboxes

@@ -1,11 +1,13 @@
---- One search in the editor, whatever picker shows it: the workspaces it covers (autodoc.session.scope: every
---- one by default, `@name` words before the query, `<M-w>` for the next scope), the stages and what those
---- workspaces can run, the refusals, the answers and whether they are still wanted, and related mode. The
---- built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it: they hand it
---- the prompt and keys, and draw what it holds when `on_update` says so.
+--- One list in the editor (a search, most often), whatever picker shows it: the workspaces it covers
+--- (autodoc.session.scope: every one by default, `@name` words before the query, `<M-w>` for the next scope), the
+--- stages and what those workspaces can run, the refusals, the answers and whether they are still wanted, and
+--- related mode. The built-in picker and the telescope, fzf-lua, snacks and mini.pick sources are views over it:
+--- they hand it the prompt and keys, and draw what it holds when `on_update` says so.
 ---
---- Whether an answer is still wanted is decided here alone: every ask takes a new `tick`, and an answer to an
---- older tick (or to a closed session) is dropped, as mini.pick's querytick does.
+--- What a session lists is its strategy (autodoc.session.strategies: search, related, documents, folders,
+--- related_live): the request that answers a prompt. Whether an answer is still wanted is decided here alone:
+--- every ask takes a new `tick`, the editor's one staleness counter, and an answer to an older tick (or to a
+--- closed session) is dropped, as mini.pick's querytick does.
 local autodoc = require('autodoc')
 local rpc = require('autodoc.rpc')
 local state = require('autodoc.state')
@@ -13,17 +15,24 @@ local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
 local workspace_of = require('autodoc.session.workspace')
 local scope_of = require('autodoc.session.scope')
+local strategies = require('autodoc.session.strategies')
 
 local M = {}
 
+---@alias autodoc.SessionLevel 'none'|'partial'|'final' nothing yet, the lexical answer, every stage's answer
+
 ---@class autodoc.Session
----@field source string the view: 'builtin', 'telescope', 'fzf-lua', 'snacks', 'mini.pick'
+---@field source string the view: 'builtin', 'telescope', 'fzf-lua', 'snacks', 'mini.pick', 'related-live'
+---@field strategy autodoc.SessionStrategy what it lists: the request that answers a prompt
+---@field background boolean|nil a side list (related-live): not picker_state's, no AutodocResults, not asked
+---   again when the index changes
 ---@field scope autodoc.Scope|nil what is searched when the prompt names no workspace
 ---@field asked_scope string|string[]|nil the scope the session was opened with (read once the engine is open)
 ---@field opened_from string the file of the buffer the session was opened from (setup's scope 'current')
 ---@field scope_problem string|nil why that scope cannot be searched (a name that is no workspace)
 ---@field searched autodoc.Scope|nil what the newest ask searched
----@field root string the folder of the one workspace searched ('' when several are)
+---@field root string the folder of the one workspace searched or listed ('' when several are)
+---@field workspace string|nil the one workspace a documents list lists (a search's are its scope)
 ---@field root_problem string|nil why a searched folder cannot be read (the engine's workspace.status)
 ---@field stages table<string, boolean> the checked stages (saved across sessions)
 ---@field available table<string, boolean> false for a stage the workspace cannot run
@@ -32,13 +41,12 @@ local M = {}
 ---@field prompt string|nil what the view's prompt held at the newest ask
 ---@field query string|nil that prompt without its `@workspace`
 ---@field answer autodoc.Answer|nil the newest answer to the newest ask
----@field level integer 0: nothing yet, 1: lexical only, 2: every stage
+---@field level autodoc.SessionLevel how far the newest ask is answered
 ---@field message string|nil shown in place of hits (an error, or why nothing is asked)
 ---@field notice string|nil a refusal, shown until the next keystroke
 ---@field tick integer every ask takes the next; answers to an older one are dropped
 ---@field asked_at integer|nil hrtime of the newest ask
 ---@field typed_at integer|nil hrtime of the keystroke behind it, when the view knows (its debounce)
----@field requests table<string, integer> requests this session sent, by method
 ---@field closed boolean
 ---@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit a source previewed last
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
@@ -55,6 +63,9 @@ M.current = nil
 ---@field source string
 ---@field scope string|string[]|nil a name, a list of names, '*', or '@a @b' as typed (default: setup's scope)
 ---@field related autodoc.RelatedSource|nil
+---@field strategy autodoc.SessionStrategy|nil default: related when `related` is given, else search
+---@field background boolean|nil
+---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
 ---@field on_update fun(session: autodoc.Session)|nil
 ---@field prompt_now (fun(): string|nil)|nil
 
@@ -69,7 +80,7 @@ local function refresh_on_index_changes()
       local session, data = M.current, event.data or {}
       local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
       if session and not session.closed and session.prompt and not unchanged
-          and (data.workspace == nil or vim.tbl_contains(scope_of.searched(session.searched), data.workspace)) then
+          and (data.workspace == nil or session:covers(data.workspace)) then
         -- what the prompt holds now: a keystroke still waiting for typing to pause is asked with it
         session:ask(session.prompt_now and session.prompt_now() or session.prompt)
       end
@@ -80,25 +91,35 @@ end
 ---@param opts autodoc.SessionOptions
 ---@return autodoc.Session
 function M.new(opts)
-  if not M.current then
+  if not M.current and not opts.background then
     refresh_on_index_changes()
   end
   local self = setmetatable({ source = opts.source, asked_scope = opts.scope, related = opts.related, root = '',
-    opened_from = vim.api.nvim_buf_get_name(0),
-    stages = stages.load(), available = {}, level = 0, tick = 0, requests = {}, closed = false,
+    strategy = opts.strategy or (opts.related and strategies.related or strategies.search),
+    background = opts.background, on_choose = opts.on_choose, opened_from = vim.api.nvim_buf_get_name(0),
+    stages = stages.load(), available = {}, level = 'none', tick = 0, closed = false,
     on_update = opts.on_update or function() end, prompt_now = opts.prompt_now }, Session)
-  M.current = self
+  if not opts.background then
+    M.current = self
+  end
   return self
+end
+
+--- Does the session list what workspace `name` holds (so its changes are asked again)?
+---@param name string
+---@return boolean
+function Session:covers(name)
+  return self.workspace == name or vim.tbl_contains(scope_of.searched(self.searched), name)
 end
 
 ---@param method string
 ---@param params table
 ---@param callback fun(err: table|nil, result: any)
 ---@param on_partial fun(result: any)|nil
-function Session:request(method, params, callback, on_partial)
-  self.requests[method] = (self.requests[method] or 0) + 1
+---@param lane string|nil default: the view's name and the method
+function Session:request(method, params, callback, on_partial, lane)
   -- The lane lets the host stop an older search of this session at its next stage boundary.
-  rpc.request(method, params, callback, self.source .. ':' .. method, on_partial)
+  rpc.request(method, params, callback, lane or self.source .. ':' .. method, on_partial)
 end
 
 --- Is `tick` still the session's newest ask?
@@ -121,7 +142,7 @@ end
 
 ---@param self autodoc.Session
 ---@param answer autodoc.Answer
----@param level integer
+---@param level autodoc.SessionLevel
 local function take(self, answer, level)
   local answered = vim.uv.hrtime()
   self.answer, self.level, self.message = answer, level, nil
@@ -131,6 +152,9 @@ local function take(self, answer, level)
     self.rank_model = answer.rank and rpc.value(answer.rank.model)
   end
   self.on_update(self)
+  if self.background then
+    return
+  end
   local drawn = vim.uv.hrtime()
   local typed = self.typed_at or self.asked_at
   local ms = function(from, to) return (to - from) / 1e6 end
@@ -169,52 +193,51 @@ local function failed(self, tick)
   end
 end
 
---- Search what the view's prompt holds (the same prompt again asks again: a toggle, an index run).
+--- Ask what the view's prompt holds, as the strategy says (the same prompt again asks again: a toggle, an index
+--- run).
 ---@param prompt string
 ---@param typed_at integer|nil hrtime of the keystroke behind it (a view that waits for typing to pause)
 function Session:ask(prompt, typed_at)
   self.tick = self.tick + 1
   local tick = self.tick
   self.prompt, self.asked_at, self.typed_at = prompt, vim.uv.hrtime(), typed_at
-  local scope, query, problem, named = scope_of.parse(prompt, self.scope, scope_of.names())
-  problem = problem or not named and self.scope_problem or nil
-  self.query, self.answer, self.level, self.message = query, nil, 0, problem
-  if problem or #scope_of.searched(scope) == 0 then
-    self.message = problem or state.error or text.NO_WORKSPACE
+  local request = self.strategy(self, prompt, tick)
+  self.query, self.answer, self.level, self.message = request.query, nil, 'none', request.message
+  if request.message then
     later(self, tick, function() self.on_update(self) end)
     return
   end
-  search_in(self, scope)
-  local options = { limit = autodoc.config.limit, stages = stages.requested(self.stages, self.available),
-    snippets = false } -- no view shows snippets: none are made
-  if self.related then -- the prompt narrows the related sections; they are asked afresh each time
-    self:request('search.related', scope_of.related_params(scope, self.related, options), function(err, answer)
-        if not self:wanted(tick) then
-          return
-        end
-        if err or not answer then
-          return failed(self, tick)(err)
-        end
-        take(self, text.filtered(answer, query), 2)
-      end)
-  elseif query:match('^%s*$') then
-    later(self, tick, function() take(self, { hits = {}, semantic = 'off', rank = {}, empty_prompt = true }, 2) end)
-  else
-    -- search.stream: the lexical answer first (on_partial), then the full one; a partial never follows its final.
-    self:request('search.stream', { scope_of.wire(scope), query, options }, function(err, answer)
-      if not self:wanted(tick) then
-        return
-      end
-      if err then
-        return failed(self, tick)(err)
-      end
-      take(self, answer, 2)
-    end, function(answer)
-      if self:wanted(tick) then
-        take(self, answer, 1)
-      end
-    end)
+  self.related = request.related or self.related
+  if request.scope then
+    search_in(self, request.scope)
+  elseif request.workspace then
+    self.workspace, self.root = request.workspace, autodoc.workspaces[request.workspace] or ''
   end
+  if request.answer then
+    later(self, tick, function() take(self, request.answer, 'final') end)
+    return
+  end
+  local shape = request.shape or function(answer) return answer end
+  local params = type(request.params) == 'function' and request.params() or request.params
+  self:request(request.method, params, function(err, answer)
+    if not self:wanted(tick) then
+      return
+    end
+    if err or not answer then
+      return failed(self, tick)(err)
+    end
+    take(self, shape(answer), 'final')
+  end, request.streams and function(answer)
+    if self:wanted(tick) then
+      take(self, shape(answer), 'partial')
+    end
+  end or nil, request.lane)
+end
+
+--- Has the newest ask something to show: an answer (partial or final) or a message in place of hits?
+---@return boolean
+function Session:answered()
+  return self.level ~= 'none' or self.message ~= nil
 end
 
 --- Ask the newest prompt again.
@@ -286,7 +309,9 @@ function Session:start(ready, on_failure)
     if self.closed then
       return
     end
-    self:settle_scope()
+    if self.strategy == strategies.search or self.strategy == strategies.related then
+      self:settle_scope() -- the other lists search no workspaces
+    end
     ready(self)
   end, function(message)
     self.message = message
@@ -315,6 +340,9 @@ end
 --- The one workspace the newest ask searched (nil when it searched several).
 ---@return string|nil
 function Session:single_workspace()
+  if self.workspace then
+    return self.workspace
+  end
   local names = scope_of.searched(self.searched or self.scope)
   return #names == 1 and names[1] or nil
 end

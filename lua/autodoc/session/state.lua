@@ -12,7 +12,7 @@ function M.of(session)
     stages = session.stages, available = session.available, level = session.level, tick = session.tick,
     performed = asked.performed or {}, requested = asked.requested, hits = session:hits(),
     notice = session.notice, message = session.message, title = session:title(), toggles = session:toggles(),
-    status = session:status(), requests = session.requests, closed = session.closed,
+    status = session:status(), closed = session.closed,
     related = session.related and { path = session.related.path, line = session.related.line } or nil,
     previewed = previewed and { path = previewed.hit.path, line = previewed.hit.line_start, buf = previewed.buf,
       win = previewed.win } or nil })

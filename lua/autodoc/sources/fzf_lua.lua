@@ -124,7 +124,7 @@ local function open(session, opts)
   local reload_command
   local prompt_title = session:title()
   session.on_update = function()
-    if waiting and waiting.prompt == session.prompt and session.level + (session.message and 1 or 0) > 0 then
+    if waiting and waiting.prompt == session.prompt and session:answered() then
       local write = waiting.write
       waiting = nil
       write_answer(session, write, width())
@@ -143,7 +143,7 @@ local function open(session, opts)
         session:typed()
         session:ask(query)
       end
-      if session.level > 0 or session.message then
+      if session:answered() then
         write_answer(session, write, width())
       else
         waiting = { prompt = query, write = write }

@@ -40,9 +40,8 @@ end
 ---@param open fun(session: autodoc.Session)
 function M.start(source, opts, open)
   opts = opts or {}
-  local related = opts.related or require('autodoc.related').take_pending() -- :AutodocPick {source} related
-  local session = session_core.new({ source = source, scope = opts.scope or opts.workspace, related = related })
-  session.on_choose = opts.on_choose
+  local session = session_core.new({ source = source, scope = opts.scope or opts.workspace, related = opts.related,
+    on_choose = opts.on_choose })
   session.initial_query = opts.query
   session:start(function()
     if #session_core.names() == 0 then

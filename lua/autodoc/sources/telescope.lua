@@ -83,8 +83,14 @@ local function open(session, opts)
       return true
     end,
   })
+  -- The prompt buffer's line less the picker's prompt_prefix (both public fields): action_state's
+  -- get_current_line() is a global telescope does not reset when a picker opens empty.
   session.prompt_now = function()
-    return vim.api.nvim_buf_is_valid(picker.prompt_bufnr) and picker:_get_prompt() or nil
+    if not vim.api.nvim_buf_is_valid(picker.prompt_bufnr) then
+      return nil
+    end
+    local line = vim.api.nvim_buf_get_lines(picker.prompt_bufnr, 0, 1, false)[1] or ''
+    return line:sub(#(picker.prompt_prefix or '') + 1)
   end
   session.on_update = function()
     if not vim.api.nvim_buf_is_valid(picker.prompt_bufnr) then
