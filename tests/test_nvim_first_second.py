@@ -54,3 +54,27 @@ def test_a_search_asked_at_start_gets_its_final_list(tmp_path: Path, embedded_kb
         # the picker's own state agrees: its newest ask is answered with every stage
         shown = nvim.exec_lua("return require('autodoc').picker_state()")
         assert shown["level"] == "final" and "semantic" in shown["performed"] and shown["tick"] == final[-1]["tick"]
+
+
+# Every text any buffer showed, from Neovim's first second (a buffer's lines as each change left them).
+SHOWN = ("lua _G.shown = {}; vim.api.nvim_create_autocmd('BufNew', { callback = function(event) "
+         "vim.api.nvim_buf_attach(event.buf, false, { on_lines = function(_, buf) "
+         "table.insert(_G.shown, table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\\n')) end }) end })")
+
+
+def test_a_picker_opened_while_the_engine_opens_says_no_false_error(tmp_path: Path,
+                                                                     embedded_kb: tuple[Path, Path]) -> None:
+    """A new user's walk: `make run` a second time opened the picker at once, and for about 5 s it said `no
+    workspace yet; add one with :AutodocWorkspaceAdd` (its prompt, filled from the command, was asked before the
+    engine had said which workspaces there are), then corrected itself."""
+    kb, db = embedded_kb
+    env = {"AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
+           "AUTODOC_DB": str(db), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    with child_nvim("-u", str(MINIMAL_INIT), "-c", SHOWN, "-c", RECORD, "-c", "AutodocSearch crash safety",
+                    env=env) as nvim:
+        wait_for(lambda: [d for d in nvim.exec_lua("return _G.drawn") if d["level"] == "final"], timeout=90,
+                 what="the final list of the search asked at start")
+        shown = nvim.exec_lua("return _G.shown")
+        assert shown and not [text for text in shown if "no workspace" in text], shown
+        assert not [text for text in shown if "Rerank" in text], "a box for a ranker the workspace has not"

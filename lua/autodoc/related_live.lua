@@ -179,8 +179,8 @@ function M.start()
   vim.api.nvim_create_autocmd('WinClosed', { group = group, pattern = tostring(win), callback = function()
     vim.schedule(M.stop)
   end })
-  autodoc.when_ready(function()
-    if M.state and vim.api.nvim_win_is_valid(origin) then
+  state.session:start(function()
+    if M.state == state and vim.api.nvim_win_is_valid(origin) then
       vim.api.nvim_win_call(origin, M.moved)
     end
   end)

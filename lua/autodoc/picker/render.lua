@@ -85,7 +85,9 @@ function M.toggles(state)
   local pieces, spans = {}, {}
   local column = 0
   for _, name in ipairs(stages.names) do
-    if session.available[name] ~= false then
+    -- a ranker is configured for few workspaces: its box waits for an answer to say it can run
+    local known = name ~= 'rerank' or session.available.rerank ~= nil
+    if known and session.available[name] ~= false then
       local label = stages.labels[name]
       if name == 'rerank' and session.rank_model then
         label = string.format('Rerank (%s)', session.rank_model)

@@ -48,6 +48,7 @@ local M = {}
 ---@field asked_at integer|nil hrtime of the newest ask
 ---@field typed_at integer|nil hrtime of the keystroke behind it, when the view knows (its debounce)
 ---@field closed boolean
+---@field started boolean|nil the engine is open for it (Session:start): asks before then wait for it
 ---@field previewed { hit: autodoc.Hit, buf: integer, win: integer|nil }|nil the hit a source previewed last
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil
 ---@field initial_query string|nil
@@ -201,6 +202,9 @@ function Session:ask(prompt, typed_at)
   self.tick = self.tick + 1
   local tick = self.tick
   self.prompt, self.asked_at, self.typed_at = prompt, vim.uv.hrtime(), typed_at
+  if not self.started then -- typed while the engine opens: start's `ready` asks it, against the workspaces there are
+    return
+  end
   local request = self.strategy(self, prompt, tick)
   self.query, self.answer, self.level, self.message = request.query, nil, 'none', request.message
   if request.message then
@@ -309,6 +313,7 @@ function Session:start(ready, on_failure)
     if self.closed then
       return
     end
+    self.started = true
     if self.strategy == strategies.search or self.strategy == strategies.related then
       self:settle_scope() -- the other lists search no workspaces
     end
