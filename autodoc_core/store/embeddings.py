@@ -166,7 +166,7 @@ class VectorBasis:
 
 def vectors_after(conn: apsw.Connection, ws_id: int, model_fp: str, last_id: int) -> int:
     """How many of this model's vectors have an id above ``last_id``."""
-    return conn.execute("SELECT COUNT(*) FROM embeddings WHERE id > ? AND ws_id = ? AND model_fp = ?",
+    return conn.execute("SELECT COUNT(*) FROM embeddings NOT INDEXED WHERE id > ? AND ws_id = ? AND model_fp = ?",
                         (last_id, ws_id, model_fp)).fetchone()[0]
 
 
@@ -180,10 +180,12 @@ def vector_basis(conn: apsw.Connection, ws_id: int, model_fp: str) -> VectorBasi
 
 def chunk_vectors_after(conn: apsw.Connection, ws_id: int, model_fp: str,
                         last_id: int) -> list[tuple[int, int, str, int]]:
-    """As ``chunk_vectors``, for the vectors with an id above ``last_id`` only."""
+    """As ``chunk_vectors``, for the vectors with an id above ``last_id`` only: along the rowid from there (left to
+    itself SQLite walks every chunk of the workspace and looks each one's vector up)."""
     return conn.execute(
-        "SELECT c.id, c.doc_id, c.text_hash, e.id FROM embeddings e JOIN chunks c INDEXED BY chunks_hash "
-        "ON c.ws_id = e.ws_id AND c.text_hash = e.text_hash WHERE e.id > ? AND e.ws_id = ? AND e.model_fp = ?",
+        "SELECT c.id, c.doc_id, c.text_hash, e.id FROM embeddings e NOT INDEXED "
+        "CROSS JOIN chunks c INDEXED BY chunks_hash ON c.ws_id = e.ws_id AND c.text_hash = e.text_hash "
+        "WHERE e.id > ? AND e.ws_id = ? AND e.model_fp = ?",
         (last_id, ws_id, model_fp),
     ).fetchall()
 
