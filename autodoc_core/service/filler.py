@@ -61,8 +61,7 @@ class BackgroundFiller:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._state = "waiting"
-        self._wakes = 0  # asks to look for work (index runs, configuration changes, pause and resume)
-        self._wakes_seen = 0  # of those, the asks made before the filler's latest look began
+        self._looked_at: float | None = None  # when its latest look for work began (Unix time)
         self._retry_at: dict[int, float] = {}
         self._backoff: dict[int, float] = {}
         self._thread = threading.Thread(target=self._loop, name="autodoc-embedder", daemon=True)
@@ -70,15 +69,13 @@ class BackgroundFiller:
 
     def wake(self) -> None:
         """Look for work now (after an index run or a configuration change)."""
-        with self._lock:
-            self._wakes += 1
         self._wake.set()
 
     def state(self) -> dict[str, Any]:
         """What the filler does now: "filling", "paused" (embedding.pause: it looked and took nothing) or
-        "waiting"; ``wakes`` asks to look for work so far, ``wakes_seen`` the ones its latest look answered."""
+        "waiting"; ``looked_at``: when its latest look for work began (a look begun after an ask answers it)."""
         with self._lock:
-            return {"state": self._state, "wakes": self._wakes, "wakes_seen": self._wakes_seen}
+            return {"state": self._state, "looked_at": self._looked_at}
 
     def _set_state(self, state: str) -> None:
         with self._lock:
@@ -95,9 +92,10 @@ class BackgroundFiller:
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
             self._wake.clear()
+            looked_at = time.time()
             paused = self._paused.is_set()
             with self._lock:
-                self._wakes_seen, self._state = self._wakes, "paused" if paused else "waiting"
+                self._looked_at, self._state = looked_at, "paused" if paused else "waiting"
             if paused:
                 continue
             for ws in self._workspaces_needing_vectors():
