@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError
-from autodoc_core.index import vectors
+from autodoc_core.index import checkpoints, vectors
 from autodoc_core.rank.fuse import auto_weight
 from autodoc_core.retrieve.semantic import VectorIndex
 from autodoc_core.service.engine import Engine
@@ -701,3 +701,26 @@ def test_a_search_during_a_fill_reads_only_the_new_batches_vectors(engine, kb: P
         fill_batches(100)
         assert not read_everything(refresh_reading())
         assert all(eligible for _, eligible, _ in held_vectors(runtime.indexes[embedder.model_fp]).values())
+
+
+def test_after_each_batch_the_fill_brings_a_searchs_vectors_up_to_date(engine, kb: Path) -> None:
+    """Issue 51.13: the fill's thread, not the next search, reads each batch it stores into the vectors a search
+    holds (and the semantic state): a search after a pause found them one or more batches behind and read them
+    itself."""
+    for i in range(6):
+        write(kb, f"n{i}.md", f"# Note {i}\n\nkiwi fact {i}\n")
+    with model_server("tei") as server:
+        index_in_batches_of_4(engine, kb, server.url)
+        ws = engine._workspace("kb")
+        with checkpoints.Hold("embed.batch", 1) as held:
+            filler, errors = fill_in_a_thread(engine)
+            assert held.arrived.wait(timeout=60)  # the first batch of 4 is stored
+            search(engine, "kiwi", stages=["semantic"])  # a search holds the vectors: 4 of them
+            held.release.set()
+            filler.join(timeout=120)
+        assert not errors
+        runtime = engine._semantic.of(ws)
+        index = next(iter(runtime.indexes.values()))
+        ws_now = engine._workspace("kb")
+        assert index.epoch == ws_now.vector_epoch and len(index.chunk_ids) == 6
+        assert runtime.state is not None and runtime.state[2] == (6, 6)
