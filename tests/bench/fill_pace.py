@@ -10,7 +10,9 @@
    trips, lexical and hybrid. In the picker: a key typed after the pause, to the first and to the final list.
    Target: with the fill running, within 1.5x of the fill paused (medians).
 
-    python -m tests.bench.fill_pace --shared ../shared --out doc/benchmarks/fill-pace.md
+    python -m tests.bench.fill_pace --shared ../shared --out doc/benchmarks/fill-gap.md
+
+The tables above ``FINDINGS`` in the file are replaced by each run; from that heading on, the file is kept.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from tests.bench.picker import Server, arm, open_picker, start_neovim, stop_neov
 from tests.waiting import wait_until
 
 WORKSPACE = "rfcs"
+FINDINGS = "## What the runs say"  # written by hand: a run keeps it
 POLL_SECONDS = 1.0  # the fill's status is read this often: each read takes CPU from the fill it times
 
 
@@ -192,13 +195,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--shared", default="../shared")
     parser.add_argument("--sections", type=int, default=0, help="the first RFCs holding this many (0: all)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--pause", type=float, default=3.0)
     parser.add_argument("--blocks", type=int, default=3)
     parser.add_argument("--per-block", type=int, default=4)
     parser.add_argument("--skip-picker", action="store_true")
     parser.add_argument("--note", default="")
-    parser.add_argument("--out", default="doc/benchmarks/fill-pace.md")
+    parser.add_argument("--out", default="doc/benchmarks/fill-gap.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="autodoc-fill-pace-") as tmp:
         work, root = Path(tmp), Path(tmp) / "rfcs"
@@ -252,7 +255,9 @@ def write_report(args: argparse.Namespace, sections: int, texts: int, pace: dict
                 label = {"level 1": "key to first list", "level 2": "key to final list"}.get(kind, kind)
                 lines.append(f"| {where} | {label} | {running:.1f} | {idle:.1f} | {running / idle:.2f}x | "
                              f"{len(filling)}+{len(paused)} |")
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    out = Path(args.out)
+    kept = out.read_text().partition(FINDINGS) if out.exists() else ("", "", "")
+    out.write_text("\n".join(lines) + "\n" + (f"\n{FINDINGS}{kept[2]}" if kept[1] else ""))
     print("\n".join(lines))
 
 
