@@ -15,9 +15,10 @@ The folders follow a document's way in and a query's way out, one floor above an
     rank/       fuse (blend or RRF, boosts), hits (cap per document, snippets, hit records), rerank
     search/     one search: stages (the ``Stage`` names, and ``Candidates``: one retriever's chunk ids in rank
                 order with their scores, what ``rank/fuse`` takes), answer (the answer as typed records:
-                SearchAnswer, its StageReport, QueryInfo, RankState, Timer, and its JSON shape, made in one
-                place: SearchAnswer.to_wire), search_run (what one search works with, SearchRun, and the
-                stages search and related share), stream (following one search: its lexical answer handed
+                SearchAnswer, its StageReport composed of each stage's StageNote, QueryInfo, RankState, Timer,
+                and its JSON shape, made in one place: SearchAnswer.to_wire), search_run (what one search
+                works with, SearchRun, read by its stages and written by none, and the stages search and
+                related share), stream (following one search: its lexical answer handed
                 over first, stopped between stages), pipeline (options in, stages run and fused, a
                 SearchAnswer that says what ran and why), scope (a search of several workspaces: the scope
                 resolved to names, their answers merged into one, hits weighed by each workspace's match)
@@ -32,10 +33,10 @@ The folders follow a document's way in and a query's way out, one floor above an
                 Litestream for --replicate-to and --replica-of; workers for --workers)
 
 ``errors`` (the JSON-RPC codes and the one exception callers see) and ``search.stages`` are shared by all of
-them. ``FLOORS`` is the map as data (each module of search/ has a floor of its own, named ``search.module``):
-a module imports only from its own folder or module and from floors below its own, never from one beside it
-on the same floor (``index`` and ``retrieve`` do not import each other); tests/test_docs.py holds the code
-to it.
+them. ``FLOORS`` is the map as data: a module imports only from its own folder or module and from floors below
+its own, never from one beside it on the same floor (``index`` and ``retrieve`` do not import each other);
+tests/test_docs.py holds the code to it. search/ is one floor, but for ``search.stages``, on the ground floor:
+the stage names and ``Candidates`` are the words retrieve/ and rank/ speak with the search above them.
 """
 
 import os
@@ -50,14 +51,12 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 __version__ = "0.1.0"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("__init__", "errors", "search", "search.stages"),
+    ("__init__", "errors", "search.stages"),
     ("parse", "providers"),
     ("store",),
     ("index", "retrieve"),
     ("rank",),
-    ("search.answer", "search.caches"),
-    ("search.search_run", "search.stream"),
-    ("search.pipeline", "search.scope"),
+    ("search",),
     ("related",),
     ("service",),
     ("surface",),

@@ -44,3 +44,46 @@ def test_the_list_title_says_how_far_the_vectors_have_filled(tmp_path: Path) -> 
                      .get("via", []).count("semantic") == 1 and "semantic" not in title(), timeout=60,
                      what="the list refreshed once the vectors are complete, its title without the fill")
         server.behaviour.release.set()
+
+
+def test_a_ready_workspace_beside_a_filling_one_does_not_refresh_the_list_again_and_again(tmp_path: Path) -> None:
+    """Issue 51 (a new user's walk): with two workspaces, one ready and one filling, the open list's title started
+    a fill watch for the ready one too; its first poll found it complete and said so (User AutodocSemanticReady),
+    the list searched again, its title started the watch again: 15-60 searches a second, for the whole fill."""
+    kb, notes, db = tmp_path / "kb", tmp_path / "notes", tmp_path / "autodoc.db"
+    for i in range(14):
+        write(kb, f"n{i:02}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    write(notes, "rye.md", "# Rye\n\nRye bread wants a sour starter.\n")
+    write(notes, "oven.md", "# Oven\n\nBake the bread hot, then lower the heat.\n")
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:prepend({lua_string(PROJECT)})\nvim.opt.swapfile = false\n"
+                    f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
+                    f"require('autodoc').setup({{ db = {lua_string(db)}, poll_ms = 100, scope = 'all', "
+                    f"workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }}, "
+                    f"{{ name = 'notes', path = {lua_string(notes)} }} }} }})\n")
+    env = {f"XDG_{folder.upper()}_HOME": str(tmp_path / folder) for folder in ("config", "data", "state")}
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        with Engine(db) as engine:
+            for name, root in (("notes", notes), ("kb", kb)):
+                engine.workspace_add(name, str(root))
+                engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url,
+                                                               "batch_size": 2, "timeout": 120}})
+            engine.workspace_index("notes", {"wait": "semantic"})  # its one batch: kb's batches are held
+            engine.workspace_index("kb")
+        with child_nvim("-u", str(init), env=env) as nvim:
+            nvim.exec_lua("_G.events = { ready = {}, kb_progress = 0 }\n"
+                          "vim.api.nvim_create_autocmd('User', { pattern = 'AutodocSemanticReady', callback = "
+                          "function(e) table.insert(_G.events.ready, e.data.workspace) end })\n"
+                          "vim.api.nvim_create_autocmd('User', { pattern = 'AutodocProgress', callback = "
+                          "function(e) if e.data.workspace == 'kb' and e.data.work == 'embedding' then "
+                          "_G.events.kb_progress = _G.events.kb_progress + 1 end end })")
+            nvim.command("AutodocSearch bread")
+            wait_for(lambda: "semantic" in nvim.exec_lua(LIST_TITLE), timeout=60,
+                     what="the list's title saying the vectors fill")
+            seen = nvim.exec_lua("return _G.events.kb_progress")
+            wait_for(lambda: nvim.exec_lua("return _G.events.kb_progress") >= seen + 3, timeout=60,
+                     what="three more polls of kb's fill")
+            # At most the one a start-up index run may give (notes read as filling until the host has its
+            # model); the loop gave dozens in these three polls.
+            assert nvim.exec_lua("return _G.events.ready") in ([], ["notes"])
+        server.behaviour.release.set()

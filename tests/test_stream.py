@@ -98,7 +98,8 @@ class ReplacedBefore(SearchStream):
 
     def check(self, next_stage: str) -> None:
         self.boundaries.append(next_stage)
-        self.cancelled = lambda: next_stage == self.stage
+        if next_stage == self.stage:
+            self.cancel()
         super().check(next_stage)
 
 

@@ -16,6 +16,7 @@ import threading
 import time
 
 HOLD_LIMIT_SECONDS = 120.0
+RELEASE_FILE_LOOK_SECONDS = 0.05
 KILL_VARIABLE = "AUTODOC_TEST_KILL_AT"
 PAUSE_VARIABLE = "AUTODOC_TEST_PAUSE_AT"
 
@@ -40,11 +41,12 @@ def pause_after(name: str, arrivals: int) -> None:
 
 class Hold:
     """For in-process tests: the thread that makes the ``count``-th arrival at ``name`` waits there
-    until ``release`` is set (``arrived`` tells the test it is there)."""
+    until ``release`` is set (``arrived`` tells the test it is there), or ``release_file`` exists."""
 
-    def __init__(self, name: str, count: int) -> None:
+    def __init__(self, name: str, count: int, release_file: str | None = None) -> None:
         self.name, self.count = name, _reached.get(name, 0) + count
         self.arrived, self.release = threading.Event(), threading.Event()
+        self.release_file = release_file
 
     def __enter__(self) -> Hold:
         _holds[self.name] = self
@@ -54,6 +56,17 @@ class Hold:
     def __exit__(self, *exc_info: object) -> None:
         self.release.set()
         _holds.pop(self.name, None)
+
+    def wait(self) -> None:
+        """Hold the arriving thread until released, ``HOLD_LIMIT_SECONDS`` at most. Another process releases
+        it by making ``release_file``: the held thread itself looks for it, so no thread runs for it."""
+        if self.release_file is None:
+            self.release.wait(timeout=HOLD_LIMIT_SECONDS)
+            return
+        deadline = time.monotonic() + HOLD_LIMIT_SECONDS
+        while not os.path.exists(self.release_file) and time.monotonic() < deadline:
+            if self.release.wait(timeout=RELEASE_FILE_LOOK_SECONDS):
+                return
 
 
 _holds: dict[str, Hold] = {}
@@ -65,16 +78,8 @@ def _hold_from_environment() -> None:
     exists (for tests that drive another process, e.g. the editor's host, and look at it mid-run)."""
     target = _target(HOLD_VARIABLE)
     release_file = os.environ.get(RELEASE_VARIABLE)
-    if target is None or not release_file:
-        return
-    hold = Hold(*target).__enter__()
-
-    def watch() -> None:
-        while not os.path.exists(release_file) and not hold.release.is_set():
-            time.sleep(0.05)
-        hold.release.set()
-
-    threading.Thread(target=watch, name="autodoc-test-release", daemon=True).start()
+    if target is not None and release_file:
+        Hold(*target, release_file=release_file).__enter__()
 
 
 def reached(name: str) -> None:
@@ -85,7 +90,7 @@ def reached(name: str) -> None:
     hold = _holds.get(name)
     if hold is not None and hold.count == _reached[name]:
         hold.arrived.set()
-        hold.release.wait(timeout=HOLD_LIMIT_SECONDS)
+        hold.wait()
     for sig, target in _TARGETS.items():
         if target == (name, _reached[name]):
             os.kill(os.getpid(), sig)

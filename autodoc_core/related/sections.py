@@ -35,15 +35,15 @@ from autodoc_core.retrieve.linked import linked_documents
 from autodoc_core.retrieve.options import parse_options
 from autodoc_core.retrieve.query import ParsedQuery, Term, fts_tokens
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageReport, Timer
+from autodoc_core.search.answer import FusionWeight, SearchAnswer, StageNote, Timer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
-    report_ranker,
-    report_unmatched_facets,
-    report_unmatched_paths,
+    ranker_note,
     rerank_hits,
+    unmatched_facets,
+    unmatched_paths,
 )
 from autodoc_core.search.stages import Candidates, Stage
 from autodoc_core.store import chunks, documents
@@ -128,25 +128,32 @@ def _related(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, source: 
     options = parse_options(search_opts, ws, schema)
     filters = build_filters(options.facets, options.paths, options.abstract_chunk, ws.id)
     query = ParsedQuery(raw="", semantic_text=source.text[:SOURCE_EXCERPT_CHARS], any_word=True)
-    run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, StageReport(options.stages), timer,
-                    caches or SearchCaches(), several=several)
-    report_unmatched_paths(run)
-    report_unmatched_facets(run)
-    report_ranker(run.report, ranker)
+    run = SearchRun(conn, ws, query, options, options.facets, filters, semantic, caches or SearchCaches(),
+                    several=several)
+    notes = [unmatched_paths(run), unmatched_facets(run), ranker_note(options.stages, ranker)]
     timer.lap("locate")
     about = _about(source)
     nothing = _nothing_to_relate(conn, ws, source) if elsewhere.workspace is None else _nothing_in(source)
     if nothing:
         about["note"] = nothing
-        query.problems.append(nothing)
-        return dataclasses.replace(answer_of(run, [], "none"), related=about)
-    found = _retrieve(run, source, frequencies, about, elsewhere)
-    ranked = _shown(run, _fused(run, source, found), ranker)
+        notes.append(StageNote(problems=(nothing,)))
+        return dataclasses.replace(answer_of(run, notes, [], timer, "none"), related=about)
+    run, found = _retrieve(run, source, frequencies, about, elsewhere, notes, timer)
+    candidates, note = _fused(run, source, found)
+    notes.append(note)
+    timer.lap("fuse")
+    if ranker is not None and Stage.RERANK in options.stages:
+        ranked, note = rerank_hits(run, _hits(run, candidates), ranker)
+        notes.append(note)
+        timer.lap("rerank")
+        ranked = hits.demote_superseded(ranked) if options.demote_superseded else ranked
+    else:
+        ranked = _shown(run, candidates)
     shown = ranked[: options.limit]
     if options.snippets:
-        hits.with_snippets(conn, shown, _snippet_words(query))
+        hits.with_snippets(conn, shown, _snippet_words(run.query))
     timer.lap("shape")
-    return dataclasses.replace(answer_of(run, shown, run.report.mode_used), related=about)
+    return dataclasses.replace(answer_of(run, notes, shown, timer), related=about)
 
 
 def _snippet_words(query: ParsedQuery) -> list[str]:
@@ -173,32 +180,45 @@ class Found:
         return {stage: Candidates(ids, scores.get(stage, {})) for stage, ids in self.rankings.items()}
 
 
-def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-              about: dict[str, Any], elsewhere: Elsewhere) -> Found:
-    """Semantic (the source's stored vector), lexical (its distinctive words) and link candidates."""
+def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies, about: dict[str, Any],
+              elsewhere: Elsewhere, notes: list[StageNote], timer: Timer) -> tuple[SearchRun, Found]:
+    """Semantic (the source's stored vector), lexical (its distinctive words) and link candidates, each stage's
+    note added to ``notes``; and the run with the query those words make."""
     pool = max(RELATED_CANDIDATES, run.options.limit)
     found = Found({}, {}, {})
     vector = None
     if Stage.SEMANTIC in run.options.stages:
-        vector = _source_vector(run, source) if elsewhere.workspace is None else _vector_from(run, elsewhere)
+        vector, note = _source_vector(run, source) if elsewhere.workspace is None else _vector_from(run, elsewhere)
+        notes.append(note)
     if vector is not None:
-        found.rankings[Stage.SEMANTIC], found.cosines = _semantic(run, source, vector, pool)
+        found.rankings[Stage.SEMANTIC], found.cosines, note = _semantic(run, source, vector, pool)
+        notes.append(note)
+        timer.lap("semantic")
         about["vector"] = "section" if source.section is not None else f"document ({DOCUMENT_VECTOR} of its sections)"
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     foreign = elsewhere.workspace is not None
-    run.query.terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least, foreign)]
-    run.query.raw = " ".join(t.text for t in run.query.terms)
+    terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least, foreign)]
+    timer.lap("words")
+    run = dataclasses.replace(run, query=dataclasses.replace(run.query, terms=terms,
+                                                             raw=" ".join(t.text for t in terms)))
     if Stage.LEXICAL in run.options.stages:
-        found.rankings[Stage.LEXICAL], found.bm25 = related_lexical.search_words(run, source, frequencies, pool)
+        found.rankings[Stage.LEXICAL], found.bm25, note = related_lexical.search_words(run, source, frequencies,
+                                                                                       pool)
+        notes.append(note)
+        timer.lap("lexical")
     lexical_ids = found.rankings.get(Stage.LEXICAL, [])
-    found.rankings[Stage.LINK], link_cosines = _links(run, source, vector, lexical_ids) \
-        if elsewhere.workspace is None else ([], {})
+    link_cosines: dict[int, float] = {}
+    found.rankings[Stage.LINK] = []
+    if elsewhere.workspace is None:  # links stay within a workspace
+        found.rankings[Stage.LINK], link_cosines = _links(run, source, vector, lexical_ids)
+        notes.append(StageNote.ran(Stage.LINK))
+        timer.lap("link")
     found.cosines.update(link_cosines)
     if vector is not None and run.semantic.index is not None:  # the blend scores every candidate on both scales
         missing = [c for c in lexical_ids if c not in found.cosines]
         found.cosines.update(run.semantic.index.exact_cosines(vector, missing))
     about["linked_documents"] = len(found.rankings[Stage.LINK])
-    return found
+    return run, found
 
 
 def _nothing_to_relate(conn: apsw.Connection, ws: Workspace, source: Source) -> str | None:
@@ -266,16 +286,15 @@ def _nothing_in(source: Source) -> str | None:
     return None
 
 
-def _vector_from(run: SearchRun, elsewhere: Elsewhere) -> np.ndarray | None:
-    """The vector of a source in another workspace, when this one can search it (the report says why not)."""
+def _vector_from(run: SearchRun, elsewhere: Elsewhere) -> tuple[np.ndarray | None, StageNote]:
+    """The vector of a source in another workspace, when this one can search it (the note says why not)."""
     why = run.semantic.why_not()
     reason = elsewhere.why_not or (why[0] if why is not None else None)
     if reason is None and run.semantic.index is None:
         reason = "no vectors are loaded"
     if reason is not None or elsewhere.vector is None:
-        run.report.skipped[Stage.SEMANTIC] = reason or f"the source in {elsewhere.workspace} has no vector yet"
-        return None
-    return elsewhere.vector
+        return None, StageNote.skip(Stage.SEMANTIC, reason or f"the source in {elsewhere.workspace} has no vector yet")
+    return elsewhere.vector, StageNote()
 
 
 def source_vector(semantic: SemanticSource, source: Source) -> np.ndarray | None:
@@ -286,20 +305,18 @@ def source_vector(semantic: SemanticSource, source: Source) -> np.ndarray | None
     return document_vector(held) if len(held) else None
 
 
-def _source_vector(run: SearchRun, source: Source) -> np.ndarray | None:
-    """The stored vector of the section, or the document's; None when there is none (the report says why)."""
+def _source_vector(run: SearchRun, source: Source) -> tuple[np.ndarray | None, StageNote]:
+    """The stored vector of the section, or the document's; None when there is none (the note says why)."""
     why = run.semantic.why_not()
     if why is not None or run.semantic.index is None:
-        run.report.skipped[Stage.SEMANTIC] = (why or ("no vectors are loaded", 0))[0]
-        return None
+        return None, StageNote.skip(Stage.SEMANTIC, (why or ("no vectors are loaded", 0))[0])
     held = run.semantic.index.vectors_of([s.chunk_id for s in source.chosen])
     if not len(held):
         embedded, total = run.semantic.progress
         what = "this section has no vector" if source.section is not None else "this document has no vectors"
-        run.report.skipped[Stage.SEMANTIC] = (f"{what} yet ({embedded} of {total} chunk texts are embedded); "
-                                          "related sections come from links and words meanwhile")
-        return None
-    return document_vector(held)
+        return None, StageNote.skip(Stage.SEMANTIC, f"{what} yet ({embedded} of {total} chunk texts are embedded); "
+                                                    "related sections come from links and words meanwhile")
+    return document_vector(held), StageNote()
 
 
 def document_vector(held: np.ndarray) -> np.ndarray:
@@ -312,16 +329,15 @@ def document_vector(held: np.ndarray) -> np.ndarray:
     return (mean / norm if norm else mean).astype(np.float32)
 
 
-def _semantic(run: SearchRun, source: Source, vector: np.ndarray, pool: int) -> tuple[list[int], dict[int, float]]:
+def _semantic(run: SearchRun, source: Source, vector: np.ndarray,
+              pool: int) -> tuple[list[int], dict[int, float], StageNote]:
     own = {s.chunk_id for s in source.sections}
     assert run.semantic.index is not None
     found = semantic_stage.recall(run.conn, run.ws.id, vector, run.filters, run.semantic.index, pool + len(own))
     chunk_ids = [c for c in found.chunk_ids if c not in own][:pool]
-    run.report.performed.append(Stage.SEMANTIC)
-    run.report.query_info.semantic_scanned, run.report.query_info.semantic_shortlist = found.scanned, found.shortlist
-    run.report.query_info.semantic_match = max((found.cosines[c] for c in chunk_ids), default=None)
-    run.timer.lap("semantic")
-    return chunk_ids, {c: found.cosines[c] for c in chunk_ids}
+    note = StageNote.ran(Stage.SEMANTIC, semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
+                         semantic_match=max((found.cosines[c] for c in chunk_ids), default=None))
+    return chunk_ids, {c: found.cosines[c] for c in chunk_ids}, note
 
 
 def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
@@ -329,9 +345,7 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
     """One section of each linked document the filters allow: the one nearest the source's vector, else its
     best lexical candidate, else its first section; nearest first. Returns them and their cosines."""
     linked = linked_documents(run.conn, source.doc_id)
-    run.report.performed.append(Stage.LINK)
     if not linked:
-        run.timer.lap("link")
         return [], {}
     allowed = chunks.of_documents(run.conn, linked, run.filters)
     index = run.semantic.index
@@ -343,13 +357,13 @@ def _links(run: SearchRun, source: Source, vector: np.ndarray | None,
         if doc_id not in best or key < best[doc_id][0]:
             best[doc_id] = (key, chunk_id)
     chosen = [chunk_id for _, chunk_id in sorted(best.values())]
-    run.timer.lap("link")
     return chosen, {c: cosines[c] for c in chosen if c in cosines}
 
 
-def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
+def _fused(run: SearchRun, source: Source, found: Found) -> tuple[list[Candidate], StageNote]:
     """The rankings fused as ``search.query`` fuses them (the linear blend, or RRF), a link adding
-    ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document."""
+    ``LINK_WEIGHT`` to the blend; boosts, each retriever's leader kept, at most three per document. The note
+    says the blend's weight."""
     rows = hits.load_fusion_rows(run.conn, list(dict.fromkeys(c for ids in found.rankings.values() for c in ids)))
     rows = {c: row for c, row in rows.items() if run.options.abstract_chunk or row.kind != "abstract"}
     kept = {stage: candidates.kept(rows) for stage, candidates in found.candidates().items()}
@@ -362,9 +376,10 @@ def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
             if Stage.LINK in entry.via:
                 entry.score += LINK_WEIGHT
         fused.sort(key=lambda e: -e.score)
-        run.report.query_info.fusion_weight = FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT)
+        note = StageNote.measured(fusion_weight=FusionWeight(RELATED_LEXICAL_WEIGHT, link=LINK_WEIGHT))
     else:
         fused = fuse.rrf(kept)
+        note = StageNote()
     most_inbound = documents.most_inbound(run.conn, run.ws.id)
     fused = fuse.apply_boosts(fused, {f.chunk_id: rows[f.chunk_id].tags for f in fused},
                               {f.chunk_id: rows[f.chunk_id].inbound_links for f in fused}, most_inbound,
@@ -378,7 +393,7 @@ def _fused(run: SearchRun, source: Source, found: Found) -> list[Candidate]:
         shown[row.doc_id] += 1
         if shown[row.doc_id] <= hits.MAX_PER_DOCUMENT:
             capped.append(Candidate(entry, row))
-    return capped
+    return capped, note
 
 
 @dataclass(slots=True)
@@ -410,15 +425,11 @@ def _hits(run: SearchRun, candidates: list[Candidate]) -> list[Hit]:
     return [c.hit(shown) for c in candidates]
 
 
-def _shown(run: SearchRun, candidates: list[Candidate], ranker: Ranker | None) -> list[Hit]:
-    """The hits in their final order, reranked and demoted as asked. Without a ranker only the hits shown
-    become Hit records, and only their hit rows are read (demotion orders the candidates as it would their
-    hits): building all of them, up to three per document of every retriever's candidates, took a fifth of a
-    related search, and reading every candidate's hit row cost 0.15 ms more than its fusion row."""
-    run.timer.lap("fuse")
-    if ranker is not None and Stage.RERANK in run.options.stages:
-        ranked = rerank_hits(run, _hits(run, candidates), ranker)
-        return hits.demote_superseded(ranked) if run.options.demote_superseded else ranked
+def _shown(run: SearchRun, candidates: list[Candidate]) -> list[Hit]:
+    """The hits shown, with no ranker, demoted as asked: only they become Hit records, and only their hit rows
+    are read (demotion orders the candidates as it would their hits): building all of them, up to three per
+    document of every retriever's candidates, took a fifth of a related search, and reading every candidate's
+    hit row cost 0.15 ms more than its fusion row."""
     if run.options.demote_superseded:
         candidates = cast(list[Candidate], hits.demote_superseded(cast(list[Hit], candidates)))
     return _hits(run, candidates[: run.options.limit])

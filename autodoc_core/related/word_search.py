@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
+from autodoc_core.search.answer import StageNote
 from autodoc_core.search.search_run import SearchRun
 from autodoc_core.search.stages import Stage
 from autodoc_core.store import chunks
@@ -20,25 +21,24 @@ OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidat
 
 
 def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-                 pool: int) -> tuple[list[int], dict[int, float]]:
+                 pool: int) -> tuple[list[int], dict[int, float], StageNote]:
     """The lexical ranking for the source's distinctive words, its own sections left out afterwards (a filter
-    on the document would take FTS5 off its fast path of scoring the index alone)."""
+    on the document would take FTS5 off its fast path of scoring the index alone), their BM25, and the stage's
+    note."""
     own = {s.chunk_id for s in source.sections}
     wanted = pool + min(len(own), OWN_SECTIONS_SKIPPED)
     if not run.filters.document and run.filters.chunk == [NOT_ABSTRACT]:
         result = _fast_lexical(run, frequencies, wanted)
     else:
         result = lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, wanted)
-    run.report.performed.append(Stage.LEXICAL)
-    info = run.report.query_info
-    info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
-    info.common_terms_left_out = result.common_terms_left_out
-    run.timer.lap("lexical")
     ranked = [c for c in result.chunk_ids if c not in own][:pool]
+    scores = {c: result.scores[c] for c in ranked if c in result.scores}
+    match = None
     if run.several:
-        info.lexical_match = lexical.match_share({c: result.scores[c] for c in ranked if c in result.scores},
-                                                 lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
-    return ranked, {c: result.scores[c] for c in ranked if c in result.scores}
+        match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
+    note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
+                         common_terms_left_out=result.common_terms_left_out, lexical_match=match)
+    return ranked, scores, note
 
 
 ABSTRACTS_ALLOWED_FOR = 20  # the fast path asks for this many more candidates, for the abstracts it drops
@@ -66,10 +66,8 @@ def words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequenci
     key = (*asked, hash(source.text), more_like_this.MORE_LIKE_THIS_TERMS, least,
            more_like_this.MORE_LIKE_THIS_POSTINGS, foreign)
     workspace, version = (run.conn.filename, run.ws.id), _version(run)
-    found = run.caches.words(workspace, version, key,
-                             lambda: _distinctive_words(run, source, frequencies, least, foreign))
-    run.timer.lap("words")
-    return found
+    return run.caches.words(workspace, version, key,
+                            lambda: _distinctive_words(run, source, frequencies, least, foreign))
 
 
 def _distinctive_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,

@@ -3,7 +3,7 @@ answer (the typed records and their JSON shape), search_run (what a search works
 related share), stream (following a search between stages), pipeline (options in, stages run and fused, a
 SearchAnswer out).
 
-Its modules sit on different floors of the layer map (autodoc_core.FLOORS): ``stages`` on the ground floor,
-so that retrieve/ and rank/ may use it, ``pipeline`` above the rest. This file imports nothing, so importing
-``search.stages`` from a lower floor does not pull the pipeline in.
+The package is one floor of the layer map (autodoc_core.FLOORS), but for ``stages``, on the ground floor so
+that retrieve/ and rank/ may use it. This file imports nothing, so importing ``search.stages`` from a lower
+floor does not pull the pipeline in.
 """

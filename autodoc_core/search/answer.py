@@ -1,14 +1,16 @@
 """A search's answer as a typed record, and its JSON shape made in one place (``SearchAnswer.to_wire``).
 
-The pipeline fills a ``StageReport`` (what was requested, performed and skipped, the ranker's state, the
-``QueryInfo``) and a ``Timer`` as it goes; ``SearchAnswer.of`` takes a snapshot of them, so an answer handed
-over while the search goes on (a stream's partial answer) shares nothing the run changes later.
+Each stage of a search returns a ``StageNote`` (the stage it performed or skipped and why, what it measured of
+the query, the ranker's state, problems to say) beside what it found; ``report_of`` composes the notes so far
+into the answer's ``StageReport``, so an answer handed over while the search goes on (a stream's partial
+answer) and the final one are each made from the notes of their own stages.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +38,7 @@ class Timer:
         return self.ms
 
 
-@dataclass
+@dataclass(frozen=True)
 class RankState:
     """The cross-encoder's part: off, not_requested, not_applicable, pending, ranked or error."""
 
@@ -124,6 +126,63 @@ class StageReport:
         return "hybrid" if len(retrievers) > 1 else (str(retrievers[0]) if retrievers else "none")
 
 
+@dataclass(frozen=True, slots=True)
+class StageNote:
+    """What one stage tells the answer: the stage it performed, those it skipped and why, the figures it
+    measured of the query (by ``QueryInfo`` field; None: not measured), the ranker's state, problems with the
+    query. ``report_of`` composes them in order."""
+
+    performed: Stage | None = None
+    skipped: tuple[tuple[Stage, str], ...] = ()
+    info: Mapping[str, Any] | None = None
+    rank: RankState | None = None
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def ran(cls, stage: Stage, **figures: Any) -> StageNote:
+        """``stage`` performed, having measured ``figures`` (QueryInfo fields)."""
+        return cls(stage, info=_measured(figures))
+
+    @classmethod
+    def measured(cls, **figures: Any) -> StageNote:
+        return cls(info=_measured(figures))
+
+    @classmethod
+    def skip(cls, stage: Stage, why: str) -> StageNote:
+        return cls(skipped=((stage, why),))
+
+
+def _measured(figures: dict[str, Any]) -> dict[str, Any] | None:
+    measured = {name: value for name, value in figures.items() if value is not None}
+    return measured or None
+
+
+NOTHING_TO_SAY = StageNote()
+
+
+def report_of(requested: list[Stage], notes: Iterable[StageNote]) -> StageReport:
+    """The report the ``notes`` make, in the order their stages ran (a later note's figure or skip reason
+    replaces an earlier one's)."""
+    performed: list[Stage] = []
+    skipped: dict[Stage, str] = {}
+    measured: dict[str, Any] = {}
+    rank = None
+    for note in notes:
+        if note.performed is not None:
+            performed.append(note.performed)
+        if note.skipped:
+            skipped.update(note.skipped)
+        if note.info:
+            measured.update(note.info)
+        if note.rank is not None:
+            rank = note.rank
+    return StageReport(list(requested), performed, skipped, rank or RankState(), QueryInfo(**measured))
+
+
+def problems_of(notes: Iterable[StageNote]) -> list[str]:
+    return [problem for note in notes for problem in note.problems]
+
+
 @dataclass
 class SearchAnswer:
     """One ``search.query`` or ``search.related`` answer (see ``:help autodoc-search``)."""
@@ -143,16 +202,15 @@ class SearchAnswer:
     @classmethod
     def of(cls, report: StageReport, query: ParsedQuery, facets: list[FacetFilter], hits: list[Hit],
            mode_used: str, semantic: str, timing: dict[str, float]) -> SearchAnswer:
-        """The answer as the search stands now; later changes to the report, query or timer do not reach it."""
-        kept = StageReport(list(report.requested), list(report.performed), dict(report.skipped),
-                           dataclasses.replace(report.rank), dataclasses.replace(report.query_info))
+        """The answer with a ``report`` of its own (``report_of`` makes one per answer); the timer going on, and
+        the query's problems, do not reach it."""
         kept_query = dataclasses.replace(query, problems=list(query.problems))
-        return cls(in_relevance_order(hits), mode_used, semantic, kept, kept_query, list(facets), dict(timing))
+        return cls(in_relevance_order(hits), mode_used, semantic, report, kept_query, list(facets), dict(timing))
 
     def as_partial(self, pending: list[Stage]) -> SearchAnswer:
         """This answer handed over before the ``pending`` stages ran."""
         if Stage.RERANK in pending:
-            self.report.rank.state = "pending"
+            self.report.rank = dataclasses.replace(self.report.rank, state="pending")
         self.pending = list(pending)
         return self
 

@@ -2,10 +2,10 @@
 
     parse -> lexical (+ query embedding in its own thread) -> symbol -> semantic -> fuse -> rerank -> shape
 
-Each stage is a function that takes what it needs and returns what it found; the run's ``StageReport``
-collects what was requested, performed and skipped (with the reason), and its ``Timer`` how long each
-took. Every answer (``answer.SearchAnswer``) carries both; ``search_run`` holds what a search and a related
-search share.
+Each stage is a function that takes what it needs and returns what it found with a ``StageNote`` (what it
+performed or skipped and why, what it measured); ``run_search`` composes them, laps its ``Timer`` after
+each, and makes the answer from the notes (``answer.SearchAnswer`` carries both). ``search_run`` holds what
+a search and a related search share.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import numpy as np
 
 from autodoc_core.errors import AutodocError, invalid_params
 from autodoc_core.parse.frontmatter import FacetSchema
-from autodoc_core.providers.base import Pending
 from autodoc_core.providers.rankers import Ranker
 from autodoc_core.rank import fuse, hits
 from autodoc_core.rank.hits import Hit
@@ -28,17 +27,17 @@ from autodoc_core.retrieve.filters import build_filters
 from autodoc_core.retrieve.options import parse_options, wants_semantic
 from autodoc_core.retrieve.query import ParsedQuery, fts_tokens, parse_query
 from autodoc_core.retrieve.semantic_stage import SemanticSource
-from autodoc_core.search.answer import FusionWeight, QueryInfo, SearchAnswer, StageReport, Timer
+from autodoc_core.search.answer import NOTHING_TO_SAY, FusionWeight, SearchAnswer, StageNote, Timer
 from autodoc_core.search.caches import SearchCaches
 from autodoc_core.search.search_run import (
     SearchRun,
     answer_of,
     facet_only,
-    report_ranker,
-    report_unmatched_facets,
-    report_unmatched_paths,
+    ranker_note,
     rerank_hits,
     rows_of,
+    unmatched_facets,
+    unmatched_paths,
     with_snippets,
 )
 from autodoc_core.search.stages import Candidates, Stage
@@ -56,7 +55,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
                ranker: Ranker | None = None, stream: SearchStream | None = None,
                caches: SearchCaches | None = None, several: bool = False) -> SearchAnswer:
     """One search's answer; with a ``stream``, the lexical answer is handed over first and the search stops at
-    the next stage boundary once ``stream.cancelled()``. ``caches``: what the engine remembers between
+    the next stage boundary once ``stream.cancelled``. ``caches``: what the engine remembers between
     searches (none when not given). ``several``: one of a search of several workspaces (search.scope), which
     compares their hits by their BM25 over the most the query's words could score here (measured only then)."""
     timer = Timer()
@@ -66,73 +65,95 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     query = parse_query(text, schema)
     facets = query.facets + options.facets
     filters = build_filters(facets, options.paths, options.abstract_chunk, ws.id)
-    run = SearchRun(conn, ws, query, options, facets, filters, semantic, StageReport(options.stages), timer,
-                    caches or SearchCaches(), several=several)
-    report_unmatched_paths(run)
-    report_unmatched_facets(run)
+    run = SearchRun(conn, ws, query, options, facets, filters, semantic, caches or SearchCaches(),
+                    symbols.classify(query.semantic_text, query.typed_text), several)
+    notes = [unmatched_paths(run), unmatched_facets(run)]
     timer.lap("parse")
-    report_ranker(run.report, ranker)
+    notes.append(ranker_note(options.stages, ranker))
     if not query.terms and facets:
-        return answer_of(run, facet_only(run, ranker), "facet")
+        listed, note = facet_only(run, ranker)
+        timer.lap("facet")
+        return answer_of(run, [*notes, note], listed, timer, "facet")
 
-    semantic_runs = Stage.SEMANTIC in options.stages
-    if semantic_runs and not fts_tokens(query.semantic_text):  # "???", "-": its vector would rank at random
-        run.report.skipped[Stage.SEMANTIC] = "the query has no words to search for"
-        semantic_runs = False
-    if semantic_runs and semantic_stage.english_only_for(query, semantic):
-        if Stage.LEXICAL in options.stages:  # nearest sections, unrelated, would be shown beside the word matches
-            run.report.skipped[Stage.SEMANTIC] = semantic_stage.ENGLISH_ONLY_SKIP
-            semantic_runs = False
-        else:  # asked for by meaning alone: given, and said
-            query.problems.append(semantic_stage.ENGLISH_ONLY_NOTE)
+    semantic_runs, note = _semantic_plan(run)
+    notes.append(note)
     woken = stream.woken if stream is not None else None  # a streamed search waits on it (SearchStream.wait)
     embedding = semantic_stage.start_query_embedding(query, semantic, woken) if semantic_runs else None
     found: dict[Stage, Candidates] = {}  # by retriever, in the order they ran
     pool = max(lexical.CANDIDATES, options.limit)  # each retriever's candidates (their constants agree)
     if Stage.LEXICAL in options.stages:
-        found[Stage.LEXICAL] = _lexical(run, frequencies, pool)
-    run.shape = query_shape = symbols.classify(query.semantic_text, query.typed_text)
-    if query_shape.shape == "identifier" and options.symbol:
-        found[Stage.SYMBOL] = _symbols(run, _ids(found, Stage.LEXICAL), pool)
-    run.report.query_info.shape = query_shape
+        found[Stage.LEXICAL], note = _lexical(run, frequencies, pool)
+        notes.append(note)
+        timer.lap("lexical")
+    if run.shape.shape == "identifier" and options.symbol:
+        found[Stage.SYMBOL] = _symbol_ranking(run, _ids(found, Stage.LEXICAL), pool)
+        notes.append(StageNote.ran(Stage.SYMBOL))
+        timer.lap("symbol")
+    notes.append(StageNote.measured(shape=run.shape))
     if stream is not None:
         later = [Stage.SEMANTIC] * semantic_runs + [Stage.RERANK] * bool(ranker and Stage.RERANK in options.stages)
-        _hand_over_lexical(run, stream, found, pool, frequencies, later)
+        _hand_over_lexical(run, notes, timer, stream, found, pool, frequencies, later)
         if embedding is not None:
             remote = semantic.embedder is not None and semantic.embedder.remote
             stream.wait(ws.option("semantic_deadline") if remote else None, Stage.SEMANTIC)
-    nearest = _semantic(run, embedding, pool) if semantic_runs else None
-    if nearest is not None:
-        found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
+    nearest = None
+    if semantic_runs:
+        query_vector = semantic_stage.collect(embedding, semantic, ws.option("semantic_deadline"))
+        if embedding is not None:
+            timer.lap("embed_wait")
+            if query_vector.embed_ms is not None:
+                timer.ms["embed"] = query_vector.embed_ms
+        nearest, note = _semantic(run, query_vector, pool)
+        notes.append(note)
+        if nearest is not None:
+            timer.lap("semantic")
+            found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
     fused = _fused_and_filled(run, found, pool, frequencies, nearest)
-    fused.tell(run.report.query_info)
+    notes.append(fused.note)
     ranked = fused.hits
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:
         if stream is not None:
             stream.check(Stage.RERANK)
-        ranked = rerank_hits(run, ranked, ranker)
+        ranked, note = rerank_hits(run, ranked, ranker)
+        notes.append(note)
+        timer.lap("rerank")
     if stream is not None:
         stream.check(Stage.SHAPE)
     shown = _shown(run, ranked)
     timer.lap("shape")
-    return answer_of(run, shown, run.report.mode_used)
+    return answer_of(run, notes, shown, timer)
 
 
-def _hand_over_lexical(run: SearchRun, stream: SearchStream, found: dict[Stage, Candidates], pool: int,
-                       frequencies: lexical.DocumentFrequencies, later: list[Stage]) -> None:
+def _semantic_plan(run: SearchRun) -> tuple[bool, StageNote]:
+    """Whether the semantic stage runs, and why not when it was asked for: a query with no words (its vector
+    would rank at random), or words the encoder does not know beside a lexical stage (nearest sections,
+    unrelated, would be shown beside the word matches); asked for by meaning alone, it runs, and says so."""
+    if Stage.SEMANTIC not in run.options.stages:
+        return False, NOTHING_TO_SAY
+    if not fts_tokens(run.query.semantic_text):  # "???", "-"
+        return False, StageNote.skip(Stage.SEMANTIC, "the query has no words to search for")
+    if semantic_stage.english_only_for(run.query, run.semantic):
+        if Stage.LEXICAL in run.options.stages:
+            return False, StageNote.skip(Stage.SEMANTIC, semantic_stage.ENGLISH_ONLY_SKIP)
+        return True, StageNote(problems=(semantic_stage.ENGLISH_ONLY_NOTE,))
+    return True, NOTHING_TO_SAY
+
+
+def _hand_over_lexical(run: SearchRun, notes: list[StageNote], timer: Timer, stream: SearchStream,
+                       found: dict[Stage, Candidates], pool: int, frequencies: lexical.DocumentFrequencies,
+                       later: list[Stage]) -> None:
     """Hand the stream the hits a lexical-only search gives (lexical and symbol rankings), marked partial with the
     ``later`` stages still to run, when there are any; then stop if a newer query came meanwhile."""
     if later and Stage.LEXICAL in found and stream.wants_partial:
         fused = _fused_and_filled(run, found, pool, frequencies, None)
-        answer = answer_of(run, _shown(run, fused.hits), run.report.mode_used)
-        fused.tell(answer.report.query_info)  # what this fusion found out is the partial answer's alone
+        answer = answer_of(run, [*notes, fused.note], _shown(run, fused.hits), timer)
         stream.hand_over(answer.as_partial(later))
-        run.timer.lap("partial")
+        timer.lap("partial")
     stream.check(later[0] if later else Stage.FUSE)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Fused:
     """A fusion's hits, best first, and what it found out on the way, for the query info of the answer made
     from them: how many candidates hold what was pasted, the blend's weight, what a fill added."""
@@ -142,14 +163,10 @@ class Fused:
     fusion_weight: FusionWeight | None = None
     filled: tuple[int, int] | None = None
 
-    def tell(self, info: QueryInfo) -> None:
-        """Write what this fusion found out into ``info`` (what it did not find leaves ``info`` as it is)."""
-        if self.holding_pasted is not None:
-            info.holding_pasted = self.holding_pasted
-        if self.fusion_weight is not None:
-            info.fusion_weight = self.fusion_weight
-        if self.filled is not None:
-            info.filled = self.filled
+    @property
+    def note(self) -> StageNote:
+        return StageNote.measured(holding_pasted=self.holding_pasted, fusion_weight=self.fusion_weight,
+                                  filled=self.filled)
 
 
 def _fused_and_filled(run: SearchRun, found: dict[Stage, Candidates], pool: int,
@@ -157,7 +174,8 @@ def _fused_and_filled(run: SearchRun, found: dict[Stage, Candidates], pool: int,
     """The fused hits, filled from wider rounds when fewer than the limit."""
     fused = _fused_hits(run, found)
     if len(fused.hits) < run.options.limit:
-        fused.hits, fused.filled = _filled(run, fused.hits, found, pool, frequencies, nearest)
+        filled, added = _filled(run, fused.hits, found, pool, frequencies, nearest)
+        fused = dataclasses.replace(fused, hits=filled, filled=added)
     return fused
 
 
@@ -172,28 +190,20 @@ def _ids(found: dict[Stage, Candidates], stage: Stage) -> list[int]:
     return found[stage].chunk_ids if stage in found else []
 
 
-def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> Candidates:
+def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> tuple[Candidates, StageNote]:
     result = _lexical_ranking(run, frequencies, pool)
-    run.report.performed.append(Stage.LEXICAL)
-    info = run.report.query_info
-    info.strategy, info.candidates = result.strategy, len(result.chunk_ids)
-    info.common_terms_left_out = result.common_terms_left_out
+    attainable = match = None
     if run.several:
-        info.lexical_attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
-        info.lexical_match = lexical.match_share(result.scores, info.lexical_attainable)
-    run.timer.lap("lexical")
-    return Candidates(result.chunk_ids, result.scores)
+        attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
+        match = lexical.match_share(result.scores, attainable)
+    note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
+                         common_terms_left_out=result.common_terms_left_out, lexical_attainable=attainable,
+                         lexical_match=match)
+    return Candidates(result.chunk_ids, result.scores), note
 
 
 def _lexical_ranking(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> lexical.LexicalResult:
     return lexical.search(run.conn, run.ws.id, run.query, run.filters, frequencies, pool)
-
-
-def _symbols(run: SearchRun, lexical_ids: list[int], pool: int) -> Candidates:
-    found = _symbol_ranking(run, lexical_ids, pool)
-    run.report.performed.append(Stage.SYMBOL)
-    run.timer.lap("symbol")
-    return found
 
 
 def _symbol_ranking(run: SearchRun, lexical_ids: list[int], pool: int) -> Candidates:
@@ -212,28 +222,20 @@ class SemanticFound:
     vector: np.ndarray
 
 
-def _semantic(run: SearchRun, embedding: Pending[np.ndarray] | None, pool: int) -> SemanticFound | None:
-    """The semantic ranking, or None when the stage was skipped (the report says why); a
-    semantic-only search that cannot run raises its error."""
-    query_vector = semantic_stage.collect(embedding, run.semantic, run.ws.option("semantic_deadline"))
-    if embedding is not None:
-        run.timer.lap("embed_wait")
-        if query_vector.embed_ms is not None:
-            run.timer.ms["embed"] = query_vector.embed_ms
+def _semantic(run: SearchRun, query_vector: semantic_stage.QueryVector,
+              pool: int) -> tuple[SemanticFound | None, StageNote]:
+    """The semantic ranking, or None when the stage was skipped (its note says why); a semantic-only search
+    that cannot run raises its error."""
     if query_vector.failure is not None:
         reason, code = query_vector.failure
         if Stage.LEXICAL not in run.options.stages:
             raise AutodocError(code, reason, stage=str(Stage.SEMANTIC))
-        run.report.skipped[Stage.SEMANTIC] = reason
-        return None
+        return None, StageNote.skip(Stage.SEMANTIC, reason)
     found = _semantic_ranking(run, query_vector.vector, pool)
-    run.report.performed.append(Stage.SEMANTIC)
-    info = run.report.query_info
-    info.semantic_scanned, info.semantic_shortlist = found.scanned, found.shortlist
-    info.names_encoder, info.encoder = True, run.semantic.embedder.encoder_name if run.semantic.embedder else None
-    info.semantic_match = max(found.cosines.values(), default=None)
-    run.timer.lap("semantic")
-    return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector)
+    note = StageNote.ran(Stage.SEMANTIC, semantic_scanned=found.scanned, semantic_shortlist=found.shortlist,
+                         names_encoder=True, encoder=run.semantic.embedder.encoder_name if run.semantic.embedder
+                         else None, semantic_match=max(found.cosines.values(), default=None))
+    return SemanticFound(found.chunk_ids, found.cosines, query_vector.vector), note
 
 
 def _semantic_ranking(run: SearchRun, vector: np.ndarray, pool: int) -> semantic_stage.SemanticResult:

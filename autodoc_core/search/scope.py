@@ -190,13 +190,11 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
     figures = weighed(answers, lexical_share, capped_from_above)
-    ranked = []
-    for order, (name, answer) in enumerate(answers.items()):
-        for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True)):
-            shown = round(figure, 4)
-            ranked.append((-shown, place, order, dataclasses.replace(hit, relevance=shown, workspace=name)))
+    ranked = [(-round(figure, 4), place, order, name, hit)
+              for order, (name, answer) in enumerate(answers.items())
+              for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True))]
     ranked.sort(key=lambda entry: entry[:3])
-    return [entry[3] for entry in ranked[:limit]]
+    return [dataclasses.replace(hit, relevance=-shown, workspace=name) for shown, _, _, name, hit in ranked[:limit]]
 
 
 def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Searched],

@@ -24,21 +24,17 @@ class SearchCancelled(Exception):  # a cancellation, not an error the user sees
         self.stage = str(stage)  # a plain string on the wire (msgpack, JSON), not the Stage it may be
 
 
-def _never() -> bool:
-    return False
-
-
 @dataclass
 class SearchStream:
     """``on_partial(answer)`` gets the answer so far (same shape as the final one, ``partial`` true, the stages
-    still to run in ``stages.pending``); ``cancelled()`` is asked at every stage boundary."""
+    still to run in ``stages.pending``); ``cancelled`` is its one signal, set by ``cancel()`` when a newer query
+    replaces this one, and read at every stage boundary."""
 
     on_partial: Callable[[dict[str, Any]], None] | None = None
-    cancelled: Callable[[], bool] = field(default=_never)
-    # Set when the query's embedding ends, and by the caller when a newer query replaces this one: a wait
-    # for the embedding wakes at once for either, so neither waits for a poll to notice it.
+    cancelled: bool = False
+    # Set when the query's embedding ends, and by cancel(): a wait for the embedding wakes at once for either,
+    # so neither waits for a poll to notice it.
     woken: threading.Event = field(default_factory=threading.Event)
-    replaced: bool = False  # set by cancel()
     # A follower's partial answer as the record, for the search of several workspaces that merges them
     # (service.scoped); a stream with it set hands over no wire answer itself.
     on_answer: Callable[[SearchAnswer], None] | None = None
@@ -47,7 +43,7 @@ class SearchStream:
 
     def follower(self, on_answer: Callable[[SearchAnswer], None]) -> SearchStream:
         """A stream for one workspace's part of this search: its partial answer goes to ``on_answer``, and it
-        stops when this one is cancelled or replaced."""
+        stops when this one is cancelled."""
         child = SearchStream(on_answer=on_answer, leader=self)
         self.followers.append(child)
         return child
@@ -59,7 +55,7 @@ class SearchStream:
     def cancel(self) -> None:
         """A newer query replaced this one: it stops at its next stage boundary, at once if it waits for its
         query's embedding."""
-        self.replaced = True
+        self.cancelled = True
         self.woken.set()
         for child in self.followers:
             child.cancel()
@@ -68,7 +64,7 @@ class SearchStream:
         """Stop here (raise SearchCancelled) when a newer query replaced this one."""
         if self.leader is not None:
             self.leader.check(next_stage)
-        if self.replaced or self.cancelled():
+        if self.cancelled:
             raise SearchCancelled(next_stage)
 
     def wait(self, limit: float | None, next_stage: str) -> None:

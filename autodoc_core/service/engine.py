@@ -98,7 +98,8 @@ class Engine:
         progress = runtime.fill_progress()
         if background:  # the filler claimed the fill; it lends the lease between batches and waits for it back
             def stop() -> bool:
-                return self._stop.is_set() or self._paused.is_set() or self.store.lease.filling_elsewhere()
+                return self._stop.is_set() or self._paused.is_set() or self.store.lease.filling_elsewhere() or \
+                    (self._filler is not None and self._filler.asked_elsewhere(ws.id))
         else:
             stop = self._stop.is_set
             self.store.lease.claim_fill(take=True)  # asked for: another process's background fill stops for it
@@ -198,7 +199,7 @@ class Engine:
             stored_root = wsmod.root_of(conn, name)
             if stored_root is None:
                 # SQLite gives a removed workspace's id to the next one: its vector epoch starts where no earlier
-                # one's reached, or a process holding that one's vectors in memory took them for this one's.
+                # one's reached, so a process holding that one's vectors in memory never takes them for this one's.
                 wsmod.create(conn, name, real_root, time.time_ns())
         if stored_root is not None and stored_root != real_root:
             if not move:
@@ -274,7 +275,7 @@ class Engine:
         if wait == "semantic":
             result["embedding"] = self.fill_vectors(self._workspace(name))
         elif self._filler is not None:
-            self._filler.wake()
+            self._filler.wake(ws.id)
         with self.store.snapshot() as conn:
             result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
         return result
@@ -513,7 +514,7 @@ class Engine:
         if source.embedder is not None and source.state != SemanticState.READY:
             self._wanted.want(ws.id, [hit.path for hit in answer.hits])
             if self._filler is not None:
-                self._filler.wake()
+                self._filler.wake(ws.id)
 
     def embedding_focus(self, name: Any, paths: Any) -> dict[str, Any]:
         """``embedding.focus``: documents the user has open (workspace-relative paths, the most recent first),
@@ -523,7 +524,7 @@ class Engine:
             raise invalid_params("'paths' must be a list of workspace-relative paths")
         self._wanted.want(ws.id, paths[:KEPT])
         if self._filler is not None:
-            self._filler.wake()
+            self._filler.wake(ws.id)
         return {"wanted": len(self._wanted.paths(ws.id))}
 
     def doc_read(self, name: Any, path: Any, opts: Any = None) -> dict[str, Any]:

@@ -62,14 +62,26 @@ class BackgroundFiller:
         self._lock = threading.Lock()
         self._state = "waiting"
         self._looked_at: float | None = None  # when its latest look for work began (Unix time)
+        self._asked: list[int] = []  # workspaces with work now, in the order asked (see wake)
         self._retry_at: dict[int, float] = {}
         self._backoff: dict[int, float] = {}
         self._thread = threading.Thread(target=self._loop, name="autodoc-embedder", daemon=True)
         self._thread.start()
 
-    def wake(self) -> None:
-        """Look for work now (after an index run or a configuration change)."""
+    def wake(self, ws_id: int | None = None) -> None:
+        """Look for work now (after an index run or a configuration change); ``ws_id``: a workspace that has work
+        now (an index run's, a search's while it fills), filled before the others at the next look."""
+        with self._lock:
+            if ws_id is not None and ws_id not in self._asked:
+                self._asked.append(ws_id)
         self._wake.set()
+
+    def asked_elsewhere(self, ws_id: int) -> bool:
+        """Whether a workspace other than ``ws_id`` was asked for since the last look: a long fill hands over
+        after its batch, so a saved note is not left out of the search by meaning until another workspace's
+        thousands of sections are embedded."""
+        with self._lock:
+            return any(asked != ws_id for asked in self._asked)
 
     def state(self) -> dict[str, Any]:
         """What the filler does now: "filling", "paused" (embedding.pause: it looked and took nothing) or
@@ -104,8 +116,12 @@ class BackgroundFiller:
                 self._fill_one(ws)
 
     def _workspaces_needing_vectors(self) -> list[Workspace]:
+        """Those with vectors to fill: the ones asked for first (see wake), then by name."""
+        with self._lock:
+            asked, self._asked = self._asked, []
         with self.store.snapshot() as conn:
             spaces = [ws for ws in wsmod.all_workspaces(conn) if self._needs_vectors(conn, ws)]
+        spaces.sort(key=lambda ws: asked.index(ws.id) if ws.id in asked else len(asked))
         # Forget schedules of workspaces that need nothing now (filled by another process, removed):
         # a past-due entry would keep waking this loop, at its shortest wait, for nothing.
         needed = {ws.id for ws in spaces}

@@ -35,7 +35,6 @@ class Scanner:
         self._asked = threading.Event()  # a search met a changed file: the next round waits for the lease
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self.rounds = 0  # rounds ended (a test waits for the one at start before it changes files)
         self._thread = threading.Thread(target=self._loop, name="autodoc-scanner", daemon=True)
         self._thread.start()
 
@@ -57,7 +56,6 @@ class Scanner:
                 self.scan_once()
             except Exception:  # a lease file or database fault: said, and tried next round
                 log.exception("scanning the workspaces failed")
-            self.rounds += 1
             self._wake.wait(timeout=self.interval)
             self._wake.clear()
 

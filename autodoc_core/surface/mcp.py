@@ -279,8 +279,8 @@ class Tools:
 
     def read(self, arguments: dict[str, Any]) -> Answer:
         path = _string_argument(arguments, "path")
-        # At least one token: with none, a read gave no line and a next_line of the same line (an agent paging on
-        # it looped).
+        # max_tokens is at least MIN_READ_TOKENS (the schema) and long lines are cut, so a read always gives
+        # some text and a next_line past it: an agent paging by next_line moves on.
         budget = Budget(arguments["max_tokens"], cut_long_lines=True)
         engine = self.engines.get()
         name = _workspace(engine, arguments)

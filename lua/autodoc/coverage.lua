@@ -60,15 +60,35 @@ local function listen()
   })
 end
 
---- The answer's semantic state for a title: `semantic 54%` while the vectors of `workspace` (default: the one
---- the open search shows; of several, each filling one by name: `semantic rfcs 54%`) fill and their share is
---- known, else `semantic partial` (or `switching`), and the fill is followed from now on so that the share comes.
----@param semantic string the answer's `semantic`: 'partial' or 'switching'
----@param workspace string|nil
+--- The workspaces whose vectors `answer` says are filling: of a search of several, those its `workspaces`
+--- name as partial or switching (a ready one is never followed: its watch would say at once that it is
+--- complete, and the open list would search again); of one, the one the open search shows.
+---@param answer table
+---@return string[]
+local function filling(answer)
+  local parts = answer.workspaces
+  if type(parts) ~= 'table' or vim.tbl_isempty(parts) then
+    local shown = shown_workspaces()
+    return #shown == 1 and shown or {} -- of several, an answer that does not say which fills follows none
+  end
+  local names = {}
+  for name, part in pairs(parts) do
+    if part.semantic == 'partial' or part.semantic == 'switching' then
+      table.insert(names, name)
+    end
+  end
+  table.sort(names)
+  return names
+end
+
+--- The answer's semantic state for a title: `semantic 54%` while the vectors fill and their share is known (of
+--- several workspaces, each filling one by name: `semantic rfcs 54%`), else `semantic partial` (or
+--- `switching`), and each filling workspace is followed from now on so that the share comes.
+---@param answer table a search answer whose `semantic` is 'partial' or 'switching'
 ---@return string
-function M.text(semantic, workspace)
+function M.text(answer)
   listen()
-  local names = workspace and { workspace } or shown_workspaces()
+  local names = filling(answer)
   local shares = {}
   for _, name in ipairs(names) do
     if percents[name] then
@@ -78,7 +98,7 @@ function M.text(semantic, workspace)
       vim.schedule(function() require('autodoc.watch').semantic(name) end) -- already followed: nothing new
     end
   end
-  return 'semantic ' .. (#shares > 0 and table.concat(shares, ', ') or semantic)
+  return 'semantic ' .. (#shares > 0 and table.concat(shares, ', ') or answer.semantic)
 end
 
 --- The share embedded of `workspace` while its vectors fill (nil when not filling or not known yet).

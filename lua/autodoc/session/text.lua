@@ -203,7 +203,7 @@ function M.summary(answer)
   local requested = answer.stages and answer.stages.requested
   local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
   if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
-    table.insert(parts, require('autodoc.coverage').text(answer.semantic)) -- 'semantic 54%'; not news once off
+    table.insert(parts, require('autodoc.coverage').text(answer)) -- 'semantic 54%'; not news once off
   end
   local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
   if left_out > 0 then -- a pasted paragraph: most of it was not searched

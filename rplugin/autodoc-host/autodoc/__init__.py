@@ -6,9 +6,10 @@ and the model load lazily in a worker thread. Requests are asynchronous: Lua sen
 params, lane) and the answer comes back through ``exec_lua`` via ``nvim.async_call``. Two workers answer requests;
 ``workspace.index`` runs one at a time on a third, so searches never wait behind index runs.
 Within a lane only the newest request runs (the greatest id: the editor numbers requests as they are made,
-and one made earlier may come later); older ones still queued are answered as cancelled.
-``search.stream`` (the picker's one request per query) pushes its lexical answer through ``rpc._partial``
-before the final one, and a newer request in its lane stops it at the next stage boundary.
+and one made earlier may come later): the host keeps one map from lane to its newest request's
+``SearchStream``, and a newer request cancels the one it replaces. A cancelled request still queued is answered
+as cancelled; ``search.stream`` (the picker's one request per query) pushes its lexical answer through
+``rpc._partial`` before the final one, and stops at the next stage boundary once cancelled.
 ``host.state`` answers what the host has done so far, read-only (:help autodoc-host.state).
 Nothing is printed: stdout is the RPC pipe. Logs go to ``stdpath('log')/autodoc.log``.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pynvim
 
 if TYPE_CHECKING:  # the engine loads in a worker thread, on first use
+    from autodoc_core.search.stream import SearchStream
     from autodoc_core.service.engine import Engine
 
 LOG = logging.getLogger("autodoc.nvim")
@@ -42,39 +44,43 @@ class AutodocPlugin:
         # Index runs queue on their own thread: two at once (two new workspaces, a save or a scan during a
         # run) would otherwise hold both workers, one waiting on the other's lock, and searches behind them.
         self._index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="autodoc-index")
-        self._latest: dict[str, int] = {}
+        # Each lane's newest request: its id and the stream that carries its cancellation. Kept once it ends,
+        # so that an older request arriving later is still known to be older.
+        self._lanes: dict[str, tuple[int, SearchStream]] = {}
         self._latest_lock = threading.Lock()
         self._runs: Counter[str] = Counter()  # requests run, by method
         self._cancelled: Counter[str] = Counter()  # superseded searches, by the stage they stopped before
         self._partials = 0
-        self._streams: dict[str, Any] = {}  # the search under way in each lane (a SearchStream)
 
     @pynvim.function("AutodocRequest", sync=False)
     def request(self, args: list) -> None:
         request_id, method, params = args[0], args[1], args[2] if len(args) > 2 else []
         lane = args[3] if len(args) > 3 and args[3] else None
+        stream = self._stream_for(request_id)
         if lane:
             with self._latest_lock:
-                stale = request_id < self._latest.get(lane, request_id)
+                newest = self._lanes.get(lane)
+                stale = newest is not None and request_id < newest[0]
                 if not stale:
-                    self._latest[lane] = request_id
-                replaced = None if stale else self._streams.pop(lane, None)
+                    self._lanes[lane] = (request_id, stream)
             if stale:  # made before the lane's newest, sent after it (it waited for the engine to open)
                 self._cancel(request_id, "queued")
                 return
-            if replaced is not None:
-                replaced.cancel()  # a search waiting for its query's embedding stops now
+            if newest is not None:
+                newest[1].cancel()  # a search waiting for its query's embedding stops now
         if method == "plugin.setup" and params and isinstance(params[0], dict) and params[0].get("db"):
             self._db = params[0]["db"]  # now, in arrival order: a search on the other worker must not open the default
         pool = self._index_pool if method == "workspace.index" else self._pool
-        pool.submit(self._run, request_id, method, params, lane)
+        pool.submit(self._run, request_id, method, params, stream)
 
-    def _superseded(self, request_id: int, lane: str | None) -> bool:
-        with self._latest_lock:
-            return lane is not None and self._latest.get(lane) != request_id
+    def _stream_for(self, request_id: int) -> SearchStream:
+        """The stream a request's cancellation is read from; a streamed search also hands over through it."""
+        from autodoc_core.search.stream import SearchStream
 
-    def _run(self, request_id: int, method: str, params: Any, lane: str | None) -> None:
-        if self._superseded(request_id, lane):
+        return SearchStream(on_partial=lambda answer: self._push(request_id, answer))
+
+    def _run(self, request_id: int, method: str, params: Any, stream: SearchStream) -> None:
+        if stream.cancelled:
             self._cancel(request_id, "queued")
             return
         with self._latest_lock:  # also guards the counters
@@ -85,7 +91,7 @@ class AutodocPlugin:
             elif method == "host.state":
                 result = self._state()
             elif method == "search.stream":
-                result = self._stream(request_id, lane, params)
+                result = self._search(params, stream)
             else:
                 from autodoc_core.surface.rpc import call
 
@@ -114,24 +120,11 @@ class AutodocPlugin:
         self._reply(request_id, None, {"code": 0, "message": "cancelled",
                                        "data": {"reason": "superseded", "stage": stage}})
 
-    def _stream(self, request_id: int, lane: str | None, params: Any) -> dict:
+    def _search(self, params: Any, stream: SearchStream) -> dict:
         """search.query's answer, its lexical answer pushed first; stopped once a newer request takes the lane."""
-        from autodoc_core.search.stream import SearchStream
         from autodoc_core.surface.rpc import call
 
-        stream = SearchStream(on_partial=lambda answer: self._push(request_id, answer),
-                              cancelled=lambda: self._superseded(request_id, lane))
-        if lane is not None:
-            with self._latest_lock:
-                self._streams[lane] = stream
-            if self._superseded(request_id, lane):  # replaced before it was listed
-                stream.cancel()
-        try:
-            return call(self._get_engine(), "search.stream", params, stream)
-        finally:
-            with self._latest_lock:
-                if self._streams.get(lane) is stream:
-                    del self._streams[lane]
+        return call(self._get_engine(), "search.stream", params, stream)
 
     def _push(self, request_id: int, answer: dict) -> None:
         with self._latest_lock:
