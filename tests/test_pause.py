@@ -5,6 +5,7 @@ server."""
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 from tests.conftest import StdioServer, wait_until, write
@@ -32,8 +33,8 @@ def test_a_pause_outlives_a_killed_host_until_resumed(tmp_path: Path, kb: Path) 
                 return second.ask("workspace.status", ["kb"])["result"]
 
             second.ask("workspace.index", ["kb"])  # starts its background filler, and wakes it
-            wakes = status()["filler"]["wakes"]
-            wait_until(lambda: (filler := status()["filler"])["wakes_seen"] >= wakes and filler["state"] == "paused",
+            asked_at = time.time()  # the wake is sent: a look that began after this answers it
+            wait_until(lambda: (filler := status()["filler"])["looked_at"] > asked_at and filler["state"] == "paused",
                        what="the new host's filler to look and find the fill paused")
             held = server.behaviour.held
             paused = status()

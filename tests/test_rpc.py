@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -250,10 +251,10 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
         def filler() -> dict:
             return ask("workspace.status", ["kb"])["result"]["filler"]
 
-        def looked_since(wakes: int) -> bool:
-            """The filler's latest look began after the ``wakes``-th ask, and found it paused."""
+        def looked_since(asked_at: float) -> bool:
+            """The filler's latest look began after ``asked_at`` (after an ask to look), and found it paused."""
             state = filler()
-            return state["wakes_seen"] >= wakes and state["state"] == "paused"
+            return (state["looked_at"] or 0) > asked_at and state["state"] == "paused"
 
         try:
             ask("workspace.add", ["kb", str(kb)])
@@ -265,12 +266,12 @@ def test_embedding_pause_stops_the_background_filler_and_resume_restarts_it(tmp_
             assert ask("workspace.status", ["kb"])["result"]["embedding_paused"] is True
             assert filler()["state"] == "filling"  # the held batch is under way
             server.behaviour.release.set()
-            wait_until(lambda: looked_since(filler()["wakes"]), what="the filler to store the held batch and stop")
+            wait_until(lambda: filler()["state"] == "paused", what="the filler to store the held batch and stop")
             assert embedded() == 4
             batches = server.behaviour.batches
             ask("workspace.index", ["kb"])  # wakes the filler: paused, it still takes nothing
-            wakes = filler()["wakes"]
-            wait_until(lambda: looked_since(wakes), what="the filler to look again after the index run's wake")
+            asked_at = time.time()  # the wake is sent: a look that began after this answers it
+            wait_until(lambda: looked_since(asked_at), what="the filler to look again after the index run's wake")
             assert server.behaviour.batches == batches and embedded() == 4
             assert ask("search.query", ["kb", "relational database"])["result"]["semantic"] == "partial"
             assert ask("embedding.resume", [])["result"] == {"paused": False}

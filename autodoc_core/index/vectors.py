@@ -77,9 +77,11 @@ def semantic_state(progress: tuple[int, int], model_fp: str | None, active_fp: s
 
 
 def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
-         stop: Callable[[], bool] | None = None, wanted: WantedDocuments | None = None) -> bool:
+         stop: Callable[[], bool] | None = None, wanted: WantedDocuments | None = None,
+         stored: Callable[[], None] | None = None) -> bool:
     """Embed every chunk text that lacks a vector for this model. True when complete. The documents
-    ``wanted`` names (a search's hits, open buffers) go first, each batch asking again.
+    ``wanted`` names (a search's hits, open buffers) go first, each batch asking again. ``stored`` is
+    called after each batch's commit, outside the lease.
 
     Works one provider batch at a time and stores each before asking for the next, so a provider
     that fails (or a process killed mid-fill) keeps what it already answered. ``stop`` is asked
@@ -117,6 +119,8 @@ def fill(store: Store, ws_id: int, embedder: Embedder, progress: Progress,
                 return _activate(store, ws_id, fingerprint, embedder.config)
             _embed_and_store(store, ws_id, fingerprint, embedder, missing, progress)
         checkpoints.reached("embed.batch")  # after the batch's commit
+        if stored is not None:
+            stored()
         progress.embedded += len(missing)
         progress.done_this_run += len(missing)
         progress.counted()

@@ -30,9 +30,12 @@ from autodoc_core.providers import onnx_graph
 from autodoc_core.providers.idle_core import run_sharing
 
 MAX_TOKENS = 256
-BATCH_TOKENS = 4096  # padded tokens per batch (texts are sorted by length, so padding stays small)
-# The background fill's batches are smaller: a search ends the idle-core worker's pass and it is redone.
-IDLE_CORE_BATCH_TOKENS = 1024
+# Padded tokens per pass (texts are sorted by length, so padding stays small). 1,024 rather than 4,096: a pass of
+# 4 texts of 256 tokens keeps its attention scores (about 12 MB a layer) nearly in cache, 16 of them (50 MB) do
+# not; on 2 cores the larger passes took 17% more CPU for the same texts (doc/benchmarks/fill-gap.md), and a
+# search ends the background fill's idle-core pass sooner (it is redone).
+BATCH_TOKENS = 1024
+IDLE_CORE_BATCH_TOKENS = BATCH_TOKENS
 CACHE_ENV = "AUTODOC_ONNX_CACHE"
 SAMPLE_BYTES = 1 << 20
 

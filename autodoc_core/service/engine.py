@@ -40,7 +40,7 @@ from autodoc_core.service import changes, documents, moves
 from autodoc_core.service.filler import BackgroundFiller, EmbeddingPause
 from autodoc_core.service.roots import root_state
 from autodoc_core.service.scoped import limit_of, search_scope
-from autodoc_core.service.semantic_runtime import SemanticRuntimes
+from autodoc_core.service.semantic_runtime import SemanticRuntime, SemanticRuntimes
 from autodoc_core.store import chunks as chunk_rows
 from autodoc_core.store import documents as document_rows
 from autodoc_core.store import workspace as wsmod
@@ -104,7 +104,9 @@ class Engine:
             stop = self._stop.is_set
             self.store.lease.claim_fill(take=True)  # asked for: another process's background fill stops for it
         try:
-            complete = fill(self.store, ws.id, embedder, progress, stop, self._wanted)
+            complete = fill(self.store, ws.id, embedder, progress, stop, self._wanted,
+                            stored=lambda: self._catch_up(runtime, ws.id))
+            self._catch_up(runtime, ws.id)  # the model made active: the state moved once more
             if complete and progress.done_this_run:  # stopped early: the WAL is the next writer's
                 self.store.shrink_wal()
         except ProviderError as exc:
@@ -113,6 +115,13 @@ class Engine:
             if not background:
                 self.store.lease.end_fill()
         return progress.as_dict()
+
+    def _catch_up(self, runtime: SemanticRuntime, ws_id: int) -> None:
+        """A batch stored: the next search finds the workspace's semantic state and vectors current."""
+        with self.store.snapshot() as conn:
+            ws = next((ws for ws in wsmod.all_workspaces(conn) if ws.id == ws_id), None)
+            if ws is not None:  # removed while the batch was embedded: nothing to catch up with
+                runtime.catch_up(conn, ws)
 
     def start_background(self) -> None:
         """Fill vectors in a background thread (for long-lived processes: the server, the plugin)."""

@@ -61,8 +61,7 @@ class BackgroundFiller:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._state = "waiting"
-        self._wakes = 0  # asks to look for work (index runs, configuration changes, pause and resume)
-        self._wakes_seen = 0  # of those, the asks made before the filler's latest look began
+        self._looked_at: float | None = None  # when its latest look for work began (Unix time)
         self._asked: list[int] = []  # workspaces with work now, in the order asked (see wake)
         self._retry_at: dict[int, float] = {}
         self._backoff: dict[int, float] = {}
@@ -73,7 +72,6 @@ class BackgroundFiller:
         """Look for work now (after an index run or a configuration change); ``ws_id``: a workspace that has work
         now (an index run's, a search's while it fills), filled before the others at the next look."""
         with self._lock:
-            self._wakes += 1
             if ws_id is not None and ws_id not in self._asked:
                 self._asked.append(ws_id)
         self._wake.set()
@@ -87,9 +85,9 @@ class BackgroundFiller:
 
     def state(self) -> dict[str, Any]:
         """What the filler does now: "filling", "paused" (embedding.pause: it looked and took nothing) or
-        "waiting"; ``wakes`` asks to look for work so far, ``wakes_seen`` the ones its latest look answered."""
+        "waiting"; ``looked_at``: when its latest look for work began (a look begun after an ask answers it)."""
         with self._lock:
-            return {"state": self._state, "wakes": self._wakes, "wakes_seen": self._wakes_seen}
+            return {"state": self._state, "looked_at": self._looked_at}
 
     def _set_state(self, state: str) -> None:
         with self._lock:
@@ -106,9 +104,10 @@ class BackgroundFiller:
             now = time.monotonic()
             self._wake.wait(timeout=min([IDLE_WAKE_SECONDS, *(max(t - now, 0.05) for t in self._retry_at.values())]))
             self._wake.clear()
+            looked_at = time.time()
             paused = self._paused.is_set()
             with self._lock:
-                self._wakes_seen, self._state = self._wakes, "paused" if paused else "waiting"
+                self._looked_at, self._state = looked_at, "paused" if paused else "waiting"
             if paused:
                 continue
             for ws in self._workspaces_needing_vectors():

@@ -147,6 +147,20 @@ class SemanticRuntime:
             return exc.reason
         return None
 
+    def catch_up(self, conn: apsw.Connection, ws: Workspace) -> None:
+        """After a fill's batch, in the filler's thread: bring the state and the vectors a search already holds
+        up to the batch, so that the next search finds them current instead of reading the batch itself (a
+        search after a pause while the fill ran took 5x the time of one with the fill paused)."""
+        with self.lock:  # only one already built: a configuration changed since loads at its first search
+            embedder = self.embedders.get(json.dumps(ws.option("embedder"), sort_keys=True))
+        if embedder is None or embedder.dimensions is None:
+            return
+        self.semantic_state(conn, ws)
+        with self.lock:
+            index = self.indexes.get(embedder.model_fp)
+        if index is not None:  # none until a search needs it: nobody to read these vectors yet
+            index.refresh(conn, ws.vector_epoch)
+
     def fill_progress(self) -> Progress:
         """The progress a fill of this workspace reports into, started now."""
         with self.lock:

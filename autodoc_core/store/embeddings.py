@@ -5,6 +5,7 @@ the semantic state a workspace's vectors put it in."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 
 import apsw
@@ -130,14 +131,63 @@ def chunk_vectors(conn: apsw.Connection, ws_id: int, model_fp: str) -> list[tupl
     ).fetchall()
 
 
-def incomplete_documents(conn: apsw.Connection, ws_id: int, model_fp: str) -> set[int]:
-    """The documents with a chunk that has no vector for this model."""
-    return {r[0] for r in conn.execute(
-        "SELECT c.doc_id FROM chunks c LEFT JOIN embeddings e "
-        "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash "
-        "WHERE c.ws_id = ? AND e.id IS NULL GROUP BY c.doc_id",
-        (model_fp, ws_id),
-    )}
+def incomplete_documents(conn: apsw.Connection, ws_id: int, model_fp: str,
+                         among: Iterable[int] | None = None) -> set[int]:
+    """The documents (of ``among`` when given) with a chunk that has no vector for this model."""
+    if among is None:
+        return {r[0] for r in conn.execute(
+            "SELECT c.doc_id FROM chunks c LEFT JOIN embeddings e "
+            "ON e.ws_id = c.ws_id AND e.model_fp = ? AND e.text_hash = c.text_hash "
+            "WHERE c.ws_id = ? AND e.id IS NULL GROUP BY c.doc_id",
+            (model_fp, ws_id),
+        )}
+    found: set[int] = set()
+    docs = sorted(among)
+    for start in range(0, len(docs), 500):
+        part = docs[start : start + 500]
+        marks = ",".join("?" * len(part))
+        found.update(r[0] for r in conn.execute(
+            f"SELECT DISTINCT c.doc_id FROM chunks c INDEXED BY chunks_doc WHERE c.doc_id IN ({marks}) AND c.ws_id = ? "
+            "AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.ws_id = c.ws_id AND e.model_fp = ? "
+            "AND e.text_hash = c.text_hash)", (*part, ws_id, model_fp)))
+    return found
+
+
+@dataclass(frozen=True)
+class VectorBasis:
+    """What a workspace's vectors in memory were read from: its chunks (the generation every index run moves,
+    their count) and this model's vectors (how many, the largest id). Vectors added since have larger ids."""
+
+    generation: int
+    chunks: int
+    vectors: int
+    last_id: int
+
+
+def vectors_after(conn: apsw.Connection, ws_id: int, model_fp: str, last_id: int) -> int:
+    """How many of this model's vectors have an id above ``last_id``."""
+    return conn.execute("SELECT COUNT(*) FROM embeddings NOT INDEXED WHERE id > ? AND ws_id = ? AND model_fp = ?",
+                        (last_id, ws_id, model_fp)).fetchone()[0]
+
+
+def vector_basis(conn: apsw.Connection, ws_id: int, model_fp: str) -> VectorBasis:
+    generation = conn.execute("SELECT next_generation FROM workspaces WHERE id = ?", (ws_id,)).fetchone()
+    chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE ws_id = ?", (ws_id,)).fetchone()[0]
+    vectors, last_id = conn.execute("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM embeddings "
+                                    "WHERE ws_id = ? AND model_fp = ?", (ws_id, model_fp)).fetchone()
+    return VectorBasis(generation[0] if generation else -1, chunks, vectors, last_id)
+
+
+def chunk_vectors_after(conn: apsw.Connection, ws_id: int, model_fp: str,
+                        last_id: int) -> list[tuple[int, int, str, int]]:
+    """As ``chunk_vectors``, for the vectors with an id above ``last_id`` only: along the rowid from there (left to
+    itself SQLite walks every chunk of the workspace and looks each one's vector up)."""
+    return conn.execute(
+        "SELECT c.id, c.doc_id, c.text_hash, e.id FROM embeddings e NOT INDEXED "
+        "CROSS JOIN chunks c INDEXED BY chunks_hash ON c.ws_id = e.ws_id AND c.text_hash = e.text_hash "
+        "WHERE e.id > ? AND e.ws_id = ? AND e.model_fp = ?",
+        (last_id, ws_id, model_fp),
+    ).fetchall()
 
 
 def blobs(conn: apsw.Connection, embedding_ids: list[int]) -> dict[int, tuple[bytes, bytes]]:
