@@ -146,6 +146,18 @@ def test_a_hit_s_file_is_its_workspace_s_root_and_its_path(nvim: pynvim.Nvim) ->
     assert nvim.exec_lua("local s = require('autodoc.session.scope'); return s.label_cells(...)", one) == 0
 
 
+def test_a_wide_list_has_room_for_a_longer_workspace_label(nvim: pynvim.Nvim) -> None:
+    """A new user's walk: at 200 columns every row read `autodoc…` for the bundled `autodoc-kb`."""
+    answer = {**ANSWER, "scope": {"asked": "*", "workspaces": ["autodoc-kb", "rfcs"]}}
+    hit = {**HIT, "workspace": "autodoc-kb"}
+    label = ("local s = require('autodoc.session.scope'); local answer, hit, width = ...; "
+             "return s.label(hit, s.label_cells(answer, width))")
+    assert nvim.exec_lua(label, answer, hit, 40) == "autodoc…"  # a narrow list keeps 8 cells
+    assert nvim.exec_lua(label, answer, hit, 100) == "autodoc-kb"
+    very_long = {**answer, "scope": {"asked": "*", "workspaces": ["a-very-long-workspace-name", "rfcs"]}}
+    assert len(nvim.exec_lua(label, very_long, {**HIT, "workspace": "a-very-long-workspace-name"}, 400)) == 16
+
+
 def test_setup_refuses_a_scope_it_does_not_know(nvim: pynvim.Nvim) -> None:
     problems = nvim.exec_lua("return select(2, require('autodoc.config').check({ scope = 'everything' }))")
     assert problems == ["'scope' must be 'all' (every workspace) or 'current', got \"everything\""]

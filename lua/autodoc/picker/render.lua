@@ -63,7 +63,7 @@ end
 ---@param width integer
 ---@return string[] rows, integer label_cells
 function M.rows(answer, width)
-  local cells = scope.label_cells(answer)
+  local cells = scope.label_cells(answer, width)
   return vim.tbl_map(function(hit) return text.row(hit, width, scope.label(hit, cells)) end, answer.hits), cells
 end
 

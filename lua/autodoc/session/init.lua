@@ -363,16 +363,17 @@ end
 
 --- `hit`'s workspace label ('' unless the answer searched several workspaces): a row's first cells.
 ---@param hit autodoc.Hit
+---@param width integer|nil the row's width, when the view knows it (a wide row has room for a longer label)
 ---@return string
-function Session:label(hit)
-  return scope_of.label(hit, scope_of.label_cells(self.answer))
+function Session:label(hit, width)
+  return scope_of.label(hit, scope_of.label_cells(self.answer, width))
 end
 
 ---@param hit autodoc.Hit
 ---@param width integer|nil
 ---@return string
 function Session:row(hit, width)
-  return text.row(hit, width, self:label(hit))
+  return text.row(hit, width, self:label(hit, width))
 end
 
 ---@return string e.g. 'AutoDoc · kb', with the folder's problem when it has one

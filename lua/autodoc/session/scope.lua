@@ -11,6 +11,7 @@ local M = {}
 M.ALL = '*'
 --- A row's workspace label is at most this many cells (a longer name loses its end).
 M.LABEL_CELLS = 8
+M.LABEL_CELLS_WIDE = 16
 
 --- Workspace names in order.
 ---@return string[]
@@ -233,10 +234,12 @@ function M.file(hit, answer, root)
 end
 
 --- The cells of the rows' workspace label for `answer`: 0 when it searched one workspace (no label), else its
---- longest name's (at most LABEL_CELLS).
+--- longest name's: at most LABEL_CELLS in a narrow list, up to LABEL_CELLS_WIDE where the rows are wide enough
+--- to give an eighth of their width to it (a 200-column terminal showed `autodoc…` for `autodoc-kb`).
 ---@param answer autodoc.Answer|nil
+---@param width integer|nil the rows' width, when the view knows it
 ---@return integer
-function M.label_cells(answer)
+function M.label_cells(answer, width)
   local searched = answer and type(answer.scope) == 'table' and rpc.value(answer.scope.workspaces)
   if type(searched) ~= 'table' or #searched < 2 then
     return 0
@@ -245,7 +248,8 @@ function M.label_cells(answer)
   for _, name in ipairs(searched) do
     longest = math.max(longest, vim.api.nvim_strwidth(name))
   end
-  return math.min(longest, M.LABEL_CELLS)
+  local most = math.min(M.LABEL_CELLS_WIDE, math.max(M.LABEL_CELLS, math.floor((width or 0) / 8)))
+  return math.min(longest, most)
 end
 
 --- `hit`'s workspace as a label of `cells` cells (padded; a longer name loses its end), '' for none.

@@ -75,7 +75,7 @@ function M.items(session, width, extend)
   end
   local items = {}
   for index, hit in ipairs(session:hits()) do
-    items[index] = { text = session:row(hit, width), hit = hit, label = session:label(hit) }
+    items[index] = { text = session:row(hit, width), hit = hit, label = session:label(hit, width) }
     if extend then
       extend(items[index], hit)
     end

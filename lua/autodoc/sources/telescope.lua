@@ -29,8 +29,9 @@ local function open(session, opts)
       if not hit then
         return item.text
       end
-      local label = session:label(hit)
-      return session:row(hit, width()), label ~= '' and { { { 0, #label }, 'AutodocWorkspace' } } or nil
+      local cells = width()
+      local label = session:label(hit, cells)
+      return session:row(hit, cells), label ~= '' and { { { 0, #label }, 'AutodocWorkspace' } } or nil
     end
     return { value = hit, ordinal = item.text, index = index, filename = hit and sources.file(session, hit),
       lnum = hit and hit.line_start, display = display }
