@@ -110,7 +110,7 @@ class QueryInfo:
         return wire
 
 
-@dataclass
+@dataclass(frozen=True)
 class StageReport:
     """What a search was asked to run, what it ran, what it skipped and why; the ranker's state."""
 
@@ -210,7 +210,7 @@ class SearchAnswer:
     def as_partial(self, pending: list[Stage]) -> SearchAnswer:
         """This answer handed over before the ``pending`` stages ran."""
         if Stage.RERANK in pending:
-            self.report.rank = dataclasses.replace(self.report.rank, state="pending")
+            self.report = dataclasses.replace(self.report, rank=dataclasses.replace(self.report.rank, state="pending"))
         self.pending = list(pending)
         return self
 

@@ -203,11 +203,9 @@ def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Search
     skipped it (as is when all did, for one reason), the least ready semantic state, each problem once (named
     with its workspace when not every workspace has it)."""
     first = next(iter(answers.values()))
-    report = StageReport(list(first.report.requested), rank=dataclasses.replace(_rank_of(answers)),
-                         query_info=dataclasses.replace(first.report.query_info))
-    for answer in answers.values():
-        report.performed += [stage for stage in answer.report.performed if stage not in report.performed]
-    report.skipped = _skipped(answers)
+    performed = list(dict.fromkeys(stage for answer in answers.values() for stage in answer.report.performed))
+    report = StageReport(list(first.report.requested), performed, _skipped(answers), _rank_of(answers),
+                         first.report.query_info)
     pending = [stage for answer in answers.values() for stage in answer.pending or []]
     modes = {answer.mode_used for answer in answers.values()}
     query = dataclasses.replace(first.query, problems=_problems(answers, parts))
