@@ -88,6 +88,14 @@ local function mode_hides_messages()
   return vim.o.showmode and vim.api.nvim_get_mode().mode:match('^[iR]') ~= nil
 end
 
+--- A notification plugin (nvim-notify, snacks.notifier, ...) replaces vim.notify and shows each message in a
+--- window of its own: the message area's limits are not its.
+---@return boolean
+local function notify_is_neovims()
+  local source = debug.getinfo(vim.notify, 'S').source
+  return source:find('vim/_editor.lua', 1, true) ~= nil
+end
+
 local HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
 
 --- `lines` in a float just above the message area, wrapped to the editor's width.
@@ -134,7 +142,7 @@ end
 ---@param keep_it boolean
 function M.say(message, level, keep_it)
   local lines = vim.split(message, '\n', { plain = true })
-  if keep_it and (not fits(lines) or mode_hides_messages()) then
+  if keep_it and notify_is_neovims() and (not fits(lines) or mode_hides_messages()) then
     open_float(lines, level)
     into_history(lines, level)
   else
