@@ -13,6 +13,7 @@ local M = {}
 ---@field embed_id integer|string|nil the vector fill's progress message
 ---@field indexing boolean an index run is under way
 ---@field embedding string the fill's part of status() ('' when not filling)
+---@field fill_seen { at: integer, embedded: integer }|nil when this editor first saw the fill, and its count then
 
 ---@type table<string, autodoc.WorkProgress>
 M.workspaces = {}
@@ -181,6 +182,22 @@ function M.embedding_text(ws, embedder, paused)
   return text
 end
 
+--- The text of a fill's end: "kb: 2,000/2,000 embedded · 35.1/s · done in 0:57", its pace and time since this
+--- editor first saw it fill (the count alone when it saw none of it).
+---@param ws string
+---@param embedder table workspace.status's `embedder`
+---@param seen { at: integer, embedded: integer }|nil
+---@return string
+function M.filled_text(ws, embedder, seen)
+  local text = string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded), M.thousands(embedder.total))
+  local seconds = seen and (vim.uv.hrtime() - seen.at) / 1e9 or 0
+  local filled = seen and embedder.embedded - seen.embedded or 0
+  if seconds <= 0 or filled <= 0 then
+    return text
+  end
+  return text .. string.format(' · %.1f/s · done in %s', filled / seconds, M.duration(seconds))
+end
+
 --- A workspace.status answer while (or once) vectors fill: update the message and the status line.
 ---@param ws string
 ---@param status table workspace.status's answer
@@ -200,9 +217,9 @@ function M.embedding(ws, status)
     echo(ws, 'embed_id', M.embedding_text(ws, embedder, status.embedding_paused), 'running', percent)
     redraw_statuslines()
   elseif work.embedding ~= '' then -- it was filling: say it is done, once
-    echo(ws, 'embed_id', string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded),
-      M.thousands(embedder.total)), 'success', 100)
+    echo(ws, 'embed_id', M.filled_text(ws, embedder, work.fill_seen), 'success', 100)
   end
+  work.fill_seen = filling and (work.fill_seen or { at = vim.uv.hrtime(), embedded = embedder.embedded }) or nil
   if not filling and work.embedding ~= '' then
     work.embedding = ''
     redraw_statuslines()
