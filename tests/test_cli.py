@@ -97,7 +97,31 @@ def test_search_without_a_workspace_searches_every_one_and_names_it_on_each_row(
     assert workspaces == {"kb", "rfcs"}, out
     only = autodoc(two_workspaces, "search", "-w", "rfcs", "-w", "kb", "kb", "bread")
     out, _ = text_of(only)
-    assert out.splitlines()[0].split()[:2] == ["kb", "notes/cooking.md:3"], out
+    assert out.splitlines()[0].split()[0] == "kb", out
+
+
+def test_search_of_several_workspaces_names_files_the_shell_opens(two_workspaces: Path, kb: Path) -> None:
+    """Each row's path was relative to its workspace's folder: with several workspaces, nothing says where that
+    is. Now it is the file from the current folder (relative below it, else absolute)."""
+    for cwd in (kb.parent, PROJECT):
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(two_workspaces), "search",
+                               "relational", "store"], capture_output=True, text=True, cwd=cwd, timeout=60)
+        assert done.returncode == 0, done.stderr
+        rows = [row.split() for row in done.stdout.splitlines()]
+        assert {row[0] for row in rows} == {"kb", "rfcs"}, done.stdout
+        for row in rows:
+            path = Path(row[1].rsplit(":", 1)[0])
+            assert path.is_absolute() == (cwd == PROJECT) and (cwd / path).is_file(), (cwd, row)
+
+
+def test_search_names_its_query_alike_in_its_usage_and_its_error() -> None:
+    """The usage said `QUERY...` and the error `required: WORDS`; the --db help read "$AUTODOC_DB, the same"."""
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "search"], capture_output=True, text=True,
+                          cwd=PROJECT, timeout=60)
+    assert done.returncode == 2 and "QUERY..." in done.stderr and "required: QUERY" in done.stderr, done.stderr
+    helped = subprocess.run([sys.executable, "-m", "autodoc_core", "--help"], capture_output=True, text=True,
+                            cwd=PROJECT, timeout=60).stdout
+    assert "search [@WORKSPACE...] QUERY..." in helped and "the same" not in helped, helped
 
 
 def test_search_says_what_it_found_nothing_in_and_refuses_an_unknown_workspace(two_workspaces: Path) -> None:

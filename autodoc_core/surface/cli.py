@@ -1,6 +1,6 @@
 """``autodoc``: what a person types (search, related, status), one method for scripts, or a server.
 
-    autodoc [--db PATH] search [@WORKSPACE] QUERY [--limit N] [--json]
+    autodoc [--db PATH] search [@WORKSPACE...] QUERY... [--limit N] [--json]
     autodoc [--db PATH] related PATH[:LINE] [--workspace NAME] [--limit N] [--json]
     autodoc [--db PATH] status [WORKSPACE] [--json]
     autodoc [--db PATH] --call METHOD '[JSON params]'
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
     from autodoc_core.surface.replication import TeamOptions
 
-USAGE = """autodoc [--db PATH] search [@WORKSPACE] QUERY   (also: related, status; see below)
+USAGE = """autodoc [--db PATH] search [@WORKSPACE...] QUERY...   (also: related, status; see below)
        autodoc [--db PATH] --call METHOD ['JSON PARAMS']
        autodoc [--db PATH] serve --stdio | mcp [--http HOST:PORT] ..."""
 
@@ -49,8 +49,8 @@ def _database_option(parser: argparse.ArgumentParser) -> None:
     """``--db`` before or after the subcommand; SUPPRESS keeps a subcommand's absent --db from hiding the
     top level's."""
     parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
-                        help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
-                             "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
+                        help="the SQLite file; its folder must exist (default: $AUTODOC_DB when set, else "
+                             "$XDG_DATA_HOME/autodoc/autodoc.db, whose folder is created)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,7 +85,7 @@ def _call_parser() -> argparse.ArgumentParser:
 
 def _search_arguments(search: argparse.ArgumentParser) -> None:
     _database_option(search)
-    search.add_argument("words", nargs="+", metavar="WORDS",
+    search.add_argument("words", nargs="+", metavar="QUERY",
                         help="the query (quoted or not); leading @name words (@a @b, @a,b, @*) or a first word "
                              "that names a workspace choose what is searched, else every workspace is")
     search.add_argument("-w", "--workspace", action="append", metavar="NAME",

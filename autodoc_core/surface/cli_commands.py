@@ -1,8 +1,9 @@
 """``autodoc search``, ``related`` and ``status``: the engine's answers as lines a person reads in a shell.
 
-Hits go to stdout, one a line (``path:line  breadcrumb  relevance``, the workspace first when several were
-searched), so they pipe into grep, head or an editor's quickfix; what is said about the search (no hits, a
-semantic stage that was skipped) goes to stderr. ``--json`` prints the wire answer instead, as ``--call`` does.
+Hits go to stdout, one a line (``path:line  breadcrumb  relevance``; when several workspaces were searched, the
+workspace first and the file as the shell opens it), so they pipe into grep, head or an editor's quickfix; what is
+said about the search (no hits, a semantic stage that was skipped) goes to stderr. ``--json`` prints the wire
+answer instead, as ``--call`` does.
 """
 
 from __future__ import annotations
@@ -137,9 +138,11 @@ def _print_answer(answer: dict[str, Any], as_json: bool, what: str, scope: Any) 
 
 def hit_rows(answer: dict[str, Any], several: bool) -> list[str]:
     """One line a hit: ``path:line  breadcrumb  relevance``, led by the hit's workspace when ``several`` were
-    searched; the location column padded to the widest (up to PATH_COLUMN_MOST) so the breadcrumbs line up."""
+    searched, whose paths are then the files as this shell opens them (``shell_path``); the location column
+    padded to the widest (up to PATH_COLUMN_MOST) so the breadcrumbs line up."""
     hits = answer["hits"]
-    places = [f"{hit['path']}:{hit['line_start']}" for hit in hits]
+    paths = [shell_path(hit, answer) if several else hit["path"] for hit in hits]
+    places = [f"{path}:{hit['line_start']}" for path, hit in zip(paths, hits, strict=True)]
     width = min(max(map(len, places), default=0), PATH_COLUMN_MOST)
     names = [hit.get("workspace") or "" for hit in hits]
     name_width = max(map(len, names), default=0)
@@ -149,6 +152,17 @@ def hit_rows(answer: dict[str, Any], several: bool) -> list[str]:
         columns = [place.ljust(width), crumb, f"{hit['relevance']:.2f}"]
         rows.append("  ".join([name.ljust(name_width), *columns] if several else columns))
     return rows
+
+
+def shell_path(hit: dict[str, Any], answer: dict[str, Any]) -> str:
+    """The hit's file from the current directory: relative when it is below it, else absolute (a path relative
+    to its workspace's folder opens nothing when several workspaces were searched)."""
+    root = ((answer.get("workspaces") or {}).get(hit.get("workspace")) or {}).get("root")
+    if not root:
+        return hit["path"]
+    file = os.path.join(root, hit["path"])
+    here = os.getcwd()
+    return os.path.relpath(file, here) if file.startswith(here + os.sep) else file
 
 
 def searched_workspaces(answer: dict[str, Any], scope: Any) -> list[str]:
