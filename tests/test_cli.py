@@ -164,3 +164,39 @@ def test_status_names_each_workspace_and_its_state(two_workspaces: Path) -> None
     assert "- kb: " in out and "- rfcs: " in out and "2 documents" in out
     one = json.loads(autodoc(two_workspaces, "status", "rfcs", "--json").stdout)
     assert [status["name"] for status in one] == ["rfcs"] and one[0]["documents"] == 1
+
+
+@pytest.mark.parametrize("options", [["--json"], ["--limit", "2"], ["-n", "2", "--json"]])
+def test_search_takes_its_options_anywhere(two_workspaces: Path, options: list[str]) -> None:
+    """`autodoc search @kb --json relational` said `unrecognized arguments: relational` (exit 2): argparse ended
+    the query at the first option. Words after an option are the query's too, in the order given."""
+    done = autodoc(two_workspaces, "search", "@kb", *options, "relational", "store")
+    out, err = text_of(done)
+    assert done.returncode == 0, err
+    if "--json" in options:
+        answer = json.loads(out)
+        assert answer["scope"]["workspaces"] == ["kb"] and answer["query"]["terms"] == ["relational", "store"]
+    else:
+        assert out.splitlines()[0].startswith("adr/0002.md:") and len(out.splitlines()) <= 2, out
+    between = autodoc(two_workspaces, "search", "@kb", "relational", "--limit", "1", "store", "--json")
+    assert json.loads(between.stdout)["query"]["terms"] == ["relational", "store"], between.stderr
+    status = autodoc(two_workspaces, "status", "--json", "rfcs")
+    assert [one["name"] for one in json.loads(status.stdout)] == ["rfcs"], status.stderr
+    wrong = autodoc(two_workspaces, "search", "@kb", "--nosuch", "store")
+    assert wrong.returncode == 2 and "unrecognized arguments: --nosuch" in wrong.stderr.decode()
+
+
+def test_search_says_when_no_section_has_the_words(tmp_path: Path, kb: Path) -> None:
+    """`autodoc search @kb kangaroo` printed hits by meaning and nothing else; the picker says `no section has
+    these words: by meaning only`, and so does the shell now, on stderr (stdout keeps the rows alone)."""
+    db = tmp_path / "a.db"
+    write(kb, "storage.md", "# Storage\n\n## Decision\n\nWe keep the index in an embedded relational database.\n")
+    write(kb, "cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    assert call(db, "workspace.index", ["kb", {"wait": "semantic"}])[0] == 0
+    done = autodoc(db, "search", "@kb", "kangaroo")
+    out, err = text_of(done)
+    assert done.returncode == 0 and out.splitlines(), (out, err)
+    assert "no section has these words: by meaning only" in err and "no section" not in out, err
+    worded = autodoc(db, "search", "@kb", "relational", "database")
+    assert "no section has these words" not in worded.stderr.decode()

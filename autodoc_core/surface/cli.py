@@ -196,7 +196,7 @@ def _run(argv: list[str] | None) -> int:
         called = _call_parser().parse_args(argv)
         return _call_once(getattr(called, "db", None), called.call, called.params)
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse_intermixed(parser, argv)
     args.command_line = argv  # what each of --workers runs again
     db = getattr(args, "db", None)
     if args.command is None:
@@ -209,6 +209,23 @@ def _run(argv: list[str] | None) -> int:
     from autodoc_core.surface import cli_commands
 
     return cli_commands.run(args.command, db, args)
+
+
+# The subcommands whose positional words may come before, between and after their options.
+POSITIONALS_ANYWHERE = {"search": "words", "status": "workspaces"}
+
+
+def _parse_intermixed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed with options anywhere: argparse ends a positional list at the first option, so
+    ``search @kb --json backoff`` left ``backoff`` over (parse_intermixed_args refuses subcommands). The words
+    left over join the positional list they belong to, in the order given; anything else is refused."""
+    args, left = parser.parse_known_args(argv)
+    field = POSITIONALS_ANYWHERE.get(args.command or "")
+    if left and field and not any(word.startswith("-") for word in left):
+        setattr(args, field, [*(getattr(args, field) or []), *left])
+    elif left:
+        parser.error(f"unrecognized arguments: {' '.join(left)}")
+    return args
 
 
 def _serve_mcp(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:

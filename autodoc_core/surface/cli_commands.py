@@ -174,12 +174,20 @@ def searched_workspaces(answer: dict[str, Any], scope: Any) -> list[str]:
 
 def answer_notes(answer: dict[str, Any], what: str, searched: list[str]) -> list[str]:
     """What a person should know about the list above it: nothing found, or a stage that did not run."""
-    notes = []
+    notes = list((answer.get("query") or {}).get("problems") or [])
     if not answer["hits"]:
         notes.append(f"no hits {what} in {', '.join(searched)}")
+    elif by_meaning_only(answer):
+        notes.append("no section has these words: by meaning only")
     skipped = (answer.get("stages") or {}).get("skipped", {})
     notes += [f"{stage} skipped: {why}" for stage, why in skipped.items()
               if not (stage == "rerank" and "no ranker is configured" in why)]  # the usual case: not news
     if "semantic" not in skipped and answer.get("semantic") not in (None, "ready", "off"):
         notes.append(f"semantic index: {answer['semantic']} (a search by meaning covers part of the sections)")
     return notes
+
+
+def by_meaning_only(answer: dict[str, Any]) -> bool:
+    """The words were looked for and no hit has them: every hit came by meaning alone (the picker's rule)."""
+    performed = (answer.get("stages") or {}).get("performed") or []
+    return "lexical" in performed and all(hit.get("via") == ["semantic"] for hit in answer["hits"])
