@@ -200,3 +200,29 @@ def test_search_says_when_no_section_has_the_words(tmp_path: Path, kb: Path) -> 
     assert "no section has these words: by meaning only" in err and "no section" not in out, err
     worded = autodoc(db, "search", "@kb", "relational", "database")
     assert "no section has these words" not in worded.stderr.decode()
+
+
+def related_in(cwd: Path, db: Path, *args: str) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), "related", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_related_errors_speak_of_the_command_line(two_workspaces: Path, kb: Path) -> None:
+    """`autodoc related nosuch.md` and `…md:abc` said `needs the source's workspace … name it (opts.workspace)`,
+    and a file skipped as binary `is not indexed yet (index it (workspace.index [...]))`: now no such file, LINE
+    must be a number, the indexer's own reason, and -w where a workspace must be chosen."""
+    (kb / "diagram.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    assert call(two_workspaces, "workspace.index", ["kb", {"wait": "lexical"}])[0] == 0
+    status, out, err = related_in(kb, two_workspaces, "nosuch.md")
+    assert status == 1 and out == "" and err.startswith("autodoc related: no such file: nosuch.md"), err
+    status, out, err = related_in(kb, two_workspaces, "adr/0002.md:abc")
+    assert status == 2 and "LINE must be a number, got 'abc'" in err, err
+    status, out, err = related_in(kb, two_workspaces, "diagram.md")
+    assert status == 1 and "diagram.md is not indexed: binary content (NUL bytes)" in err, err
+    write(two_workspaces.parent / "rfcs", "adr/0002.md", "# Also here\n\nA second copy of the store note.\n")
+    assert call(two_workspaces, "workspace.index", ["rfcs", {"wait": "lexical"}])[0] == 0
+    status, out, err = related_in(PROJECT, two_workspaces, "adr/0002.md")
+    assert status == 1 and "in several workspaces (kb, rfcs)" in err and "-w NAME" in err, err
+    for said in (err, related_in(kb, two_workspaces, "nosuch.md")[2], related_in(kb, two_workspaces, "diagram.md")[2]):
+        assert "opts." not in said and "workspace.index [" not in said and "Traceback" not in said, said

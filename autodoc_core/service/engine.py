@@ -454,7 +454,8 @@ class Engine:
             return holding[0], rest
         which = f"{', '.join(holding)} each hold {path}" if holding else f"no workspace holds {path}"
         raise invalid_params(f"a related search of several workspaces needs the source's workspace ({which}): "
-                             "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200])
+                             "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200],
+                             holding=holding)
 
     def _related_one(self, name: Any, path: Any, opts: Any, several: bool) -> SearchAnswer:
         ws = self._workspace(name)

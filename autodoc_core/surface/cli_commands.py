@@ -9,6 +9,7 @@ answer instead, as ``--call`` does.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -55,7 +56,7 @@ def _failed(command: str, exc: AutodocError) -> int:
 def search(engine: Engine, args: argparse.Namespace) -> int:
     scope, query = search_scope(args.words, args.workspace, _workspace_names(engine))
     answer = engine.search_query(scope, query, {"limit": args.limit}).to_wire()
-    return _print_answer(answer, args.json, f"for {query!r}", scope)
+    return _print_answer(answer, args.json, f"for {query!r}", scope, words=True)
 
 
 def search_scope(words: list[str], asked: list[str] | None, known: list[str]) -> tuple[Any, str]:
@@ -85,14 +86,43 @@ def _workspace_names(engine: Engine) -> list[str]:
 LINE_SUFFIX = re.compile(r"^(?P<path>.+):(?P<line>\d+)$")
 
 
+NOT_A_LINE = re.compile(r"^(?P<path>.+):(?P<line>[^:/\\]*)$")
+
+
 def related(engine: Engine, args: argparse.Namespace) -> int:
     path, line = split_target(args.target)
+    if line is None and (bad := NOT_A_LINE.match(path)) and not os.path.exists(path):
+        print(f"autodoc related: LINE must be a number, got {bad['line']!r} in {path} (PATH:LINE, such as "
+              f"{bad['path']}:12)", file=sys.stderr)
+        return 2
     if os.path.exists(path):  # a file named from here; else a path as a hit names it, inside its workspace
         path = os.path.abspath(path)
     opts: dict[str, Any] = {"limit": args.limit, **({"line": line} if line is not None else {})}
     scope = args.workspace or EVERY_WORKSPACE
-    answer = engine.search_related(scope, path, opts).to_wire()
+    try:
+        answer = engine.search_related(scope, path, opts).to_wire()
+    except AutodocError as exc:
+        raise in_cli_terms(exc, path) from None
     return _print_answer(answer, args.json, f"related to {args.target}", scope)
+
+
+def in_cli_terms(exc: AutodocError, path: str) -> AutodocError:
+    """The engine's error worded for this command line: its options, not the wire's fields."""
+    holding = exc.data.get("holding")
+    if holding == []:
+        return AutodocError(exc.code, f"no such file: {path} (not in this folder, and no workspace holds a "
+                                      "document at that path)", fix="autodoc search finds a document by its words")
+    if holding:
+        return AutodocError(exc.code, f"{path} is in several workspaces ({', '.join(holding)})",
+                            fix="choose one with -w NAME")
+    if index := exc.data.get("index"):
+        return AutodocError(exc.code, exc.reason, fix=f"index it: autodoc --call workspace.index "
+                                                      f"'{json.dumps(index)}'; the Neovim plugin indexes a file "
+                                                      "when it is saved")
+    if "doc.list" in str(exc.data.get("fix")):  # a method for scripts; a person searches
+        return AutodocError(exc.code, exc.reason, fix="give the path from the workspace's folder; autodoc search "
+                                                      "finds a document by its words")
+    return exc
 
 
 def split_target(target: str) -> tuple[str, int | None]:
@@ -124,14 +154,14 @@ COMMANDS: dict[str, Callable[[Engine, argparse.Namespace], int]] = {
 
 # -- rows ---------------------------------------------------------------------------------------------------
 
-def _print_answer(answer: dict[str, Any], as_json: bool, what: str, scope: Any) -> int:
+def _print_answer(answer: dict[str, Any], as_json: bool, what: str, scope: Any, words: bool = False) -> int:
     if as_json:
         print(to_json(answer, indent=2))
         return 0
     searched = searched_workspaces(answer, scope)
     for row in hit_rows(answer, len(searched) > 1):
         print(row)
-    for line in answer_notes(answer, what, searched):
+    for line in answer_notes(answer, what, searched, words):
         print(line, file=sys.stderr)
     return 0
 
@@ -172,12 +202,13 @@ def searched_workspaces(answer: dict[str, Any], scope: Any) -> list[str]:
     return [scope] if isinstance(scope, str) else list(scope)
 
 
-def answer_notes(answer: dict[str, Any], what: str, searched: list[str]) -> list[str]:
-    """What a person should know about the list above it: nothing found, or a stage that did not run."""
+def answer_notes(answer: dict[str, Any], what: str, searched: list[str], words: bool) -> list[str]:
+    """What a person should know about the list above it: nothing found, no hit with the query's ``words`` (a
+    search's; a related list has none of its own), or a stage that did not run."""
     notes = list((answer.get("query") or {}).get("problems") or [])
     if not answer["hits"]:
         notes.append(f"no hits {what} in {', '.join(searched)}")
-    elif by_meaning_only(answer):
+    elif words and by_meaning_only(answer):
         notes.append("no section has these words: by meaning only")
     skipped = (answer.get("stages") or {}).get("skipped", {})
     notes += [f"{stage} skipped: {why}" for stage, why in skipped.items()
