@@ -226,3 +226,23 @@ def test_related_errors_speak_of_the_command_line(two_workspaces: Path, kb: Path
     assert status == 1 and "in several workspaces (kb, rfcs)" in err and "-w NAME" in err, err
     for said in (err, related_in(kb, two_workspaces, "nosuch.md")[2], related_in(kb, two_workspaces, "diagram.md")[2]):
         assert "opts." not in said and "workspace.index [" not in said and "Traceback" not in said, said
+
+
+def test_status_lists_the_file_problems_it_counts(two_workspaces: Path, kb: Path) -> None:
+    """`autodoc status` printed `2 file problems` with no way to list them from the shell: it says how, and
+    `--problems` lists each as `path:line  kind: reason`, at the line the reason names."""
+    write(kb, "broken.md", "---\ntitle: x\ntags: [unclosed\nmore: : here\n---\n# Broken\n\ntext\n")
+    (kb / "diagram.md").write_bytes(b"\x89PNG\x00\x00 not text")
+    assert call(two_workspaces, "workspace.index", ["kb", {"wait": "lexical"}])[0] == 0
+    out, err = text_of(autodoc(two_workspaces, "status", "kb"))
+    assert "2 file problems" in out and "autodoc status --problems lists the 2 file problems" in err, (out, err)
+    done = autodoc(two_workspaces, "status", "--problems", "kb")
+    out, err = text_of(done)
+    rows = [row for row in out.splitlines() if not row.startswith(("- ", "  "))]
+    assert done.returncode == 0 and len(rows) == 2, out
+    broken, diagram = sorted(rows)
+    line = int(broken.split()[0].rsplit(":", 1)[1])
+    assert broken.startswith("broken.md:") and line > 1 and f"line {line}" in broken, broken
+    assert diagram.startswith("diagram.md:1  skipped: binary content"), diagram
+    both = text_of(autodoc(two_workspaces, "status", "--problems"))[0]
+    assert "kb  broken.md:" in both, both  # several workspaces: each row names its own

@@ -2,7 +2,7 @@
 
     autodoc [--db PATH] search [@WORKSPACE...] QUERY... [--limit N] [--json]
     autodoc [--db PATH] related PATH[:LINE] [--workspace NAME] [--limit N] [--json]
-    autodoc [--db PATH] status [WORKSPACE] [--json]
+    autodoc [--db PATH] status [WORKSPACE] [--problems] [--json]
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
     autodoc [--db PATH] mcp [--allow-index] [--scan-seconds N]
@@ -106,6 +106,8 @@ def _status_arguments(status: argparse.ArgumentParser) -> None:
     _database_option(status)
     status.add_argument("workspaces", nargs="*", metavar="WORKSPACE", help="these only (default: every one)")
     status.add_argument("--json", action="store_true", help="print workspace.status answers as JSON")
+    status.add_argument("--problems", action="store_true", help="list each file problem (the YAML a note's front "
+                        "matter breaks, a file skipped and why) under its workspace, as path:line  kind: reason")
 
 
 def _answer_options(parser: argparse.ArgumentParser) -> None:

@@ -142,9 +142,30 @@ def status(engine: Engine, args: argparse.Namespace) -> int:
     statuses = [engine.workspace_status(name) for name in names]
     if args.json:
         print(to_json(statuses, indent=2))
-    else:
-        print(render_workspaces({"workspaces": [workspace_summary(one) for one in statuses]}))
+        return 0
+    print(render_workspaces({"workspaces": [workspace_summary(one) for one in statuses]}))
+    problems = [(one, problem) for one in statuses for problem in one["problems"]]
+    if args.problems:
+        for one, problem in problems:
+            print(problem_row(one, problem, several=len(statuses) > 1))
+    elif problems:
+        print(f"autodoc status --problems lists the {len(problems)} file problem{'s' if len(problems) > 1 else ''}",
+              file=sys.stderr)
     return 0
+
+
+PROBLEM_LINE = re.compile(r"\bline (\d+)")
+
+
+def problem_line(reason: str) -> int:
+    """The line a problem's reason names (``malformed YAML frontmatter at line 4: ...``), else 1."""
+    return int(match[1]) if (match := PROBLEM_LINE.search(reason)) else 1
+
+
+def problem_row(status: dict[str, Any], problem: dict[str, Any], several: bool) -> str:
+    """``path:line  kind: reason``, the path from the workspace's folder, led by the workspace when ``several``."""
+    place = f"{problem['path']}:{problem_line(problem['reason'])}  {problem['kind']}: {problem['reason']}"
+    return f"{status['name']}  {place}" if several else place
 
 
 COMMANDS: dict[str, Callable[[Engine, argparse.Namespace], int]] = {

@@ -155,9 +155,11 @@ function M.report_text(ws, report)
       table.insert(parts, string.format('%s %s', M.thousands(report[key]), key))
     end
   end
-  local problems = type(report.problems) == 'table' and #report.problems or 0
+  local problems = tonumber(report.files_with_problems) -- the workspace's, as :AutodocStatus counts them
+    or require('autodoc.status').files_of(type(report.problems) == 'table' and report.problems or nil)
   if problems > 0 then
-    table.insert(parts, string.format('%s with problems (:AutodocStatus lists them)', M.thousands(problems)))
+    table.insert(parts, string.format('%s with problems (:AutodocStatus lists them)',
+      problems == 1 and '1 file' or M.thousands(problems) .. ' files'))
   end
   return string.format('%s: %s (%.1f s)', ws, table.concat(parts, ', '), report.seconds or 0)
 end
