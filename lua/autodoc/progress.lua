@@ -52,33 +52,67 @@ local function entry(ws)
   return M.workspaces[ws]
 end
 
---- Show or update the message `work[field]` names; a finished one is kept in :messages, and forgotten here.
+--- `text` cut to `cells` screen cells, ending in '…' when cut.
+---@param text string
+---@param cells integer
+---@return string
+function M.cut(text, cells)
+  if vim.fn.strdisplaywidth(text) <= cells then
+    return text
+  end
+  local chars = vim.fn.strcharlen(text)
+  while chars > 0 and vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, chars)) > cells - 1 do
+    chars = chars - 1
+  end
+  return vim.fn.strcharpart(text, 0, chars) .. '…'
+end
+
+--- The first of `texts` (fullest first) that fits the message row after `prefix`, else the last one cut: a
+--- message one cell longer wraps to a second row, and the hit-enter prompt stops the editor until Enter.
+---@param texts string[]
+---@param prefix string what Neovim shows before it ('autodoc: 100% ')
+---@return string
+function M.fit(texts, prefix)
+  local cells = math.max(vim.v.echospace - vim.fn.strdisplaywidth(prefix), 10)
+  for _, text in ipairs(texts) do
+    if vim.fn.strdisplaywidth(text) <= cells then
+      return text
+    end
+  end
+  return M.cut(texts[#texts], cells)
+end
+
+--- Show or update the message `work[field]` names, in one row; a finished one is kept in :messages, and
+--- forgotten here.
 ---@param work autodoc.WorkProgress
 ---@param field 'index_id'|'embed_id'
----@param text string
+---@param texts string[] the message's forms, fullest first
 ---@param status 'running'|'success'|'failed'
 ---@param percent integer|nil
-local function show(work, field, text, status, percent)
+local function show(work, field, texts, status, percent)
   local running = status == 'running'
   if not has_progress_messages then
-    vim.api.nvim_echo({ { 'autodoc: ' .. text } }, not running, {})
+    vim.api.nvim_echo({ { 'autodoc: ' .. M.fit(texts, 'autodoc: ') } }, not running, {})
     return
   end
+  local text = M.fit(texts, 'autodoc: ' .. (percent and percent .. '% ' or ''))
   local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
   local id = vim.api.nvim_echo({ { text } }, not running, opts)
   work[field] = running and id or nil
 end
 
 --- An update of `ws`'s index run or fill: shown now or once a kept message was read (autodoc.screen), and
---- announced as User AutodocProgress either way.
+--- announced as User AutodocProgress either way (with the whole text).
 ---@param ws string
 ---@param field 'index_id'|'embed_id'
----@param text string
+---@param text string|string[] the text, or its forms from the fullest to the shortest
 ---@param status 'running'|'success'|'failed'
 ---@param percent integer|nil
 local function echo(ws, field, text, status, percent)
   local work = entry(ws)
-  local shown = screen.progress(ws .. ' ' .. field, function() show(work, field, text, status, percent) end,
+  local texts = type(text) == 'table' and text or { text }
+  text = texts[1]
+  local shown = screen.progress(ws .. ' ' .. field, function() show(work, field, texts, status, percent) end,
     status ~= 'running')
   vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocProgress', modeline = false, data = {
     workspace = ws, work = field == 'index_id' and 'indexing' or 'embedding', text = text, status = status,
@@ -138,30 +172,51 @@ function M.indexed(ws, report)
   if not report then
     echo(ws, 'index_id', ws .. ': indexing failed', 'failed', nil)
   else
-    echo(ws, 'index_id', M.report_text(ws, report), 'success', 100)
+    echo(ws, 'index_id', M.report_texts(ws, report), 'success', 100)
   end
 end
 
---- The text of an index report: "kb: 32 files scanned, 8 added, 2 changed, 1 skipped, 4 with problems
+--- The text of an index report: "kb: 32 files scanned, 8 added, 2 changed, 1 skipped, 4 files with problems
 --- (:AutodocStatus lists them) (0.3 s)"; counts of nothing are left out.
 ---@param ws string
 ---@param report table workspace.index's answer
 ---@return string
 function M.report_text(ws, report)
+  return M.report_texts(ws, report)[1]
+end
+
+--- An index report's text, then shorter forms for a narrow message row: "kb: 32 scanned, 8 added, 4 with
+--- problems (:AutodocStatus)", "kb: 8 added, 4 problems (:AutodocStatus)" (the files read left out), and
+--- "kb: 8 added, 4 problems".
+---@param ws string
+---@param report table workspace.index's answer
+---@return string[]
+function M.report_texts(ws, report)
   local scanned = report.scanned or 0
-  local parts = { string.format('%s %s scanned', M.thousands(scanned), scanned == 1 and 'file' or 'files') }
+  local changes = {}
   for _, key in ipairs({ 'added', 'changed', 'renamed', 'deleted', 'skipped' }) do
     if (report[key] or 0) > 0 then
-      table.insert(parts, string.format('%s %s', M.thousands(report[key]), key))
+      table.insert(changes, string.format('%s %s', M.thousands(report[key]), key))
     end
   end
   local problems = tonumber(report.files_with_problems) -- the workspace's, as :AutodocStatus counts them
     or require('autodoc.status').files_of(type(report.problems) == 'table' and report.problems or nil)
-  if problems > 0 then
-    table.insert(parts, string.format('%s with problems (:AutodocStatus lists them)',
-      problems == 1 and '1 file' or M.thousands(problems) .. ' files'))
+  local function text(files, problems_said, seconds)
+    local parts = vim.list_extend(files and { files } or {}, changes)
+    if problems > 0 then
+      table.insert(parts, problems_said)
+    end
+    return string.format('%s: %s%s', ws, table.concat(#parts > 0 and parts or { files }, ', '), seconds or '')
   end
-  return string.format('%s: %s (%.1f s)', ws, table.concat(parts, ', '), report.seconds or 0)
+  local count = M.thousands(problems)
+  return {
+    text(string.format('%s %s scanned', M.thousands(scanned), scanned == 1 and 'file' or 'files'),
+      string.format('%s with problems (:AutodocStatus lists them)', problems == 1 and '1 file' or count .. ' files'),
+      string.format(' (%.1f s)', report.seconds or 0)),
+    text(M.thousands(scanned) .. ' scanned', count .. ' with problems (:AutodocStatus)'),
+    text(#changes == 0 and M.thousands(scanned) .. ' scanned' or nil, count .. ' problems (:AutodocStatus)'),
+    text(#changes == 0 and M.thousands(scanned) .. ' scanned' or nil, count .. ' problems'),
+  }
 end
 
 --- The text of an embedding update: "kb: 812/2,000 embedded · 35.2/s · 0:34 left".
