@@ -84,3 +84,38 @@ def test_index_runs_a_person_starts_end_in_one_row(tmp_path: Path, kb: Path) -> 
         typed(term, f":AutodocWorkspaceAdd notes {notes}")
         said(term, r"notes: 8 added, 1 skipped, 2 problems")
         no_prompt(term)
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (":AutodocWorkspaceRemove kb", "is in setup({ workspaces })"),
+    (":AutodocPick nosuch foo", ":AutodocPick takes one of"),
+])
+def test_an_error_stays_on_screen_without_the_prompt(tmp_path: Path, kb: Path, command: str, shown: str) -> None:
+    """Removing a workspace setup() configures, a picker that is none: two rows, and the hit-enter prompt."""
+    many_notes(kb)
+    rfcs = many_notes(tmp_path / "rfcs")
+    with start_editor(tmp_path, kb, 80, rfcs) as term:
+        said(term, r"(kb|rfcs): (\d+)/\2 embedded", times=2)
+        typed(term, command)
+        term.wait_for_screen(shown.split(" ")[0])
+        said(term, re.escape(shown))
+        screen = no_prompt(term)
+        assert re.sub(r"[│\s]+", " ", shown) in re.sub(r"[│\s]+", " ", screen), screen  # on screen, in a float
+        term.keys("j")  # the next key: the float goes
+        wait_for(lambda: shown.split(" ")[-1] not in "".join(term.screen().splitlines()[:-1]), timeout=60,
+                 what="the kept message gone after a key")
+
+
+def test_a_hit_whose_folder_is_gone_says_so_in_one_kept_message(tmp_path: Path, kb: Path) -> None:
+    """Enter on a hit whose workspace folder was moved away: said in the float over the picker, which stays open,
+    with no hit-enter prompt."""
+    many_notes(kb)
+    rfcs = many_notes(tmp_path / "rfcs")
+    with start_editor(tmp_path, kb, 80, rfcs) as term:
+        said(term, r"(kb|rfcs): (\d+)/\2 embedded", times=2)
+        typed(term, ":AutodocSearch @kb relational store")
+        term.wait_for_screen("note-1.md:3-5")
+        kb.rename(tmp_path / "moved")
+        term.keys("Enter")
+        screen = term.wait_for_screen("kb is not there (a drive not mounted?)")
+        assert "Press ENTER" not in screen and mode(term) == "i" and "AutoDoc · kb" in screen, screen
