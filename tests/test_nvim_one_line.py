@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import write
 from tests.nvim import wait_for
 from tests.nvim.terminal import Terminal
-from tests.test_nvim_walk import messages, mode, start_editor
+from tests.nvim.walk import messages, mode, start_editor
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
