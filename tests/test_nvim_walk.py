@@ -119,3 +119,26 @@ def test_the_related_side_list_leaves_the_document_readable(tmp_path: Path, kb: 
             assert side["row"] > document["row"] and side["width"] == columns, (document, side)
         else:  # at its right: 60 columns
             assert side["row"] == document["row"] and side["width"] == 60, (document, side)
+
+
+def test_the_documents_list_follows_the_scope_rules_of_a_search(tmp_path: Path, kb: Path) -> None:
+    """:AutodocOpen listed the first workspace's documents whatever its prompt held: `@rfcs` was part of the
+    text matched and `<M-w>` did nothing. Now it lists every workspace's (setup's scope), and `@name` and
+    `<M-w>` choose as in a search."""
+    rfcs = two_workspaces(tmp_path, kb)
+    with start_editor(tmp_path, kb, 80, rfcs) as term:
+        ready(term)
+        term.keys(":AutodocOpen", literal=True)
+        term.keys("Enter")
+        term.wait_for_screen("AutoDoc open · all: kb, rfcs", "kb   adr/0002.md:1-", "rfcs text/0001-store.md:1-")
+        term.keys("@rfcs ", literal=True)
+        wait_for(lambda: "AutoDoc open · rfcs" in (shown := term.screen()) and "text/0001-store.md:1-" in shown
+                 and "adr/0002.md" not in shown, timeout=60, what="rfcs' documents alone")
+        term.keys("C-u")
+        term.wait_for_screen("AutoDoc open · all: kb, rfcs", "adr/0002.md:1-")
+        term.keys("M-w")  # the next scope: kb alone
+        wait_for(lambda: "AutoDoc open · kb" in (shown := term.screen()) and "adr/0002.md:1-" in shown
+                 and "0001-store.md" not in shown, timeout=60, what="kb's documents alone")
+        term.keys("Enter")
+        shown = term.wait_for_screen("kb/adr/0002.md")  # the selected document opened
+        assert "We keep every workspace in one embedded relational store." in shown

@@ -257,13 +257,8 @@ end
 --- that names its workspaces (`@name`) keeps them: that is refused on screen.
 ---@return string|nil refusal
 function Session:next_workspace()
-  local refusal
   local names = scope_of.names()
-  if #names < 2 then
-    refusal = 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
-  elseif select(4, scope_of.parse(self.prompt or '', nil, names)) then
-    refusal = 'autodoc: the prompt names its workspace (@name): edit it to search another'
-  end
+  local refusal = scope_of.next_refusal(self.prompt or '', names)
   if refusal then
     self:refuse(refusal)
     return refusal
