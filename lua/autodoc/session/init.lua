@@ -229,9 +229,12 @@ function Session:refuse(refusal)
   self.on_update(self)
 end
 
---- The view's prompt changed (a keystroke): the refusal shown is cleared.
+--- The view's prompt changed (a keystroke): the refusal shown is cleared, and answers to the asks before it are
+--- no longer wanted (the built-in picker asks the new prompt once typing pauses: an answer to the text before
+--- the keystroke, drawn meanwhile, would sit under a prompt it does not answer).
 function Session:typed()
   self.notice = nil
+  self.tick = self.tick + 1
 end
 
 --- Flip stage `name` and ask again; a flip that cannot be is refused on screen.
