@@ -52,6 +52,20 @@ local function entry(ws)
   return M.workspaces[ws]
 end
 
+--- `text` in the cells the message area's last row gives it after `prefix` (longer raises the hit-enter prompt:
+--- autodoc.screen): its last ` · ` parts go first (the time, then the rate), then the middle of what is left.
+---@param text string
+---@param prefix string what Neovim shows before it, e.g. 'autodoc:  54% '
+---@return string
+function M.fit(text, prefix)
+  local room = screen.last_row_cells() - 1 - vim.fn.strdisplaywidth(prefix)
+  local parts = vim.split(text, ' · ', { plain = true })
+  while #parts > 1 and vim.fn.strdisplaywidth(table.concat(parts, ' · ')) > room do
+    table.remove(parts)
+  end
+  return require('autodoc.session.text').shorten_middle(table.concat(parts, ' · '), math.max(room, 1))
+end
+
 --- Show or update the message `work[field]` names; a finished one is kept in :messages, and forgotten here.
 ---@param work autodoc.WorkProgress
 ---@param field 'index_id'|'embed_id'
@@ -61,11 +75,12 @@ end
 local function show(work, field, text, status, percent)
   local running = status == 'running'
   if not has_progress_messages then
-    vim.api.nvim_echo({ { 'autodoc: ' .. text } }, not running, {})
+    vim.api.nvim_echo({ { 'autodoc: ' .. M.fit(text, 'autodoc: ') } }, not running, {})
     return
   end
   local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
-  local id = vim.api.nvim_echo({ { text } }, not running, opts)
+  local shown = M.fit(text, 'autodoc: ' .. (percent and string.format('%3d%% ', percent) or ''))
+  local id = vim.api.nvim_echo({ { shown } }, not running, opts)
   work[field] = running and id or nil
 end
 
