@@ -69,19 +69,6 @@ local function say_unknown(unknown)
   end)
 end
 
---- `:AutodocOpen @name query`: one workspace's documents, when NAME is a workspace (known or configured); else
---- the query alone.
-local function workspace_and_query(args)
-  local name, rest = args:match('^@(%S+)%s*(.*)$')
-  local autodoc = require('autodoc')
-  local configured = vim.tbl_contains(vim.tbl_map(function(ws) return ws.name end,
-    (autodoc.config or {}).workspaces or {}), name)
-  if name and (autodoc.workspaces[name] or configured) then
-    return name, rest
-  end
-  return nil, args
-end
-
 --- `@name` completions of the word being typed (after a comma too: `@kb,r`), and `@*`.
 local function complete_workspace(lead)
   local head, typed = lead:match('^(@[^%s]-,?)([^,%s]*)$')
@@ -170,9 +157,11 @@ else
 end
 
 command('AutodocOpen', function(cmd)
-  local workspace, query = workspace_and_query(cmd.args)
-  require('autodoc.picker').open({ mode = 'documents', query = query, workspace = workspace })
-end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: open a document by title, alias or path' })
+  local scope, query, unknown = scope_and_query(cmd.args) -- as :AutodocSearch takes them
+  require('autodoc.picker').open({ mode = 'documents', query = query, scope = scope })
+  say_unknown(unknown)
+end, { nargs = '?', complete = complete_workspace,
+  desc = 'AutoDoc: open a document by title, alias or path ([@workspace ...] text; every workspace by default)' })
 
 command('AutodocWorkspaceAdd', function(cmd)
   if #cmd.fargs == 2 then

@@ -119,3 +119,51 @@ def test_the_related_side_list_leaves_the_document_readable(tmp_path: Path, kb: 
             assert side["row"] > document["row"] and side["width"] == columns, (document, side)
         else:  # at its right: 60 columns
             assert side["row"] == document["row"] and side["width"] == 60, (document, side)
+
+
+def test_the_documents_list_follows_the_scope_rules_of_a_search(tmp_path: Path, kb: Path) -> None:
+    """:AutodocOpen listed the first workspace's documents whatever its prompt held: `@rfcs` was part of the
+    text matched and `<M-w>` did nothing. Now it lists every workspace's (setup's scope), and `@name` and
+    `<M-w>` choose as in a search."""
+    rfcs = two_workspaces(tmp_path, kb)
+    with start_editor(tmp_path, kb, 80, rfcs) as term:
+        ready(term)
+        term.keys(":AutodocOpen", literal=True)
+        term.keys("Enter")
+        term.wait_for_screen("AutoDoc open · all: kb, rfcs", "kb   adr/0002.md:1-", "rfcs text/0001-store.md:1-")
+        term.keys("@rfcs ", literal=True)
+        wait_for(lambda: "AutoDoc open · rfcs" in (shown := term.screen()) and "text/0001-store.md:1-" in shown
+                 and "adr/0002.md" not in shown, timeout=60, what="rfcs' documents alone")
+        term.keys("C-u")
+        term.wait_for_screen("AutoDoc open · all: kb, rfcs", "adr/0002.md:1-")
+        term.keys("M-w")  # the next scope: kb alone
+        wait_for(lambda: "AutoDoc open · kb" in (shown := term.screen()) and "adr/0002.md:1-" in shown
+                 and "0001-store.md" not in shown, timeout=60, what="kb's documents alone")
+        term.keys("Enter")
+        shown = term.wait_for_screen("kb/adr/0002.md")  # the selected document opened
+        assert "We keep every workspace in one embedded relational store." in shown
+
+
+def test_a_fill_s_end_says_its_pace_in_one_row_with_no_hit_enter_prompt(tmp_path: Path, kb: Path) -> None:
+    """The fill's end said the count alone, where the README promises its pace; and a progress message reaching
+    the ruler's columns (a long workspace name, large counts) raised the hit-enter prompt at 80 columns. Its
+    last parts now give way first; the User AutodocProgress event keeps the whole text."""
+    two_workspaces(tmp_path, kb)
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:prepend({str(PROJECT)!r})\nvim.opt.swapfile = false\n"
+                    f"vim.opt.shadafile = 'NONE'\nvim.g.autodoc_python = {sys.executable!r}\n"
+                    "_G.ends = {}\nvim.api.nvim_create_autocmd('User', { pattern = 'AutodocProgress', callback = "
+                    "function(e) if e.data.status == 'success' then table.insert(_G.ends, e.data.text) end end })\n"
+                    f"require('autodoc').setup({{ db = {str(tmp_path / 'a.db')!r}, workspaces = {{ {{ "
+                    f"name = 'engineering-handbook-and-runbooks', path = {str(kb)!r} }} }} }})\n")
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data"),
+           "XDG_CONFIG_HOME": str(tmp_path / "config"), "TERM": "xterm-256color"}
+    with terminal(init, env, 80, 24) as term:
+        ready(term)
+        ends = wait_for(lambda: [text for text in term.nvim.exec_lua("return _G.ends") if "embedded" in text],
+                        timeout=120, what="the fill's end")
+        assert re.fullmatch(r"engineering-handbook-and-runbooks: 2/2 embedded · \d+\.\d/s · done in \d+:\d\d",
+                            ends[0]), ends
+        assert mode(term) == "n" and "Press ENTER" not in term.screen(), term.screen()
+        shown = term.bottom(1)
+        assert shown.startswith("autodoc: 100% engineering-handbook-and-runbooks: 2/2 embedded") and len(shown) < 69

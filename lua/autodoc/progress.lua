@@ -52,38 +52,40 @@ local function entry(ws)
   return M.workspaces[ws]
 end
 
---- `text` cut to `cells` screen cells, ending in '…' when cut.
----@param text string
----@param cells integer
----@return string
-function M.cut(text, cells)
-  if vim.fn.strdisplaywidth(text) <= cells then
-    return text
-  end
-  local chars = vim.fn.strcharlen(text)
-  while chars > 0 and vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, chars)) > cells - 1 do
-    chars = chars - 1
-  end
-  return vim.fn.strcharpart(text, 0, chars) .. '…'
+---@param prefix string what Neovim shows before the text, e.g. 'autodoc:  54% '
+---@return integer the cells the message area's last row leaves the text
+local function room(prefix)
+  return screen.last_row_cells() - 1 - vim.fn.strdisplaywidth(prefix)
 end
 
---- The first of `texts` (fullest first) that fits the message row after `prefix`, else the last one cut: a
---- message one cell longer wraps to a second row, and the hit-enter prompt stops the editor until Enter.
----@param texts string[]
----@param prefix string what Neovim shows before it ('autodoc: 100% ')
+--- `text` in the cells the message area's last row gives it after `prefix` (longer raises the hit-enter prompt:
+--- autodoc.screen): its last ` · ` parts go first (the time, then the rate), then the middle of what is left.
+---@param text string
+---@param prefix string what Neovim shows before it, e.g. 'autodoc:  54% '
 ---@return string
-function M.fit(texts, prefix)
-  local cells = math.max(vim.v.echospace - vim.fn.strdisplaywidth(prefix), 10)
+function M.fit(text, prefix)
+  local cells = room(prefix)
+  local parts = vim.split(text, ' · ', { plain = true })
+  while #parts > 1 and vim.fn.strdisplaywidth(table.concat(parts, ' · ')) > cells do
+    table.remove(parts)
+  end
+  return require('autodoc.session.text').shorten_middle(table.concat(parts, ' · '), math.max(cells, 1))
+end
+
+--- The first of `texts` (fullest first) that fits the last row after `prefix`, else the last one fitted (M.fit).
+---@param texts string[]
+---@param prefix string
+---@return string
+function M.fit_first(texts, prefix)
   for _, text in ipairs(texts) do
-    if vim.fn.strdisplaywidth(text) <= cells then
+    if vim.fn.strdisplaywidth(text) <= room(prefix) then
       return text
     end
   end
-  return M.cut(texts[#texts], cells)
+  return M.fit(texts[#texts], prefix)
 end
 
---- Show or update the message `work[field]` names, in one row; a finished one is kept in :messages, and
---- forgotten here.
+--- Show or update the message `work[field]` names; a finished one is kept in :messages, and forgotten here.
 ---@param work autodoc.WorkProgress
 ---@param field 'index_id'|'embed_id'
 ---@param texts string[] the message's forms, fullest first
@@ -92,12 +94,12 @@ end
 local function show(work, field, texts, status, percent)
   local running = status == 'running'
   if not has_progress_messages then
-    vim.api.nvim_echo({ { 'autodoc: ' .. M.fit(texts, 'autodoc: ') } }, not running, {})
+    vim.api.nvim_echo({ { 'autodoc: ' .. M.fit_first(texts, 'autodoc: ') } }, not running, {})
     return
   end
-  local text = M.fit(texts, 'autodoc: ' .. (percent and percent .. '% ' or ''))
   local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
-  local id = vim.api.nvim_echo({ { text } }, not running, opts)
+  local shown = M.fit_first(texts, 'autodoc: ' .. (percent and string.format('%3d%% ', percent) or ''))
+  local id = vim.api.nvim_echo({ { shown } }, not running, opts)
   work[field] = running and id or nil
 end
 

@@ -21,10 +21,76 @@ function M.documents(workspace, query, limit, callback)
     for _, doc in ipairs(documents) do
       local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
       table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
-        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' }, workspace = workspace })
+        breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' }, workspace = workspace,
+        title = doc.title, aliases = doc.aliases })
     end
     callback(nil, { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } })
-  end, 'documents')
+  end, 'documents:' .. workspace) -- a lane a workspace: :AutodocOpen asks several at once
+end
+
+--- How a document matches `query`, as doc.list orders them: 0 its title or an alias is the query, 1 begins
+--- with it, 2 holds it elsewhere.
+---@param hit autodoc.Hit a document's
+---@param query string
+---@return integer
+local function match_class(hit, query)
+  local wanted = vim.trim(query):lower()
+  local best = 2
+  for _, name in ipairs(vim.list_extend({ hit.title or '' }, hit.aliases or {})) do
+    name = name:lower()
+    best = math.min(best, name == wanted and 0 or vim.startswith(name, wanted) and 1 or 2)
+  end
+  return best
+end
+
+--- :AutodocOpen over several workspaces (:help autodoc-scope-editor): each one's doc.list, merged in the
+--- engine's order (exact title or alias first, then prefixes, then the rest), workspace by workspace within
+--- each, as an answer that names its workspaces and their roots (the rows' labels, the files).
+---@param names string[]
+---@param roots table<string, string> name -> root
+---@param query string
+---@param limit integer
+---@param callback fun(err: table|nil, answer: autodoc.Answer|nil)
+function M.documents_in(names, roots, query, limit, callback)
+  local lists, left, failed = {}, #names, false
+  local function merge()
+    local hits = {}
+    for order, name in ipairs(names) do
+      for rank, hit in ipairs(lists[name]) do
+        hit.order = { match_class(hit, query), order, rank }
+        table.insert(hits, hit)
+      end
+    end
+    table.sort(hits, function(a, b)
+      for i = 1, 3 do
+        if a.order[i] ~= b.order[i] then
+          return a.order[i] < b.order[i]
+        end
+      end
+      return false
+    end)
+    local workspaces = {}
+    for _, name in ipairs(names) do
+      workspaces[name] = { root = roots[name] }
+    end
+    callback(nil, { hits = vim.list_slice(hits, 1, limit), semantic = 'off', rank = { state = 'off' },
+      query = { terms = {} }, scope = { workspaces = names }, workspaces = workspaces })
+  end
+  for _, name in ipairs(names) do
+    M.documents(name, query, limit, function(err, answer)
+      if failed then
+        return
+      end
+      if err then
+        failed = true
+        return callback(err)
+      end
+      lists[name], left = answer.hits, left - 1
+      if left == 0 then
+        merge()
+      end
+    end)
+  end
 end
 
 --- Entries a folder's walk looks at, at most, for the list (per folder) and for the preview: the walk

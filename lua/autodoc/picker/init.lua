@@ -9,6 +9,7 @@
 local autodoc = require('autodoc')
 local later = require('autodoc.later')
 local session_core = require('autodoc.session')
+local scope_of = require('autodoc.session.scope')
 local layout = require('autodoc.picker.layout')
 local render = require('autodoc.picker.render')
 local finder = require('autodoc.picker.finder')
@@ -66,7 +67,17 @@ function M.search(state)
     render.answer(state, finder.folders(query))
     return
   end
-  finder.documents(state.workspace, query, autodoc.config.limit, function(err, answer)
+  if not state.scope then
+    return -- before the engine is open: _engine_ready searches what was typed
+  end
+  local scope, text, problem = scope_of.parse(query, state.scope, scope_of.names())
+  if problem or #scope_of.searched(scope) == 0 then
+    render.message(state, problem or require('autodoc.session.text').NO_WORKSPACE)
+    return
+  end
+  state.searched = scope
+  vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, scope_of.describe(scope)) })
+  finder.documents_in(scope_of.searched(scope), autodoc.workspaces, text, autodoc.config.limit, function(err, answer)
     if current() then
       if err then
         render.message(state, require('autodoc.rpc').describe(err))
@@ -113,6 +124,15 @@ function M.next_workspace()
   if state and state.session then
     state.moved = false
     state.session:next_workspace()
+  elseif state and state.mode == 'documents' and state.scope then -- :AutodocOpen's list follows the same round
+    local names = scope_of.names()
+    local refusal = scope_of.next_refusal(state.query or '', names)
+    if refusal then
+      render.notice(state, refusal)
+      return
+    end
+    state.moved, state.scope = false, scope_of.next(state.scope, names)
+    M.search(state)
   end
 end
 
@@ -233,7 +253,7 @@ local function watch(state)
       local data = event.data or {}
       local unchanged = event.match == 'AutodocIndexed' and data.report and not autodoc.changed_files(data.report)
       if M.state == state and not state.session and not unchanged
-          and (data.workspace == nil or data.workspace == state.workspace) then
+          and (data.workspace == nil or vim.tbl_contains(scope_of.searched(state.searched), data.workspace)) then
         M.search(state)
       end
     end,
@@ -243,9 +263,9 @@ end
 ---@class autodoc.PickerOpenOptions
 ---@field mode autodoc.PickerMode|nil default 'search'
 ---@field query string|nil pre-fills the prompt
----@field workspace string|nil the documents list's workspace (default: the first)
----@field scope string|string[]|nil a search's workspaces: a name, a list, '*', or '@a @b' as typed (default:
----   setup's scope)
+---@field workspace string|nil one workspace to search, or whose documents to list (as `scope = { name }`)
+---@field scope string|string[]|nil the workspaces searched, or whose documents are listed: a name, a list, '*',
+---   or '@a @b' as typed (default: setup's scope)
 ---@field related autodoc.RelatedSource|nil for mode 'related'
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil called with the chosen hit in place
 ---   of opening it
@@ -267,6 +287,8 @@ function M.open(opts)
     hits = {},
     seq = 0,
     on_choose = opts.on_choose,
+    asked_scope = opts.scope or opts.workspace,
+    opened_from = vim.api.nvim_buf_get_name(0),
   }
   if mode == 'search' or mode == 'related' then
     state.session = session_core.new({ source = 'builtin', scope = opts.scope or opts.workspace, related = opts.related,
@@ -304,14 +326,12 @@ function M._engine_ready(state)
   if M.state ~= state then
     return
   end
-  if state.mode == 'documents' then
-    state.workspace = state.workspace or session_core.default_workspace()
-    if not state.workspace then
-      render.message(state, require('autodoc.session.text').NO_WORKSPACE)
-      return
+  if state.mode == 'documents' then -- the scope as a search's (autodoc.session.scope); a bad name is said
+    local scope, problem = scope_of.resolve(state.asked_scope, scope_of.names())
+    if problem then
+      autodoc.state.notify(problem, vim.log.levels.WARN)
     end
-    state.root = autodoc.workspaces[state.workspace] or ''
-    vim.api.nvim_win_set_config(state.prompt_win, { title = layout.prompt_title(state.mode, state.workspace) })
+    state.scope = scope or scope_of.default(state.opened_from) or {}
   end
   M.search(state)
 end

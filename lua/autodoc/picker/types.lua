@@ -24,7 +24,11 @@
 
 ---@class autodoc.PickerState
 ---@field mode autodoc.PickerMode
----@field workspace string|nil the documents list's workspace (a search's scope is its session's)
+---@field workspace string|nil the workspace the picker was opened on, if one
+---@field asked_scope string|string[]|nil the scope it was opened with (read once the engine is open)
+---@field opened_from string the file of the buffer it was opened from (setup's scope 'current')
+---@field scope autodoc.Scope|nil the documents list's scope when the prompt names none (a search's: its session's)
+---@field searched autodoc.Scope|nil what the documents list's newest ask covered
 ---@field root string that workspace's root, '' until known
 ---@field origin_win integer the window to return to
 ---@field session autodoc.Session|nil a search's (modes 'search' and 'related'): workspace, stages, answers

@@ -229,9 +229,12 @@ function Session:refuse(refusal)
   self.on_update(self)
 end
 
---- The view's prompt changed (a keystroke): the refusal shown is cleared.
+--- The view's prompt changed (a keystroke): the refusal shown is cleared, and answers to the asks before it are
+--- no longer wanted (the built-in picker asks the new prompt once typing pauses: an answer to the text before
+--- the keystroke, drawn meanwhile, would sit under a prompt it does not answer).
 function Session:typed()
   self.notice = nil
+  self.tick = self.tick + 1
 end
 
 --- Flip stage `name` and ask again; a flip that cannot be is refused on screen.
@@ -257,13 +260,8 @@ end
 --- that names its workspaces (`@name`) keeps them: that is refused on screen.
 ---@return string|nil refusal
 function Session:next_workspace()
-  local refusal
   local names = scope_of.names()
-  if #names < 2 then
-    refusal = 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
-  elseif select(4, scope_of.parse(self.prompt or '', nil, names)) then
-    refusal = 'autodoc: the prompt names its workspace (@name): edit it to search another'
-  end
+  local refusal = scope_of.next_refusal(self.prompt or '', names)
   if refusal then
     self:refuse(refusal)
     return refusal
