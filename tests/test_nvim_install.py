@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -211,6 +212,8 @@ def test_checkhealth_names_the_database_file_and_tells_lower_ranked_pythons_as_i
     below = next(i for i, line in enumerate(health) if str(lower / "python3") in line)
     assert below > chosen and "ranked below it and not needed" in health[below], health[below]
     assert "WARNING" not in health[below] and "ERROR" not in health[below]
+    for module in ("apsw", "numpy", "yaml"):  # each with its version, as the others ("apsw ok" before)
+        assert re.search(rf"OK {module} \d+\.\d+", text), text
 
 
 def test_setup_db_in_a_folder_that_does_not_exist_says_so_and_creates_nothing(tmp_path: Path, notes: Path) -> None:
