@@ -130,9 +130,7 @@ local function into_history(lines, level)
   end
   messagesopt = messagesopt or saved
   vim.o.messagesopt = saved:gsub('hit%-enter', 'wait:0')
-  -- An error as vim.notify says one (err: a command run in pcall() or :try fails with it)
-  vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true,
-    { err = level == vim.log.levels.ERROR })
+  vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
 end
 
 --- Say `message` as a notification at `level`; `keep`: it stays on the screen until the next key, in a float
@@ -146,14 +144,10 @@ function M.say(message, level, keep_it)
   local lines = vim.split(message, '\n', { plain = true })
   if keep_it and notify_is_neovims() and (not fits(lines) or mode_hides_messages()) then
     open_float(lines, level)
-    local ok, err = pcall(into_history, lines, level)
-    keep()
-    if not ok then -- an error said in a command run in pcall() or :try: the float still closes at a key
-      error(err, 0)
-    end
-    return
+    into_history(lines, level)
+  else
+    vim.notify(message, level, { title = 'autodoc' })
   end
-  vim.notify(message, level, { title = 'autodoc' })
   if keep_it then
     keep()
   end
