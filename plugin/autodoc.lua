@@ -21,8 +21,22 @@ local function command(name, fn, opts)
   vim.api.nvim_create_user_command(name, fn, opts)
 end
 
---- `@a @b rest` (or `@a,b`, `@*`): the workspaces to search, as typed (the session reads them once the engine
---- names the workspaces there are, and says a name that is none), and the query.
+--- The workspace names the editor knows of: the engine's, and setup()'s before the engine is open.
+local function known_workspaces()
+  local autodoc = require('autodoc')
+  local names = vim.tbl_keys(autodoc.workspaces)
+  for _, ws in ipairs((autodoc.config or {}).workspaces or {}) do
+    if not autodoc.workspaces[ws.name] then
+      table.insert(names, ws.name)
+    end
+  end
+  return names
+end
+
+--- `@a @b rest` (or `@a,b`, `@*`): the workspaces to search, as typed, and the query. Words naming a workspace
+--- that is none stay in the query as typed: the prompt shows them, the list says which name is none (:help
+--- autodoc-scope-editor) and the user edits it there; `unknown` holds those words.
+---@return string|nil scope, string query, string|nil unknown
 local function scope_and_query(args)
   local words, rest = {}, args
   while rest:match('^@') do
@@ -30,20 +44,29 @@ local function scope_and_query(args)
     table.insert(words, word)
     rest = after
   end
-  return #words > 0 and table.concat(words, ' ') or nil, rest
+  if #words == 0 then
+    return nil, args
+  end
+  local scope = table.concat(words, ' ')
+  if select(2, require('autodoc.session.scope').resolve(scope, known_workspaces())) then
+    return nil, args, scope
+  end
+  return scope, rest
 end
 
---- `:AutodocOpen @name query`: one workspace's documents, when NAME is a workspace (known or configured); else
---- the query alone.
-local function workspace_and_query(args)
-  local name, rest = args:match('^@(%S+)%s*(.*)$')
-  local autodoc = require('autodoc')
-  local configured = vim.tbl_contains(vim.tbl_map(function(ws) return ws.name end,
-    (autodoc.config or {}).workspaces or {}), name)
-  if name and (autodoc.workspaces[name] or configured) then
-    return name, rest
+--- Once the engine is open, say (kept until the next key) why the typed words `unknown` name no workspace.
+---@param unknown string|nil
+local function say_unknown(unknown)
+  if not unknown then
+    return
   end
-  return nil, args
+  require('autodoc').when_ready(function()
+    local scope = require('autodoc.session.scope')
+    local problem = select(2, scope.resolve(unknown, scope.names()))
+    if problem then
+      vim.schedule(function() require('autodoc.state').notify(problem, vim.log.levels.WARN) end)
+    end
+  end)
 end
 
 --- `@name` completions of the word being typed (after a comma too: `@kb,r`), and `@*`.
@@ -62,8 +85,9 @@ local function complete_workspace(lead)
 end
 
 command('AutodocSearch', function(cmd)
-  local scope, query = scope_and_query(cmd.args)
+  local scope, query, unknown = scope_and_query(cmd.args)
   require('autodoc.picker').open({ query = query, scope = scope })
+  say_unknown(unknown)
 end, { nargs = '?', complete = complete_workspace,
   desc = 'AutoDoc: search the knowledge base ([@workspace ...] query; every workspace by default)' })
 
@@ -89,8 +113,9 @@ command('AutodocPick', function(cmd)
   if rest == 'related' then
     require('autodoc.related').pick(require('autodoc.pick').VIEWS[name]) -- those of the section under the cursor
   else
-    local scope, query = scope_and_query(rest) -- as :AutodocSearch takes them
+    local scope, query, unknown = scope_and_query(rest) -- as :AutodocSearch takes them
     require('autodoc').pick({ view = name, scope = scope, query = query })
+    say_unknown(unknown)
   end
 end, {
   nargs = '+',
@@ -132,9 +157,11 @@ else
 end
 
 command('AutodocOpen', function(cmd)
-  local workspace, query = workspace_and_query(cmd.args)
-  require('autodoc.picker').open({ mode = 'documents', query = query, workspace = workspace })
-end, { nargs = '?', complete = complete_workspace, desc = 'AutoDoc: open a document by title, alias or path' })
+  local scope, query, unknown = scope_and_query(cmd.args) -- as :AutodocSearch takes them
+  require('autodoc.picker').open({ mode = 'documents', query = query, scope = scope })
+  say_unknown(unknown)
+end, { nargs = '?', complete = complete_workspace,
+  desc = 'AutoDoc: open a document by title, alias or path ([@workspace ...] text; every workspace by default)' })
 
 command('AutodocWorkspaceAdd', function(cmd)
   if #cmd.fargs == 2 then

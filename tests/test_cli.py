@@ -97,7 +97,31 @@ def test_search_without_a_workspace_searches_every_one_and_names_it_on_each_row(
     assert workspaces == {"kb", "rfcs"}, out
     only = autodoc(two_workspaces, "search", "-w", "rfcs", "-w", "kb", "kb", "bread")
     out, _ = text_of(only)
-    assert out.splitlines()[0].split()[:2] == ["kb", "notes/cooking.md:3"], out
+    assert out.splitlines()[0].split()[0] == "kb", out
+
+
+def test_search_of_several_workspaces_names_files_the_shell_opens(two_workspaces: Path, kb: Path) -> None:
+    """Each row's path was relative to its workspace's folder: with several workspaces, nothing says where that
+    is. Now it is the file from the current folder (relative below it, else absolute)."""
+    for cwd in (kb.parent, PROJECT):
+        done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(two_workspaces), "search",
+                               "relational", "store"], capture_output=True, text=True, cwd=cwd, timeout=60)
+        assert done.returncode == 0, done.stderr
+        rows = [row.split() for row in done.stdout.splitlines()]
+        assert {row[0] for row in rows} == {"kb", "rfcs"}, done.stdout
+        for row in rows:
+            path = Path(row[1].rsplit(":", 1)[0])
+            assert path.is_absolute() == (cwd == PROJECT) and (cwd / path).is_file(), (cwd, row)
+
+
+def test_search_names_its_query_alike_in_its_usage_and_its_error() -> None:
+    """The usage said `QUERY...` and the error `required: WORDS`; the --db help read "$AUTODOC_DB, the same"."""
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "search"], capture_output=True, text=True,
+                          cwd=PROJECT, timeout=60)
+    assert done.returncode == 2 and "QUERY..." in done.stderr and "required: QUERY" in done.stderr, done.stderr
+    helped = subprocess.run([sys.executable, "-m", "autodoc_core", "--help"], capture_output=True, text=True,
+                            cwd=PROJECT, timeout=60).stdout
+    assert "search [@WORKSPACE...] QUERY..." in helped and "the same" not in helped, helped
 
 
 def test_search_says_what_it_found_nothing_in_and_refuses_an_unknown_workspace(two_workspaces: Path) -> None:
@@ -140,3 +164,85 @@ def test_status_names_each_workspace_and_its_state(two_workspaces: Path) -> None
     assert "- kb: " in out and "- rfcs: " in out and "2 documents" in out
     one = json.loads(autodoc(two_workspaces, "status", "rfcs", "--json").stdout)
     assert [status["name"] for status in one] == ["rfcs"] and one[0]["documents"] == 1
+
+
+@pytest.mark.parametrize("options", [["--json"], ["--limit", "2"], ["-n", "2", "--json"]])
+def test_search_takes_its_options_anywhere(two_workspaces: Path, options: list[str]) -> None:
+    """`autodoc search @kb --json relational` said `unrecognized arguments: relational` (exit 2): argparse ended
+    the query at the first option. Words after an option are the query's too, in the order given."""
+    done = autodoc(two_workspaces, "search", "@kb", *options, "relational", "store")
+    out, err = text_of(done)
+    assert done.returncode == 0, err
+    if "--json" in options:
+        answer = json.loads(out)
+        assert answer["scope"]["workspaces"] == ["kb"] and answer["query"]["terms"] == ["relational", "store"]
+    else:
+        assert out.splitlines()[0].startswith("adr/0002.md:") and len(out.splitlines()) <= 2, out
+    between = autodoc(two_workspaces, "search", "@kb", "relational", "--limit", "1", "store", "--json")
+    assert json.loads(between.stdout)["query"]["terms"] == ["relational", "store"], between.stderr
+    status = autodoc(two_workspaces, "status", "--json", "rfcs")
+    assert [one["name"] for one in json.loads(status.stdout)] == ["rfcs"], status.stderr
+    wrong = autodoc(two_workspaces, "search", "@kb", "--nosuch", "store")
+    assert wrong.returncode == 2 and "unrecognized arguments: --nosuch" in wrong.stderr.decode()
+
+
+def test_search_says_when_no_section_has_the_words(tmp_path: Path, kb: Path) -> None:
+    """`autodoc search @kb kangaroo` printed hits by meaning and nothing else; the picker says `no section has
+    these words: by meaning only`, and so does the shell now, on stderr (stdout keeps the rows alone)."""
+    db = tmp_path / "a.db"
+    write(kb, "storage.md", "# Storage\n\n## Decision\n\nWe keep the index in an embedded relational database.\n")
+    write(kb, "cooking.md", "# Cooking\n\n## Bread\n\nFlour, water, salt and yeast make bread.\n")
+    assert call(db, "workspace.add", ["kb", str(kb)])[0] == 0
+    assert call(db, "workspace.index", ["kb", {"wait": "semantic"}])[0] == 0
+    done = autodoc(db, "search", "@kb", "kangaroo")
+    out, err = text_of(done)
+    assert done.returncode == 0 and out.splitlines(), (out, err)
+    assert "no section has these words: by meaning only" in err and "no section" not in out, err
+    worded = autodoc(db, "search", "@kb", "relational", "database")
+    assert "no section has these words" not in worded.stderr.decode()
+
+
+def related_in(cwd: Path, db: Path, *args: str) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "--db", str(db), "related", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=60)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_related_errors_speak_of_the_command_line(two_workspaces: Path, kb: Path) -> None:
+    """`autodoc related nosuch.md` and `…md:abc` said `needs the source's workspace … name it (opts.workspace)`,
+    and a file skipped as binary `is not indexed yet (index it (workspace.index [...]))`: now no such file, LINE
+    must be a number, the indexer's own reason, and -w where a workspace must be chosen."""
+    (kb / "diagram.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    assert call(two_workspaces, "workspace.index", ["kb", {"wait": "lexical"}])[0] == 0
+    status, out, err = related_in(kb, two_workspaces, "nosuch.md")
+    assert status == 1 and out == "" and err.startswith("autodoc related: no such file: nosuch.md"), err
+    status, out, err = related_in(kb, two_workspaces, "adr/0002.md:abc")
+    assert status == 2 and "LINE must be a number, got 'abc'" in err, err
+    status, out, err = related_in(kb, two_workspaces, "diagram.md")
+    assert status == 1 and "diagram.md is not indexed: binary content (NUL bytes)" in err, err
+    write(two_workspaces.parent / "rfcs", "adr/0002.md", "# Also here\n\nA second copy of the store note.\n")
+    assert call(two_workspaces, "workspace.index", ["rfcs", {"wait": "lexical"}])[0] == 0
+    status, out, err = related_in(PROJECT, two_workspaces, "adr/0002.md")
+    assert status == 1 and "in several workspaces (kb, rfcs)" in err and "-w NAME" in err, err
+    for said in (err, related_in(kb, two_workspaces, "nosuch.md")[2], related_in(kb, two_workspaces, "diagram.md")[2]):
+        assert "opts." not in said and "workspace.index [" not in said and "Traceback" not in said, said
+
+
+def test_status_lists_the_file_problems_it_counts(two_workspaces: Path, kb: Path) -> None:
+    """`autodoc status` printed `2 file problems` with no way to list them from the shell: it says how, and
+    `--problems` lists each as `path:line  kind: reason`, at the line the reason names."""
+    write(kb, "broken.md", "---\ntitle: x\ntags: [unclosed\nmore: : here\n---\n# Broken\n\ntext\n")
+    (kb / "diagram.md").write_bytes(b"\x89PNG\x00\x00 not text")
+    assert call(two_workspaces, "workspace.index", ["kb", {"wait": "lexical"}])[0] == 0
+    out, err = text_of(autodoc(two_workspaces, "status", "kb"))
+    assert "2 file problems" in out and "autodoc status --problems lists the 2 file problems" in err, (out, err)
+    done = autodoc(two_workspaces, "status", "--problems", "kb")
+    out, err = text_of(done)
+    rows = [row for row in out.splitlines() if not row.startswith(("- ", "  "))]
+    assert done.returncode == 0 and len(rows) == 2, out
+    broken, diagram = sorted(rows)
+    line = int(broken.split()[0].rsplit(":", 1)[1])
+    assert broken.startswith("broken.md:") and line > 1 and f"line {line}" in broken, broken
+    assert diagram.startswith("diagram.md:1  skipped: binary content"), diagram
+    both = text_of(autodoc(two_workspaces, "status", "--problems"))[0]
+    assert "kb  broken.md:" in both, both  # several workspaces: each row names its own

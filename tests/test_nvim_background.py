@@ -59,7 +59,7 @@ def test_embedding_progress_updates_in_place_and_pauses(tmp_path: Path, kb: Path
         wait_for(lambda: status(nvim) == "", timeout=60)
         events = nvim.exec_lua("return _G.progress")
         embedding = [event for event in events if "embedded" in text_of(event)]
-        assert text_of(embedding[-1]) == "kb: 7/7 embedded" and embedding[-1]["status"] == "success"
+        assert text_of(embedding[-1]).startswith("kb: 7/7 embedded · ") and embedding[-1]["status"] == "success"
         assert embedding[-1]["percent"] == 100
         assert len({event["id"] for event in embedding}) == 1  # one message, updated in place
         assert "embedded" not in nvim.exec_lua("return vim.fn.execute('messages')").replace("7/7 embedded", "")

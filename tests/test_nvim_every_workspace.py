@@ -197,3 +197,25 @@ def test_the_next_workspace_asks_every_checked_stage_it_can_run(tmp_path: Path) 
         shown = wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s.level == 'final' "
                                                "and s.scope[1] == 'kb' and s"))
         assert "rerank" in shown["requested"], shown
+
+
+def test_the_documents_list_of_both_workspaces_follows_their_index(tmp_path: Path) -> None:
+    """:AutodocOpen over every workspace is a documents session: both workspaces' documents, labelled; a note
+    indexed in one of them is listed when its AutodocIndexed comes (the session's refresh: the picker's own
+    autocmd is gone), and `@kb` in the prompt lists kb's alone."""
+    title = "return vim.api.nvim_win_get_config(require('autodoc.picker').state.prompt_win).title[1][1]"
+    with neovim(tmp_path, two_workspaces(tmp_path)) as nvim:
+        indexed_both(nvim)
+        nvim.command("AutodocOpen")
+        wait_for(lambda: any(line.startswith("journal 2026/monday.md:1-") for line in list_lines(nvim))
+                 and any(line.startswith("kb      adr/0002.md:1-") for line in list_lines(nvim)))
+        assert nvim.exec_lua(title) == " AutoDoc open · all: journal, kb "
+        assert "journal" in labels(nvim, "require('autodoc.picker').state.list_buf")
+        write(tmp_path / "journal", "2026/tuesday.md", "# Tuesday\n\nA new note.\n")
+        nvim.command("AutodocIndex journal")
+        wait_for(lambda: any(line.startswith("journal 2026/tuesday.md:1-") for line in list_lines(nvim)),
+                 timeout=60)
+        nvim.input("@kb ")
+        wait_for(lambda: nvim.exec_lua(title) == " AutoDoc open · kb " and list_lines(nvim)
+                 and all(line.startswith(("adr/", "notes/")) for line in list_lines(nvim)), timeout=60)
+        assert nvim.exec_lua(f"return {STATE}.scope") == ["kb"]

@@ -228,16 +228,23 @@ def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:
     problems could be read only through the command line."""
     ready(nvim)
     wait_for(lambda: lua(nvim, "return _G.autodoc_indexed") >= 1)  # the start-up index ran: the files are new
-    write(kb, "broken.md", "---\ntitle: [unclosed\n---\n# Broken\n\ntext\n")
+    write(kb, "broken.md", "---\ntitle: x\ntags: [unclosed\nmore: : here\n---\n# Broken\n\ntext\n")
     write(kb, "binary.md", b"\x00\x01\x02 not text")
     report = index_once(nvim)
     assert len(report["problems"]) == 2
     text = lua(nvim, "return require('autodoc.progress').report_text('kb', ...)", report)
-    assert text.startswith("kb: 4 files scanned, 1 added, 1 skipped, 2 with problems (:AutodocStatus lists them)")
+    said = "2 files with problems (:AutodocStatus lists them)"
+    assert text.startswith(f"kb: 4 files scanned, 1 added, 1 skipped, {said}")
+    # A second run reads only the binary file again; it said "1 with problems" where :AutodocStatus said 2.
+    again = index_once(nvim)
+    assert len(again["problems"]) == 1 and said in lua(nvim, "return require('autodoc.progress').report_text"
+                                                         "('kb', ...)", again)
     nvim.command("AutodocStatus")
     wait_for(lambda: len(nvim.funcs.getqflist()) == 2)
     items = nvim.funcs.getqflist()
     assert sorted(nvim.funcs.bufname(item["bufnr"]).split("/")[-1] for item in items) == ["binary.md", "broken.md"]
+    [yaml] = [item for item in items if nvim.funcs.bufname(item["bufnr"]).endswith("broken.md")]
+    assert f"line {yaml['lnum']}" in yaml["text"] and yaml["lnum"] > 1, yaml  # it pointed at line 1
     assert "files with problems: in the quickfix list" in nvim.exec_lua("return vim.fn.execute('messages')")
 
 

@@ -108,6 +108,30 @@ def test_a_newer_keystroke_stops_the_older_search_and_its_list_is_never_drawn(nv
     assert finals[0] == "lexical+semantic+rerank", drawn
 
 
+def test_an_answer_to_the_prompt_before_a_keystroke_is_not_drawn_under_the_new_prompt(nvim) -> None:
+    """The newer-keystroke test failed once: the list drawn answered "bread" under the prompt "bread flour". A
+    keystroke close to the one before it waits for typing to pause before its prompt is asked, and the answer to
+    the earlier prompt, coming meanwhile, was drawn under the new one. Here the pause is a minute, and the
+    answer to "b" is held at the model server until "read" is typed."""
+    ready(nvim)
+    with model_server("tei", Behaviour(hold_texts={"b"})) as server:
+        configure(nvim, server.url)
+        lua(nvim, RECORD_DRAWS)
+        nvim.command("AutodocSearch")
+        lua(nvim, "require('autodoc').config.debounce_ms = 60000")
+        nvim.input("b")
+        assert server.behaviour.holding.wait(timeout=60)  # "b" asked at once, its final answer held
+        nvim.input("read")
+        wait_for(lambda: prompt_text(nvim) == "bread", timeout=60)
+        server.behaviour.release.set()
+        wait_for(lambda: outstanding(nvim) == 0, timeout=60)
+        drawn = lua(nvim, "return _G.drawn")
+        assert all(d["terms"] == d["prompt"] for d in drawn), drawn
+        lua(nvim, "require('autodoc').config.debounce_ms = 15; "
+                  "require('autodoc.picker').search(require('autodoc.picker').state)")  # typing paused
+        wait_for(lambda: final_drawn(nvim, "bread"), timeout=60)
+
+
 def test_a_row_shortened_in_its_middle_fits_its_width_in_any_script(nvim) -> None:
     """Drawing the list cut breadcrumbs one character at a time through Vimscript (4.6 ms for 30 rows); the
     linear cut keeps the same rows: the width is never exceeded, the text's ends are kept, a wide character is

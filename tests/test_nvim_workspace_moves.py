@@ -191,6 +191,10 @@ def test_status_counts_have_thousands_separators_and_the_singular_for_one() -> N
         assert text == "kb: 1,234 documents, 31,110 chunks, semantic ready, 1 file with problems"
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, problem], "folder": "ok"})
+        assert text == "kb: 1 document, 1 chunk, semantic off, 1 file with problems"  # two of one file: one
+        text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
+            "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, {**problem, "path": "b.md"}],
+            "folder": "ok"})
         assert text == "kb: 1 document, 1 chunk, semantic off, 2 files with problems"
         embedder = {"embedded": 812, "total": 12496, "repeated_chunks": 3, "progress": {}}
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {

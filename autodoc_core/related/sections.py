@@ -248,9 +248,12 @@ def locate(conn: apsw.Connection, ws: Workspace, path: Any, line: int | None) ->
     absolute, relpath = resolve_inside(ws.root, path)
     document = documents.located(conn, ws.id, relpath)
     if document is None:
+        if skipped := _skipped_reason(conn, ws, relpath):
+            raise AutodocError(NOT_FOUND, f"{relpath} is not indexed: {skipped}", path=relpath)
         if os.path.isfile(absolute):
-            raise AutodocError(NOT_FOUND, f"{relpath} is not indexed yet", path=relpath,
-                               fix=f"index it (workspace.index {json.dumps([ws.name, {'paths': [relpath]}])}; the "
+            index = [ws.name, {"paths": [relpath]}]
+            raise AutodocError(NOT_FOUND, f"{relpath} is not indexed yet", path=relpath, index=index,
+                               fix=f"index it (workspace.index {json.dumps(index)}; the "
                                    "Neovim plugin indexes a file when it is saved), then ask again")
         raise AutodocError(NOT_FOUND, f"{relpath} does not exist in workspace {ws.name}", path=relpath,
                            fix="give the path relative to the workspace root; doc.list finds a document by title")
@@ -260,6 +263,12 @@ def locate(conn: apsw.Connection, ws: Workspace, path: Any, line: int | None) ->
                              option="line", fix=f"give a line from 1 to {line_count}, or none for the whole document")
     sections = chunks.sections_of_document(conn, document.id)
     return Source(document.id, relpath, line_count, hits._tags(document.tags), sections, _holding(sections, line))
+
+
+def _skipped_reason(conn: apsw.Connection, ws: Workspace, relpath: str) -> str | None:
+    """Why the indexer skipped the file at ``relpath`` (binary, too large, ...), if it did."""
+    return next((problem["reason"] for problem in documents.problems(conn, ws.id)
+                 if problem["path"] == relpath and problem["kind"] == "skipped"), None)
 
 
 def _holding(sections: list[Section], line: int | None) -> Section | None:

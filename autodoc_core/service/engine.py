@@ -259,7 +259,8 @@ class Engine:
             paths = [relative_to_root(waited_for.root, path) for path in paths]
         if (unchanged := self._unchanged_while_another_fills(waited_for, paths, wait)) is not None:
             with self.store.snapshot() as conn:
-                return {**unchanged.as_dict(), "semantic": self._semantic_state(conn, waited_for).state}
+                return {**unchanged.as_dict(), "semantic": self._semantic_state(conn, waited_for).state,
+                        "files_with_problems": self._files_with_problems(conn, waited_for)}
         with self._index_lock(waited_for.id), self.store.exclusive(lease_wait):
             ws = self._workspace(name)  # again, under the lock: it may have been removed while this run waited
             if ws.id != waited_for.id:
@@ -278,7 +279,13 @@ class Engine:
             self._filler.wake(ws.id)
         with self.store.snapshot() as conn:
             result["semantic"] = self._semantic_state(conn, self._workspace(name)).state
+            result["files_with_problems"] = self._files_with_problems(conn, self._workspace(name))
         return result
+
+    def _files_with_problems(self, conn: apsw.Connection, ws: Workspace) -> int:
+        """The files workspace.status lists problems of, as counted there: this run's ``problems`` are only the
+        files it read (a second run reads the changed ones)."""
+        return len(document_rows.paths_with_problems(conn, ws.id)) + (1 if self._schema(ws).problem else 0)
 
     def _unchanged_while_another_fills(self, ws: Workspace, paths: list[str] | None, wait: str) -> IndexReport | None:
         """While another process fills, a whole scan that would change nothing writes nothing and leaves that
@@ -464,7 +471,8 @@ class Engine:
             return holding[0], rest
         which = f"{', '.join(holding)} each hold {path}" if holding else f"no workspace holds {path}"
         raise invalid_params(f"a related search of several workspaces needs the source's workspace ({which}): "
-                             "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200])
+                             "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200],
+                             holding=holding)
 
     def _related_one(self, name: Any, path: Any, opts: Any, several: bool) -> SearchAnswer:
         ws = self._workspace(name)

@@ -1,8 +1,8 @@
 """``autodoc``: what a person types (search, related, status), one method for scripts, or a server.
 
-    autodoc [--db PATH] search [@WORKSPACE] QUERY [--limit N] [--json]
+    autodoc [--db PATH] search [@WORKSPACE...] QUERY... [--limit N] [--json]
     autodoc [--db PATH] related PATH[:LINE] [--workspace NAME] [--limit N] [--json]
-    autodoc [--db PATH] status [WORKSPACE] [--json]
+    autodoc [--db PATH] status [WORKSPACE] [--problems] [--json]
     autodoc [--db PATH] --call METHOD '[JSON params]'
     autodoc [--db PATH] serve --stdio
     autodoc [--db PATH] mcp [--allow-index] [--scan-seconds N]
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from autodoc_core.service.engine import Engine
     from autodoc_core.surface.replication import TeamOptions
 
-USAGE = """autodoc [--db PATH] search [@WORKSPACE] QUERY   (also: related, status; see below)
+USAGE = """autodoc [--db PATH] search [@WORKSPACE...] QUERY...   (also: related, status; see below)
        autodoc [--db PATH] --call METHOD ['JSON PARAMS']
        autodoc [--db PATH] serve --stdio | mcp [--http HOST:PORT] ..."""
 
@@ -49,8 +49,8 @@ def _database_option(parser: argparse.ArgumentParser) -> None:
     """``--db`` before or after the subcommand; SUPPRESS keeps a subcommand's absent --db from hiding the
     top level's."""
     parser.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH",
-                        help="SQLite file, in a folder that exists (default: $AUTODOC_DB, the same; "
-                             "else $XDG_DATA_HOME/autodoc/autodoc.db, its folder created)")
+                        help="the SQLite file; its folder must exist (default: $AUTODOC_DB when set, else "
+                             "$XDG_DATA_HOME/autodoc/autodoc.db, whose folder is created)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -85,7 +85,7 @@ def _call_parser() -> argparse.ArgumentParser:
 
 def _search_arguments(search: argparse.ArgumentParser) -> None:
     _database_option(search)
-    search.add_argument("words", nargs="+", metavar="WORDS",
+    search.add_argument("words", nargs="+", metavar="QUERY",
                         help="the query (quoted or not); leading @name words (@a @b, @a,b, @*) or a first word "
                              "that names a workspace choose what is searched, else every workspace is")
     search.add_argument("-w", "--workspace", action="append", metavar="NAME",
@@ -106,6 +106,8 @@ def _status_arguments(status: argparse.ArgumentParser) -> None:
     _database_option(status)
     status.add_argument("workspaces", nargs="*", metavar="WORKSPACE", help="these only (default: every one)")
     status.add_argument("--json", action="store_true", help="print workspace.status answers as JSON")
+    status.add_argument("--problems", action="store_true", help="list each file problem (the YAML a note's front "
+                        "matter breaks, a file skipped and why) under its workspace, as path:line  kind: reason")
 
 
 def _answer_options(parser: argparse.ArgumentParser) -> None:
@@ -196,7 +198,7 @@ def _run(argv: list[str] | None) -> int:
         called = _call_parser().parse_args(argv)
         return _call_once(getattr(called, "db", None), called.call, called.params)
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse_intermixed(parser, argv)
     args.command_line = argv  # what each of --workers runs again
     db = getattr(args, "db", None)
     if args.command is None:
@@ -209,6 +211,23 @@ def _run(argv: list[str] | None) -> int:
     from autodoc_core.surface import cli_commands
 
     return cli_commands.run(args.command, db, args)
+
+
+# The subcommands whose positional words may come before, between and after their options.
+POSITIONALS_ANYWHERE = {"search": "words", "status": "workspaces"}
+
+
+def _parse_intermixed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed with options anywhere: argparse ends a positional list at the first option, so
+    ``search @kb --json backoff`` left ``backoff`` over (parse_intermixed_args refuses subcommands). The words
+    left over join the positional list they belong to, in the order given; anything else is refused."""
+    args, left = parser.parse_known_args(argv)
+    field = POSITIONALS_ANYWHERE.get(args.command or "")
+    if left and field and not any(word.startswith("-") for word in left):
+        setattr(args, field, [*(getattr(args, field) or []), *left])
+    elif left:
+        parser.error(f"unrecognized arguments: {' '.join(left)}")
+    return args
 
 
 def _serve_mcp(parser: argparse.ArgumentParser, db: str | None, args: argparse.Namespace) -> int:

@@ -237,7 +237,7 @@ function M.choose_hits(on_choose, opts)
   opts = opts or {}
   local workspace = opts.workspace or M.default_workspace()
   local function chosen(hits, session)
-    local name = session and session.workspace or workspace
+    local name = session and session:single_workspace() or workspace
     on_choose(hits, session and session.root or autodoc.workspaces[name] or '')
   end
   -- the pickers' one entry point: every view, each with multi-select

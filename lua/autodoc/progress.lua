@@ -13,6 +13,7 @@ local M = {}
 ---@field embed_id integer|string|nil the vector fill's progress message
 ---@field indexing boolean an index run is under way
 ---@field embedding string the fill's part of status() ('' when not filling)
+---@field fill_seen { at: integer, embedded: integer }|nil when this editor first saw the fill, and its count then
 
 ---@type table<string, autodoc.WorkProgress>
 M.workspaces = {}
@@ -51,33 +52,69 @@ local function entry(ws)
   return M.workspaces[ws]
 end
 
+---@param prefix string what Neovim shows before the text, e.g. 'autodoc:  54% '
+---@return integer the cells the message area's last row leaves the text
+local function room(prefix)
+  return screen.last_row_cells() - 1 - vim.fn.strdisplaywidth(prefix)
+end
+
+--- `text` in the cells the message area's last row gives it after `prefix` (longer raises the hit-enter prompt:
+--- autodoc.screen): its last ` · ` parts go first (the time, then the rate), then the middle of what is left.
+---@param text string
+---@param prefix string what Neovim shows before it, e.g. 'autodoc:  54% '
+---@return string
+function M.fit(text, prefix)
+  local cells = room(prefix)
+  local parts = vim.split(text, ' · ', { plain = true })
+  while #parts > 1 and vim.fn.strdisplaywidth(table.concat(parts, ' · ')) > cells do
+    table.remove(parts)
+  end
+  return require('autodoc.session.text').shorten_middle(table.concat(parts, ' · '), math.max(cells, 1))
+end
+
+--- The first of `texts` (fullest first) that fits the last row after `prefix`, else the last one fitted (M.fit).
+---@param texts string[]
+---@param prefix string
+---@return string
+function M.fit_first(texts, prefix)
+  for _, text in ipairs(texts) do
+    if vim.fn.strdisplaywidth(text) <= room(prefix) then
+      return text
+    end
+  end
+  return M.fit(texts[#texts], prefix)
+end
+
 --- Show or update the message `work[field]` names; a finished one is kept in :messages, and forgotten here.
 ---@param work autodoc.WorkProgress
 ---@param field 'index_id'|'embed_id'
----@param text string
+---@param texts string[] the message's forms, fullest first
 ---@param status 'running'|'success'|'failed'
 ---@param percent integer|nil
-local function show(work, field, text, status, percent)
+local function show(work, field, texts, status, percent)
   local running = status == 'running'
   if not has_progress_messages then
-    vim.api.nvim_echo({ { 'autodoc: ' .. text } }, not running, {})
+    vim.api.nvim_echo({ { 'autodoc: ' .. M.fit_first(texts, 'autodoc: ') } }, not running, {})
     return
   end
   local opts = { kind = 'progress', title = 'autodoc', status = status, percent = percent, id = work[field] }
-  local id = vim.api.nvim_echo({ { text } }, not running, opts)
+  local shown = M.fit_first(texts, 'autodoc: ' .. (percent and string.format('%3d%% ', percent) or ''))
+  local id = vim.api.nvim_echo({ { shown } }, not running, opts)
   work[field] = running and id or nil
 end
 
 --- An update of `ws`'s index run or fill: shown now or once a kept message was read (autodoc.screen), and
---- announced as User AutodocProgress either way.
+--- announced as User AutodocProgress either way (with the whole text).
 ---@param ws string
 ---@param field 'index_id'|'embed_id'
----@param text string
+---@param text string|string[] the text, or its forms from the fullest to the shortest
 ---@param status 'running'|'success'|'failed'
 ---@param percent integer|nil
 local function echo(ws, field, text, status, percent)
   local work = entry(ws)
-  local shown = screen.progress(ws .. ' ' .. field, function() show(work, field, text, status, percent) end,
+  local texts = type(text) == 'table' and text or { text }
+  text = texts[1]
+  local shown = screen.progress(ws .. ' ' .. field, function() show(work, field, texts, status, percent) end,
     status ~= 'running')
   vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocProgress', modeline = false, data = {
     workspace = ws, work = field == 'index_id' and 'indexing' or 'embedding', text = text, status = status,
@@ -137,28 +174,51 @@ function M.indexed(ws, report)
   if not report then
     echo(ws, 'index_id', ws .. ': indexing failed', 'failed', nil)
   else
-    echo(ws, 'index_id', M.report_text(ws, report), 'success', 100)
+    echo(ws, 'index_id', M.report_texts(ws, report), 'success', 100)
   end
 end
 
---- The text of an index report: "kb: 32 files scanned, 8 added, 2 changed, 1 skipped, 4 with problems
+--- The text of an index report: "kb: 32 files scanned, 8 added, 2 changed, 1 skipped, 4 files with problems
 --- (:AutodocStatus lists them) (0.3 s)"; counts of nothing are left out.
 ---@param ws string
 ---@param report table workspace.index's answer
 ---@return string
 function M.report_text(ws, report)
+  return M.report_texts(ws, report)[1]
+end
+
+--- An index report's text, then shorter forms for a narrow message row: "kb: 32 scanned, 8 added, 4 with
+--- problems (:AutodocStatus)", "kb: 8 added, 4 problems (:AutodocStatus)" (the files read left out), and
+--- "kb: 8 added, 4 problems".
+---@param ws string
+---@param report table workspace.index's answer
+---@return string[]
+function M.report_texts(ws, report)
   local scanned = report.scanned or 0
-  local parts = { string.format('%s %s scanned', M.thousands(scanned), scanned == 1 and 'file' or 'files') }
+  local changes = {}
   for _, key in ipairs({ 'added', 'changed', 'renamed', 'deleted', 'skipped' }) do
     if (report[key] or 0) > 0 then
-      table.insert(parts, string.format('%s %s', M.thousands(report[key]), key))
+      table.insert(changes, string.format('%s %s', M.thousands(report[key]), key))
     end
   end
-  local problems = type(report.problems) == 'table' and #report.problems or 0
-  if problems > 0 then
-    table.insert(parts, string.format('%s with problems (:AutodocStatus lists them)', M.thousands(problems)))
+  local problems = tonumber(report.files_with_problems) -- the workspace's, as :AutodocStatus counts them
+    or require('autodoc.status').files_of(type(report.problems) == 'table' and report.problems or nil)
+  local function text(files, problems_said, seconds)
+    local parts = vim.list_extend(files and { files } or {}, changes)
+    if problems > 0 then
+      table.insert(parts, problems_said)
+    end
+    return string.format('%s: %s%s', ws, table.concat(#parts > 0 and parts or { files }, ', '), seconds or '')
   end
-  return string.format('%s: %s (%.1f s)', ws, table.concat(parts, ', '), report.seconds or 0)
+  local count = M.thousands(problems)
+  return {
+    text(string.format('%s %s scanned', M.thousands(scanned), scanned == 1 and 'file' or 'files'),
+      string.format('%s with problems (:AutodocStatus lists them)', problems == 1 and '1 file' or count .. ' files'),
+      string.format(' (%.1f s)', report.seconds or 0)),
+    text(M.thousands(scanned) .. ' scanned', count .. ' with problems (:AutodocStatus)'),
+    text(#changes == 0 and M.thousands(scanned) .. ' scanned' or nil, count .. ' problems (:AutodocStatus)'),
+    text(#changes == 0 and M.thousands(scanned) .. ' scanned' or nil, count .. ' problems'),
+  }
 end
 
 --- The text of an embedding update: "kb: 812/2,000 embedded · 35.2/s · 0:34 left".
@@ -181,6 +241,22 @@ function M.embedding_text(ws, embedder, paused)
   return text
 end
 
+--- The text of a fill's end: "kb: 2,000/2,000 embedded · 35.1/s · done in 0:57", its pace and time since this
+--- editor first saw it fill (the count alone when it saw none of it).
+---@param ws string
+---@param embedder table workspace.status's `embedder`
+---@param seen { at: integer, embedded: integer }|nil
+---@return string
+function M.filled_text(ws, embedder, seen)
+  local text = string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded), M.thousands(embedder.total))
+  local seconds = seen and (vim.uv.hrtime() - seen.at) / 1e9 or 0
+  local filled = seen and embedder.embedded - seen.embedded or 0
+  if seconds <= 0 or filled <= 0 then
+    return text
+  end
+  return text .. string.format(' · %.1f/s · done in %s', filled / seconds, M.duration(seconds))
+end
+
 --- A workspace.status answer while (or once) vectors fill: update the message and the status line.
 ---@param ws string
 ---@param status table workspace.status's answer
@@ -200,9 +276,9 @@ function M.embedding(ws, status)
     echo(ws, 'embed_id', M.embedding_text(ws, embedder, status.embedding_paused), 'running', percent)
     redraw_statuslines()
   elseif work.embedding ~= '' then -- it was filling: say it is done, once
-    echo(ws, 'embed_id', string.format('%s: %s/%s embedded', ws, M.thousands(embedder.embedded),
-      M.thousands(embedder.total)), 'success', 100)
+    echo(ws, 'embed_id', M.filled_text(ws, embedder, work.fill_seen), 'success', 100)
   end
+  work.fill_seen = filling and (work.fill_seen or { at = vim.uv.hrtime(), embedded = embedder.embedded }) or nil
   if not filling and work.embedding ~= '' then
     work.embedding = ''
     redraw_statuslines()

@@ -20,7 +20,7 @@ local M = {}
 function M.here(buf, line)
   local name = vim.api.nvim_buf_get_name(buf)
   if name == '' then
-    return nil, 'autodoc: this buffer has no file; related sections are for a Markdown file of a workspace'
+    return nil, 'autodoc: this buffer has no file, so it has no related sections'
   end
   local file = vim.uv.fs_realpath(name) or vim.fs.normalize(name)
   local workspace = require('autodoc.session.scope').holding(file)

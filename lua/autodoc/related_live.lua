@@ -152,6 +152,26 @@ local function open_hit()
   require('autodoc.picker.actions').jump(file, hit.line_start, hit.line_end, 'edit')
 end
 
+--- Where the side list goes (:help :AutodocRelatedLive): at the right, 40% of the editor's columns (40 to 60),
+--- while the document keeps `document` columns; below it, a third of the rows (at least 8), in a narrower editor.
+M.SIDE = { share = 0.4, min = 40, max = 60, document = 60, below_rows = 8 }
+
+---@param buf integer
+---@return integer the side list's window
+local function open_side(buf)
+  local side = M.SIDE
+  local width = math.min(side.max, math.max(side.min, math.floor(vim.o.columns * side.share)))
+  if vim.o.columns - width - 1 >= side.document then
+    local win = vim.api.nvim_open_win(buf, false, { split = 'right', win = -1, width = width })
+    vim.wo[win].winfixwidth = true
+    return win
+  end
+  local height = math.max(side.below_rows, math.floor(vim.o.lines / 3))
+  local win = vim.api.nvim_open_win(buf, false, { split = 'below', win = -1, height = height })
+  vim.wo[win].winfixheight = true
+  return win
+end
+
 --- Open the side list and follow the cursor.
 function M.start()
   if M.state then
@@ -161,9 +181,8 @@ function M.start()
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].bufhidden = 'wipe'
   vim.api.nvim_buf_set_name(buf, 'autodoc://related')
-  local win = vim.api.nvim_open_win(buf, false, { split = 'right', win = -1, width = 60 })
+  local win = open_side(buf)
   vim.wo[win].wrap, vim.wo[win].number, vim.wo[win].cursorline = false, false, true
-  vim.wo[win].winfixwidth = true
   local state = { buf = buf, win = win, origin_win = origin } ---@type autodoc.RelatedLive
   state.session = require('autodoc.session').new({ source = 'related-live', background = true,
     strategy = require('autodoc.session.strategies').related_live(function()

@@ -1,8 +1,9 @@
 --- What the user must read stays on the screen until the next key. Errors, warnings and the answers to
 --- commands are kept: while one is on the screen and no key has come since, progress (autodoc.progress)
 --- holds its messages back, and shows the latest of each once a key comes. Statuslines and the
---- User AutodocProgress event get every update all the same. What needs more rows than 'cmdheight' shows in
---- a float until the key (say_lines): the hit-enter prompt would stop every plugin request meanwhile.
+--- User AutodocProgress event get every update all the same. What does not fit in the message area (more rows
+--- than 'cmdheight', or a last row reaching the ruler) shows in a float until the key, and so does what insert
+--- mode's '-- INSERT --' would cover: the hit-enter prompt would stop every plugin request meanwhile.
 local M = {}
 
 ---@class autodoc.HeldProgress
@@ -54,26 +55,45 @@ local function keep()
   end
 end
 
---- Say `message` as a notification at `level`; `keep`: it stays on the screen until the next key.
----@param message string
----@param level integer vim.log.levels.*
----@param keep boolean
-function M.say(message, level, keep_it)
-  vim.notify(message, level, { title = 'autodoc' })
-  if keep_it then
-    keep()
+--- The cells a message may fill on the last row: Neovim keeps the ruler's and 'showcmd''s columns there
+--- (its comp_col()), and a message that reaches them raises the hit-enter prompt (at 80 columns, 69 cells).
+---@return integer
+function M.last_row_cells()
+  local windows = vim.tbl_filter(function(win) return vim.api.nvim_win_get_config(win).relative == '' end,
+    vim.api.nvim_tabpage_list_wins(0))
+  local last_has_status = vim.o.laststatus > 1 or vim.o.laststatus == 1 and #windows > 1
+  local reserved = vim.o.ruler and not last_has_status and 18 or 0
+  if vim.o.showcmd and vim.o.showcmdloc == 'last' then
+    reserved = reserved + 10 + ((not vim.o.ruler or last_has_status) and 1 or 0)
   end
+  return vim.o.columns - reserved
 end
 
---- The screen rows `lines` take in the message area ('columns' wide: a line as wide wraps too).
+--- Whether `lines` show in the message area with no hit-enter prompt: in 'cmdheight' rows ('columns' wide: a
+--- line as wide wraps too), the last short of the ruler and showcmd columns.
 ---@param lines string[]
----@return integer
-local function message_rows(lines)
+---@return boolean
+local function fits(lines)
   local rows = 0
   for _, line in ipairs(lines) do
     rows = rows + math.floor(vim.fn.strdisplaywidth(line) / vim.o.columns) + 1
   end
-  return rows
+  local last = vim.fn.strdisplaywidth(lines[#lines]) % vim.o.columns
+  return rows < vim.o.cmdheight or rows == vim.o.cmdheight and last < M.last_row_cells()
+end
+
+--- Insert mode (a picker's prompt) draws '-- INSERT --' over the message area: a message there is never seen.
+---@return boolean
+local function mode_hides_messages()
+  return vim.o.showmode and vim.api.nvim_get_mode().mode:match('^[iR]') ~= nil
+end
+
+--- A notification plugin (nvim-notify, snacks.notifier, ...) replaces vim.notify and shows each message in a
+--- window of its own: the message area's limits are not its.
+---@return boolean
+local function notify_is_neovims()
+  local source = debug.getinfo(vim.notify, 'S').source
+  return source:find('vim/_editor.lua', 1, true) ~= nil
 end
 
 local HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
@@ -113,19 +133,31 @@ local function into_history(lines, level)
   vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
 end
 
---- Say `lines` and keep them until the next key: as a message when they fit in the message area
---- ('cmdheight' rows), else in a float above it. More rows than that raise the hit-enter prompt, during which
---- Neovim answers no plugin request (searches, progress and the picker stop until Enter).
+--- Say `message` as a notification at `level`; `keep`: it stays on the screen until the next key, in a float
+--- above the message area when it does not fit there (more rows than 'cmdheight' raise the hit-enter prompt,
+--- during which Neovim answers no plugin request: searches, progress and the picker stop until Enter), or
+--- when insert mode's '-- INSERT --' would cover it.
+---@param message string
+---@param level integer vim.log.levels.*
+---@param keep_it boolean
+function M.say(message, level, keep_it)
+  local lines = vim.split(message, '\n', { plain = true })
+  if keep_it and notify_is_neovims() and (not fits(lines) or mode_hides_messages()) then
+    open_float(lines, level)
+    into_history(lines, level)
+  else
+    vim.notify(message, level, { title = 'autodoc' })
+  end
+  if keep_it then
+    keep()
+  end
+end
+
+--- Say `lines` and keep them until the next key (M.say).
 ---@param lines string[] the first says whose it is ('autodoc: ...')
 ---@param level integer vim.log.levels.*
 function M.say_lines(lines, level)
-  if message_rows(lines) <= vim.o.cmdheight then
-    M.say(table.concat(lines, '\n'), level, true)
-    return
-  end
-  open_float(lines, level)
-  into_history(lines, level)
-  keep()
+  M.say(table.concat(lines, '\n'), level, true)
 end
 
 --- Show a progress message now, or once the user has read what is kept. Of the messages held for one

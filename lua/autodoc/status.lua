@@ -23,11 +23,22 @@ local folder_faults = {
   empty = 'folder %s is empty (a drive not mounted?)',
 }
 
+--- The files among `problems` (a file with two problems is one): what an index run's report counts too.
+---@param problems table[]|nil workspace.status's `problems`
+---@return integer
+function M.files_of(problems)
+  local paths = {}
+  for _, problem in ipairs(problems or {}) do
+    paths[problem.path] = true
+  end
+  return vim.tbl_count(paths)
+end
+
 ---@param result table workspace.status's answer
 ---@return string|nil "4 files with problems", nil for none
 local function file_problems(result)
-  local problems = result.problems and #result.problems or 0
-  return problems > 0 and M.count(problems, 'file') .. ' with problems' or nil
+  local files = M.files_of(result.problems)
+  return files > 0 and M.count(files, 'file') .. ' with problems' or nil
 end
 
 --- What is wrong with a workspace's folder, short: "folder /x is gone"; nil when nothing is.
@@ -88,7 +99,8 @@ end
 ---@param into table[] quickfix items
 local function add_problems(result, into)
   for _, problem in ipairs(result.problems or {}) do
-    table.insert(into, { filename = result.root .. '/' .. problem.path, lnum = 1,
+    local line = tonumber(tostring(problem.reason):match('line (%d+)')) -- 'malformed YAML ... at line 4: ...'
+    table.insert(into, { filename = result.root .. '/' .. problem.path, lnum = line or 1,
       text = string.format('%s: %s', problem.kind, problem.reason), type = 'W' })
   end
 end
@@ -101,7 +113,8 @@ end
 local function say(lines, problems, level)
   if #problems > 0 then
     vim.fn.setqflist({}, ' ', { title = 'autodoc: files with problems', items = problems })
-    table.insert(lines, string.format('%s with problems: in the quickfix list (:copen)', M.count(#problems, 'file')))
+    local files = M.files_of(vim.tbl_map(function(item) return { path = item.filename } end, problems))
+    table.insert(lines, string.format('%s with problems: in the quickfix list (:copen)', M.count(files, 'file')))
   end
   lines[1] = 'autodoc: ' .. lines[1]
   screen.say_lines(lines, level) -- in a float when it needs more rows than 'cmdheight': no hit-enter prompt

@@ -85,6 +85,11 @@ end
 ---@param name string
 ---@param force boolean|nil
 function M.remove(name, force)
+  local unknown = indexing.unknown_workspace(name, 'to remove')
+  if unknown then
+    state.notify(unknown, vim.log.levels.ERROR)
+    return
+  end
   local configured = vim.tbl_contains(vim.tbl_map(function(ws) return ws.name end, state.config.workspaces), name)
   if configured and not force then
     state.notify(string.format("workspace '%s' is in setup({ workspaces }): Neovim adds it again when it next starts; "

@@ -11,6 +11,7 @@ local autodoc = require('autodoc')
 local later = require('autodoc.later')
 local session_core = require('autodoc.session')
 local strategies = require('autodoc.session.strategies')
+local scope_of = require('autodoc.session.scope')
 local layout = require('autodoc.picker.layout')
 local render = require('autodoc.picker.render')
 local actions = require('autodoc.picker.actions')
@@ -46,7 +47,8 @@ local function draw(state)
   if not is_open(state) then
     return
   end
-  local title = searches(state) and ' ' .. session:title() .. ' ' or layout.prompt_title(state.mode, session.workspace)
+  local title = searches(state) and ' ' .. session:title() .. ' '
+    or layout.prompt_title(state.mode, scope_of.describe(session.searched))
   vim.api.nvim_win_set_config(state.prompt_win, { title = title })
   if session.message then
     state.drawn = nil
@@ -95,10 +97,11 @@ function M.toggle(name)
   end
 end
 
---- Search the next scope (every workspace, then each by name) with the same query.
+--- Search the next scope (every workspace, then each by name) with the same query; the documents list follows
+--- the same round.
 function M.next_workspace()
   local state = M.state
-  if state and searches(state) then
+  if state and state.mode ~= 'folders' then
     state.moved = false
     state.session:next_workspace()
   end
@@ -209,9 +212,9 @@ end
 ---@class autodoc.PickerOpenOptions
 ---@field mode autodoc.PickerMode|nil default 'search'
 ---@field query string|nil pre-fills the prompt
----@field workspace string|nil the documents list's workspace (default: the first)
----@field scope string|string[]|nil a search's workspaces: a name, a list, '*', or '@a @b' as typed (default:
----   setup's scope)
+---@field workspace string|nil one workspace to search, or whose documents to list (as `scope = { name }`)
+---@field scope string|string[]|nil the workspaces searched, or whose documents are listed: a name, a list, '*',
+---   or '@a @b' as typed (default: setup's scope)
 ---@field related autodoc.RelatedSource|nil for mode 'related'
 ---@field on_choose fun(hits: autodoc.Hit[], session: autodoc.Session)|nil called with the chosen hit in place
 ---   of opening it
@@ -227,7 +230,7 @@ function M.open(opts)
   ---@type autodoc.PickerState
   local state = { mode = mode, origin_win = vim.api.nvim_get_current_win() }
   local strategy = ({ search = strategies.search, related = strategies.related,
-    documents = strategies.documents(opts.workspace), folders = strategies.folders })[mode]
+    documents = strategies.documents, folders = strategies.folders })[mode]
   state.session = session_core.new({ source = 'builtin', strategy = strategy, scope = opts.scope or opts.workspace,
     related = opts.related, on_choose = opts.on_choose,
     on_update = function() draw(state) end,

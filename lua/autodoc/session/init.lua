@@ -32,7 +32,6 @@ local M = {}
 ---@field scope_problem string|nil why that scope cannot be searched (a name that is no workspace)
 ---@field searched autodoc.Scope|nil what the newest ask searched
 ---@field root string the folder of the one workspace searched or listed ('' when several are)
----@field workspace string|nil the one workspace a documents list lists (a search's are its scope)
 ---@field root_problem string|nil why a searched folder cannot be read (the engine's workspace.status)
 ---@field stages table<string, boolean> the checked stages (saved across sessions)
 ---@field available table<string, boolean> false for a stage the workspace cannot run
@@ -110,7 +109,7 @@ end
 ---@param name string
 ---@return boolean
 function Session:covers(name)
-  return self.workspace == name or vim.tbl_contains(scope_of.searched(self.searched), name)
+  return vim.tbl_contains(scope_of.searched(self.searched), name)
 end
 
 ---@param method string
@@ -130,6 +129,13 @@ function Session:wanted(tick)
   return tick == self.tick and not self.closed
 end
 
+--- Does the session search its workspaces with stages (search, related), not only list them (documents)?
+---@param self autodoc.Session
+---@return boolean
+local function runs_stages(self)
+  return self.strategy == strategies.search or self.strategy == strategies.related
+end
+
 ---@param self autodoc.Session
 ---@param scope autodoc.Scope
 local function search_in(self, scope)
@@ -137,7 +143,9 @@ local function search_in(self, scope)
   self.root = #names == 1 and autodoc.workspaces[names[1]] or ''
   if not vim.deep_equal(self.searched, scope) then
     self.searched = scope
-    workspace_of.learn(self, names)
+    if runs_stages(self) then
+      workspace_of.learn(self, names)
+    end
   end
 end
 
@@ -214,16 +222,13 @@ function Session:ask(prompt, typed_at)
   self.related = request.related or self.related
   if request.scope then
     search_in(self, request.scope)
-  elseif request.workspace then
-    self.workspace, self.root = request.workspace, autodoc.workspaces[request.workspace] or ''
   end
   if request.answer then
     later(self, tick, function() take(self, request.answer, 'final') end)
     return
   end
   local shape = request.shape or function(answer) return answer end
-  local params = type(request.params) == 'function' and request.params() or request.params
-  self:request(request.method, params, function(err, answer)
+  local function done(err, answer)
     if not self:wanted(tick) then
       return
     end
@@ -231,7 +236,13 @@ function Session:ask(prompt, typed_at)
       return failed(self, tick)(err)
     end
     take(self, shape(answer), 'final')
-  end, request.streams and function(answer)
+  end
+  if request.fetch then
+    request.fetch(done)
+    return
+  end
+  local params = type(request.params) == 'function' and request.params() or request.params
+  self:request(request.method, params, done, request.streams and function(answer)
     if self:wanted(tick) then
       take(self, shape(answer), 'partial')
     end
@@ -256,9 +267,12 @@ function Session:refuse(refusal)
   self.on_update(self)
 end
 
---- The view's prompt changed (a keystroke): the refusal shown is cleared.
+--- The view's prompt changed (a keystroke): the refusal shown is cleared, and answers to the asks before it are
+--- no longer wanted (the built-in picker asks the new prompt once typing pauses: an answer to the text before
+--- the keystroke, drawn meanwhile, would sit under a prompt it does not answer).
 function Session:typed()
   self.notice = nil
+  self.tick = self.tick + 1
 end
 
 --- Flip stage `name` and ask again; a flip that cannot be is refused on screen.
@@ -284,13 +298,8 @@ end
 --- that names its workspaces (`@name`) keeps them: that is refused on screen.
 ---@return string|nil refusal
 function Session:next_workspace()
-  local refusal
   local names = scope_of.names()
-  if #names < 2 then
-    refusal = 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
-  elseif select(4, scope_of.parse(self.prompt or '', nil, names)) then
-    refusal = 'autodoc: the prompt names its workspace (@name): edit it to search another'
-  end
+  local refusal = scope_of.next_refusal(self.prompt or '', names)
   if refusal then
     self:refuse(refusal)
     return refusal
@@ -314,8 +323,8 @@ function Session:start(ready, on_failure)
       return
     end
     self.started = true
-    if self.strategy == strategies.search or self.strategy == strategies.related then
-      self:settle_scope() -- the other lists search no workspaces
+    if runs_stages(self) or self.strategy == strategies.documents then
+      self:settle_scope() -- the folders and related-live lists have no scope
     end
     ready(self)
   end, function(message)
@@ -345,9 +354,6 @@ end
 --- The one workspace the newest ask searched (nil when it searched several).
 ---@return string|nil
 function Session:single_workspace()
-  if self.workspace then
-    return self.workspace
-  end
   local names = scope_of.searched(self.searched or self.scope)
   return #names == 1 and names[1] or nil
 end

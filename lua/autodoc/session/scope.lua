@@ -179,6 +179,19 @@ function M.next(scope, names)
   return M.ALL
 end
 
+--- Why `<M-w>` cannot move on from `prompt`'s scope (nil when it can): one workspace, or a prompt that names
+--- its own (`@name`).
+---@param prompt string
+---@param names string[]
+---@return string|nil
+function M.next_refusal(prompt, names)
+  if #names < 2 then
+    return 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
+  elseif select(4, M.parse(prompt, nil, names)) then
+    return 'autodoc: the prompt names its workspace (@name): edit it to search another'
+  end
+end
+
 --- search.related's parameters for the section `source`, with related sections from `scope` (the section's own
 --- workspace alone is asked as before; another scope tells the engine the section's workspace).
 ---@param scope autodoc.Scope

@@ -3,7 +3,7 @@
 --- view; the strategy only says what to ask.
 ---   search        :AutodocSearch and every picker source: search.stream (lexical first, then every stage)
 ---   related       a picker on the sections related to `session.related`, narrowed by the prompt
----   documents     :AutodocOpen: a workspace's documents by title, alias or path (doc.list)
+---   documents     :AutodocOpen: the documents of the prompt's workspaces by title, alias or path (doc.list)
 ---   folders       :AutodocWorkspaceAdd: folders completed from the prompt (no engine request)
 ---   related_live  :AutodocRelatedLive: the sections related to `session.related`, the section under the cursor
 local autodoc = require('autodoc')
@@ -11,11 +11,14 @@ local state = require('autodoc.state')
 local stages = require('autodoc.stages')
 local text = require('autodoc.session.text')
 local scope_of = require('autodoc.session.scope')
+local documents = require('autodoc.session.documents')
 
 local M = {}
 
 ---@class autodoc.SessionRequest
----@field method string|nil the engine's method; nil: `answer` or `message` is the whole list
+---@field method string|nil the engine's method; nil: `fetch`, `answer` or `message` is the whole list
+---@field fetch (fun(done: fun(err: table|nil, answer: table|nil)))|nil asks what makes the list (several requests:
+---   several workspaces' documents) and calls `done` once
 ---@field params (table|fun(): table)|nil a function is called once the session searches `scope`: the stages a
 ---   search asks for are those its workspaces can run, learnt anew when the scope changes
 ---@field lane string|nil the host's lane (default: the view's name and the method)
@@ -25,7 +28,6 @@ local M = {}
 ---@field message string|nil shown in place of hits: nothing is asked
 ---@field query string|nil the prompt as asked (a search's without its `@workspace` words)
 ---@field scope autodoc.Scope|nil the workspaces searched
----@field workspace string|nil the one workspace a documents list lists
 ---@field related autodoc.RelatedSource|nil the section the sections listed are related to (the side list's)
 
 ---@alias autodoc.SessionStrategy fun(session: autodoc.Session, prompt: string, tick: integer): autodoc.SessionRequest
@@ -76,27 +78,21 @@ function M.related(session, prompt)
     shape = function(answer) return text.filtered(answer, query) end }
 end
 
---- The documents list of `workspace` (nil: the workspace searched first, once the engine is open).
----@param workspace string|nil
----@return autodoc.SessionStrategy
-function M.documents(workspace)
-  return function(_, prompt)
-    local listed = workspace or require('autodoc.session.workspace').default()
-    if not listed then
-      return { message = text.NO_WORKSPACE, query = prompt }
-    end
-    return { workspace = listed, query = prompt, method = 'doc.list', lane = 'documents',
-      params = { listed, prompt, { limit = autodoc.config.limit } },
-      shape = function(documents)
-        local hits = {}
-        for _, doc in ipairs(documents) do
-          local aliases = #doc.aliases > 0 and ' (' .. table.concat(doc.aliases, ', ') .. ')' or ''
-          table.insert(hits, { path = doc.path, line_start = 1, line_end = math.max(1, doc.line_count),
-            breadcrumb = doc.title .. aliases, relevance = 1, via = { 'title' }, workspace = listed })
-        end
-        return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } }
-      end }
+--- :AutodocOpen: the documents of the prompt's scope (`@name`, `@a @b`, `@*`, `<M-w>`, as a search's) by title,
+--- alias or path: one workspace's doc.list, or several workspaces' merged (autodoc.session.documents).
+---@type autodoc.SessionStrategy
+function M.documents(session, prompt)
+  local scope, query, message = scoped(session, prompt)
+  if message then
+    return { message = message, query = query }
   end
+  local names, limit = scope_of.searched(scope), autodoc.config.limit
+  if #names > 1 then
+    return { scope = scope, query = query, fetch = documents.fetch_all(session, names, query, limit) }
+  end
+  return { scope = scope, query = query, method = 'doc.list', lane = 'documents',
+    params = { names[1], query, { limit = limit } },
+    shape = function(listed) return documents.answer(listed, names[1]) end }
 end
 
 ---@type autodoc.SessionStrategy
