@@ -72,8 +72,10 @@ def wait_for_updates(term: Terminal, count: int) -> None:
 
 
 def test_an_error_and_a_status_answer_stay_on_screen_while_progress_comes(tmp_path: Path) -> None:
-    with model_server("tei", Behaviour(hold_after=1)) as server:
+    with model_server("tei", Behaviour(hold_after=2)) as server:
         kb, other, db = two_workspaces(tmp_path, server.url)
+        with Engine(db) as engine:  # the server's first batch: only kb fills in the editor, whichever it asks first
+            engine.workspace_index("other", {"wait": "semantic"})
         init, env = editor(tmp_path, kb, other, db)
         with terminal(init, env, columns=80, rows=24) as term:
             term.wait_for_screen("~")

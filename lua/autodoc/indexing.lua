@@ -83,6 +83,14 @@ end
 ---@param paths string[]|nil only these files, relative to the root
 ---@param quiet boolean|nil
 function M.index(name, callback, paths, quiet)
+  if state.phase ~= 'ready' then -- the workspaces are known once the engine is open (setup()'s are added then)
+    require('autodoc.lifecycle').when_ready(function() M.index(name, callback, paths, quiet) end, function(message)
+      if not quiet then
+        state.notify(message, vim.log.levels.ERROR)
+      end
+    end)
+    return
+  end
   local unknown = name and M.unknown_workspace(name, 'to index')
   if unknown then
     if not quiet then

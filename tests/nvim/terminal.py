@@ -66,6 +66,10 @@ class Terminal:
 
     def close(self) -> None:
         if self._nvim is not None:
+            # Quit the Neovim server itself: killing the terminal ends its TUI client, and a server holding a
+            # float or a prompt outlived it (one left running per run of test_nvim_screen's status test).
+            with contextlib.suppress(Exception):
+                self._nvim.command("qall!")
             with contextlib.suppress(OSError, EOFError):
                 self._nvim.close()
         subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True)
