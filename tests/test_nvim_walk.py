@@ -4,7 +4,6 @@ are on the screen."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 import shutil
 import sys
@@ -15,6 +14,7 @@ import pytest
 from tests.conftest import PROJECT, write
 from tests.nvim import wait_for
 from tests.nvim.terminal import Terminal, terminal
+from tests.nvim.walk import messages, mode, start_editor
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -29,34 +29,10 @@ def two_workspaces(tmp_path: Path, kb: Path) -> Path:
     return rfcs
 
 
-def start_editor(tmp_path: Path, kb: Path, columns: int, rfcs: Path,
-                 init_lua: str = "") -> contextlib.AbstractContextManager[Terminal]:
-    """A new user's Neovim (tests/nvim/setup_first_init.lua, then `init_lua`) on workspaces kb and rfcs, in a
-    terminal of `columns` x 40."""
-    init = tmp_path / "init.lua"
-    init.write_text(f"dofile({str(PROJECT / 'tests' / 'nvim' / 'setup_first_init.lua')!r})\n" + init_lua)
-    env = {
-        "AUTODOC_ROOT": str(PROJECT), "AUTODOC_PYTHON": sys.executable, "AUTODOC_TEST_KB": str(kb),
-        "AUTODOC_TEST_RFCS": str(rfcs), "AUTODOC_DB": str(tmp_path / "autodoc.db"),
-        "XDG_STATE_HOME": str(tmp_path / "state"), "XDG_DATA_HOME": str(tmp_path / "data"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"), "TERM": "xterm-256color",
-    }
-    return terminal(init, env, columns, 40)
-
-
 def ready(term: Terminal) -> None:
     term.wait_for_screen("~")
     wait_for(lambda: term.nvim.exec_lua("return require('autodoc').state.phase") == "ready", timeout=120,
              what="the engine open")
-
-
-def messages(term: Terminal) -> str:
-    return term.nvim.exec_lua("return vim.fn.execute('messages')")
-
-
-def mode(term: Terminal) -> str:
-    """Neovim's mode: 'r' while the hit-enter prompt waits (nvim_get_mode answers even then)."""
-    return term.nvim.api.get_mode()["mode"]
 
 
 def test_a_mistyped_workspace_is_said_and_stays_in_the_prompt_to_be_fixed(tmp_path: Path, kb: Path) -> None:
