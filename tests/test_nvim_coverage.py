@@ -17,16 +17,22 @@ LIST_TITLE = ("local s = require('autodoc.picker').state; "
               "and vim.api.nvim_win_get_config(s.list_win).title[1][1] or ''")
 
 
+def editor(tmp_path: Path, db: Path, workspaces: dict[str, Path], options: str) -> tuple[Path, dict[str, str]]:
+    """An init.lua calling setup() on `db` with these workspaces and `options` (Lua fields), and XDG folders."""
+    listed = ", ".join(f"{{ name = '{name}', path = {lua_string(root)} }}" for name, root in workspaces.items())
+    init = tmp_path / "init.lua"
+    init.write_text(f"vim.opt.runtimepath:prepend({lua_string(PROJECT)})\nvim.opt.swapfile = false\n"
+                    f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
+                    f"require('autodoc').setup({{ db = {lua_string(db)}, {options}, workspaces = {{ {listed} }} }})\n")
+    env = {f"XDG_{folder.upper()}_HOME": str(tmp_path / folder) for folder in ("config", "data", "state")}
+    return init, env
+
+
 def test_the_list_title_says_how_far_the_vectors_have_filled(tmp_path: Path) -> None:
     kb, db = tmp_path / "kb", tmp_path / "autodoc.db"
     for i in range(14):
         write(kb, f"n{i:02}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
-    init = tmp_path / "init.lua"
-    init.write_text(f"vim.opt.runtimepath:prepend({lua_string(PROJECT)})\nvim.opt.swapfile = false\n"
-                    f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
-                    f"require('autodoc').setup({{ db = {lua_string(db)}, poll_ms = 200, "
-                    f"workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }} }} }})\n")
-    env = {f"XDG_{folder.upper()}_HOME": str(tmp_path / folder) for folder in ("config", "data", "state")}
+    init, env = editor(tmp_path, db, {"kb": kb}, "poll_ms = 200")
     with model_server("tei", Behaviour(hold_after=1)) as server:
         with Engine(db) as engine:
             engine.workspace_add("kb", str(kb))
@@ -55,13 +61,7 @@ def test_a_ready_workspace_beside_a_filling_one_does_not_refresh_the_list_again_
         write(kb, f"n{i:02}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
     write(notes, "rye.md", "# Rye\n\nRye bread wants a sour starter.\n")
     write(notes, "oven.md", "# Oven\n\nBake the bread hot, then lower the heat.\n")
-    init = tmp_path / "init.lua"
-    init.write_text(f"vim.opt.runtimepath:prepend({lua_string(PROJECT)})\nvim.opt.swapfile = false\n"
-                    f"vim.g.autodoc_python = {lua_string(sys.executable)}\n"
-                    f"require('autodoc').setup({{ db = {lua_string(db)}, poll_ms = 100, scope = 'all', "
-                    f"workspaces = {{ {{ name = 'kb', path = {lua_string(kb)} }}, "
-                    f"{{ name = 'notes', path = {lua_string(notes)} }} }} }})\n")
-    env = {f"XDG_{folder.upper()}_HOME": str(tmp_path / folder) for folder in ("config", "data", "state")}
+    init, env = editor(tmp_path, db, {"kb": kb, "notes": notes}, "poll_ms = 100, scope = 'all'")
     with model_server("tei", Behaviour(hold_after=1)) as server:
         with Engine(db) as engine:
             for name, root in (("notes", notes), ("kb", kb)):
