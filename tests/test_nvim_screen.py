@@ -181,6 +181,7 @@ def test_the_pickers_error_is_kept_while_progress_comes(tmp_path: Path) -> None:
             nvim.input("<CR>")
             wait_for(lambda: "is not there" in nvim.exec_lua("return vim.fn.execute('messages')"), timeout=60,
                      what="the picker's error")
+            nvim.command("normal! zz")  # as the preview's redraw does: keys nobody typed read nothing
             seen = len(nvim.exec_lua("return _G.fill"))
             wait_for(lambda: len(nvim.exec_lua("return _G.fill")) >= seen + 2, timeout=60, what="2 more updates")
             assert nvim.exec_lua("return _G.fill")[seen:] == [False] * (len(nvim.exec_lua("return _G.fill")) - seen)

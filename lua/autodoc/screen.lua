@@ -36,8 +36,10 @@ local function show_held()
   end
 end
 
-local function on_key()
-  if kept then
+--- Only a key the user typed reads the message: the picker's preview centres its window with `:normal! zz`,
+--- whose keys come here too (with nothing typed).
+local function on_key(_, typed)
+  if kept and typed ~= nil and typed ~= '' then
     kept = false
     vim.schedule(function() -- after the key is handled (on_key may not echo or close windows)
       close_float()
