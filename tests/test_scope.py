@@ -224,3 +224,29 @@ def test_a_workspace_still_embedding_is_named_with_its_state_and_searched(engine
     assert wire["semantic"] == "off"  # notes has no embedder: the least ready of off and partial
     assert where(wire)[0] == ("rfcs", "geckos.md")
     assert wire["stages"]["skipped"]["semantic"].startswith("notes: ")
+
+
+
+def test_an_identifier_word_for_word_comes_before_another_workspace_s_loose_matches(engine: Engine,
+                                                                                    tmp_path: Path) -> None:
+    """The section holding the identifier comes first in its own workspace (fuse.holders_first), however weak its
+    cosine; across workspaces it still comes before notes that only share the identifier's words (closer by
+    meaning), and is shown no less relevant than they are."""
+    code, prose = tmp_path / "code", tmp_path / "prose"
+    write(code, "mgmt.md", "# Management ConfigMap\n\n## Keys\n\n| key | meaning |\n|---|---|\n"
+          "| `usage-report-proxy-host` | where reports go |\n| `license-token` | the token |\n\n"
+          + "Other settings of the management block are described below with their defaults. " * 6 + "\n")
+    for n in range(4):
+        write(prose, f"note-{n}.md", f"# Note {n}\n\n## Host\n\nThe host of the proxy sends a report on usage; usage "
+                                     f"of the proxy host, report {n}.\n")
+    with model_server("tei") as server:
+        for name, folder in (("code", code), ("prose", prose)):
+            engine.workspace_add(name, str(folder))
+            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
+            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        alone = engine.search_query("code", "usage-report-proxy-host", {"limit": 5}).to_wire()
+        answer = engine.search_query("*", "usage-report-proxy-host", {"limit": 5}).to_wire()
+    assert where(alone)[0] == ("code", "mgmt.md") and "symbol" in alone["hits"][0]["via"]
+    assert where(answer)[0] == ("code", "mgmt.md") and ("prose", "note-1.md") in where(answer)
+    relevance = [hit["relevance"] for hit in answer["hits"]]
+    assert relevance == sorted(relevance, reverse=True)

@@ -9,7 +9,8 @@ match each hit has on scales that hold between workspaces (``weighed``): its BM2
 could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
 workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
 hit is judged by its own match, not its place), and a workspace whose semantic stage is not ready is compared on
-the words alone, which every workspace searched.
+the words alone, which every workspace searched. The sections holding an identifier word for word lead the merged
+list, as they lead their own workspace's.
 """
 
 from __future__ import annotations
@@ -190,11 +191,20 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
     figures = weighed(answers, lexical_share, capped_from_above)
-    ranked = [(-round(figure, 4), place, order, name, hit)
+    ranked = [(place >= _leading_holders(answer.hits), -round(figure, 4), place, order, name, hit)
               for order, (name, answer) in enumerate(answers.items())
               for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True))]
-    ranked.sort(key=lambda entry: entry[:3])
-    return [dataclasses.replace(hit, relevance=-shown, workspace=name) for shown, _, _, name, hit in ranked[:limit]]
+    ranked.sort(key=lambda entry: entry[:4])
+    best_other = next((-shown for later, shown, *_ in ranked if later), 0.0)  # a holder is shown no lower
+    return [dataclasses.replace(hit, relevance=-shown if later else max(-shown, best_other), workspace=name)
+            for later, shown, _, _, name, hit in ranked[:limit]]
+
+
+def _leading_holders(hits: list[Hit]) -> int:
+    """How many of a workspace's first hits the symbol retriever found (the identifier word for word): they come
+    before the other workspaces' hits that only share its words or meaning, as they come first in their own
+    workspace (``fuse.holders_first``)."""
+    return next((place for place, hit in enumerate(hits) if Stage.SYMBOL not in hit.via), len(hits))
 
 
 def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Searched],
