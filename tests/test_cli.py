@@ -246,3 +246,15 @@ def test_status_lists_the_file_problems_it_counts(two_workspaces: Path, kb: Path
     assert diagram.startswith("diagram.md:1  skipped: binary content"), diagram
     both = text_of(autodoc(two_workspaces, "status", "--problems"))[0]
     assert "kb  broken.md:" in both, both  # several workspaces: each row names its own
+
+
+def test_search_takes_an_excluded_word_or_facet_as_a_word_of_its_query(two_workspaces: Path) -> None:
+    """`autodoc search type:adr -status:superseded` (the README's example) said `unrecognized arguments:
+    -status:superseded`, and `autodoc search -status:accepted` that QUERY was missing: a dashed word that names
+    none of search's options is a word of the query."""
+    done = autodoc(two_workspaces, "search", "@kb", "relational", "-status:superseded", "--json")
+    assert done.returncode == 0, done.stderr
+    query = json.loads(done.stdout)["query"]
+    assert query["terms"] == ["relational"] and "'-status:superseded' was left out" in query["problems"][0], query
+    alone = autodoc(two_workspaces, "search", "@kb", "-status:superseded", "-n", "1")
+    assert alone.returncode != 2 and "-status:superseded" in alone.stderr.decode(), alone.stderr

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -217,16 +218,40 @@ def _run(argv: list[str] | None) -> int:
 POSITIONALS_ANYWHERE = {"search": "words", "status": "workspaces"}
 
 
+# A search's words that begin with '-' and name none of its options: an excluded word or facet
+# (-status:superseded, -draft) or a negative number (-32069). Marked so that argparse takes them as words.
+SEARCH_OPTIONS = ("-w", "--workspace", "-n", "--limit", "--json", "--db", "-h", "--help")
+_WORD_MARK = "\0"
+
+
+def _dashed_words_marked(argv: list[str]) -> list[str]:
+    """``argv`` with the search's dashed query words marked (see SEARCH_OPTIONS); other commands' as given."""
+    if "search" not in argv:
+        return argv
+    start = argv.index("search") + 1
+    taken_by_option = False
+    marked = argv[:start]
+    for word in argv[start:]:
+        is_word = (not taken_by_option and word.startswith("-") and not word.startswith("--") and len(word) > 1
+                   and word.split("=")[0] not in SEARCH_OPTIONS and not re.fullmatch(r"-n\d+", word))
+        marked.append(_WORD_MARK + word if is_word else word)
+        taken_by_option = word in ("-w", "--workspace", "-n", "--limit", "--db")
+    return marked
+
+
 def _parse_intermixed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed with options anywhere: argparse ends a positional list at the first option, so
     ``search @kb --json backoff`` left ``backoff`` over (parse_intermixed_args refuses subcommands). The words
-    left over join the positional list they belong to, in the order given; anything else is refused."""
-    args, left = parser.parse_known_args(argv)
+    left over join the positional list they belong to, in the order given; anything else is refused. A search's
+    ``-field:value`` and ``-word`` are words of its query, not options."""
+    args, left = parser.parse_known_args(_dashed_words_marked(argv))
     field = POSITIONALS_ANYWHERE.get(args.command or "")
     if left and field and not any(word.startswith("-") for word in left):
         setattr(args, field, [*(getattr(args, field) or []), *left])
     elif left:
         parser.error(f"unrecognized arguments: {' '.join(left)}")
+    if field and getattr(args, field, None):
+        setattr(args, field, [word.removeprefix(_WORD_MARK) for word in getattr(args, field)])
     return args
 
 
