@@ -93,8 +93,13 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
     assert where(answer) == [("rfcs", "geckos.md")]
     assert answer["workspaces"]["notes"]["hits"] == 0 and "status" in answer["workspaces"]["notes"]["note"]
     assert any(problem.startswith("notes: not searched") for problem in answer["query"]["problems"])
-    typed = engine.search_query("*", "gecko status:draft").to_wire()  # in the query: the same
-    assert ("rfcs", "geckos.md") in where(typed)
+    # In the query, the same: a workspace without the field is not searched for the filter's words instead.
+    typed = engine.search_query("*", "gecko status:draft").to_wire()
+    assert where(typed) == [("rfcs", "geckos.md")]
+    assert "none of its documents has the field 'status' that status:draft filters on" in \
+        typed["workspaces"]["notes"]["note"]
+    excluded = engine.search_query("*", "gecko -status:final", {"limit": 40}).to_wire()  # excludes nothing there
+    assert ("notes", "gecko.md") in where(excluded) and ("rfcs", "rfc-00.md") not in where(excluded)
 
 
 def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: Engine,

@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, invalid_params
+from autodoc_core.errors import INVALID_PARAMS, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.rank.hits import Hit
 from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
 from autodoc_core.search.stages import Stage
@@ -71,6 +71,23 @@ def resolve(asked: Any, known: list[str]) -> Scope:
         raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {', '.join(map(repr, unknown))} ({listed}); "
                            "add one with workspace.add", name=unknown[0], unknown=unknown, workspaces=known)
     return Scope(asked, names)
+
+
+def lacking_filters(filters: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """A search of several workspaces filters each by its own fields: ``filters`` maps each workspace to the
+    fields its query filters on (``type:adr``, not excluded), field -> the filter as typed. A workspace that
+    lacks a field another one filters on has no document the filter can match (its query would search the
+    filter's words instead): the filters it lacks, by workspace."""
+    asked = {field: typed for fields in filters.values() for field, typed in fields.items()}
+    return {name: [asked[field] for field in sorted(asked.keys() - fields.keys())] for name, fields in
+            filters.items() if asked.keys() - fields.keys()}
+
+
+def lacking_error(typed: list[str]) -> AutodocError:
+    """Why a workspace was not searched: a filter of the query names a field none of its documents has."""
+    fields = ", ".join(repr(filter_.partition(":")[0]) for filter_ in typed)
+    return AutodocError(INVALID_PARAMS, f"none of its documents has the field {fields} that "
+                        f"{' '.join(typed)} filters on", filters=typed)
 
 
 @dataclass

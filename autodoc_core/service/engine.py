@@ -29,11 +29,12 @@ from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.idle_core import SEARCHES
 from autodoc_core.related import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 from autodoc_core.retrieve import lexical
+from autodoc_core.retrieve.query import parse_query
 from autodoc_core.retrieve.semantic_stage import QueryVectors
 from autodoc_core.search.answer import SearchAnswer
 from autodoc_core.search.caches import Remembered, SearchCaches
 from autodoc_core.search.pipeline import SemanticSource, run_search, wants_semantic
-from autodoc_core.search.scope import EVERY, Scope, Searched
+from autodoc_core.search.scope import EVERY, Scope, Searched, lacking_error, lacking_filters
 from autodoc_core.search.scope import resolve as resolve_scope
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service import changes, documents, moves
@@ -377,11 +378,23 @@ class Engine:
         found = self._scope(name)
         parts = [self._part(name) for name in found.names]
         shared = QueryVectors() if len(parts) > 1 else None
+        if len(parts) > 1 and isinstance(query, str):
+            lacking = lacking_filters({part.name: self._filters_of(part.name, query) for part in parts})
+            for part in parts:
+                if part.name in lacking:
+                    part.error = lacking_error(lacking[part.name])
 
         def search_one(part: Searched, follower: SearchStream | None) -> SearchAnswer:
+            if part.error is not None:  # not searched (a filter its documents cannot match)
+                raise part.error
             return self._filling_said(part, self._search_one(part.name, query, opts, follower, shared))
 
         return search_scope(found, parts, search_one, limit_of(opts), stream)
+
+    def _filters_of(self, name: str, query: str) -> dict[str, str]:
+        """The fields ``query`` filters the workspace by (not excluded), field -> the filter as typed."""
+        parsed = parse_query(query, self._schema(self._workspace(name)))
+        return {facet.field: f"{facet.field}:{facet.value}" for facet in parsed.facets if not facet.negated}
 
     def _scope(self, scope: Any) -> Scope:
         with self.store.snapshot() as conn:
