@@ -628,3 +628,21 @@ def test_the_preview_marks_a_cjk_word_found_inside_a_clause(nvim, kb: Path) -> N
         end
         return found""")
     assert marked == ["事务"]
+
+
+def test_the_list_says_what_the_querys_filters_could_not_do(kb: Path, nvim) -> None:
+    """`type:adrr store` showed a blank "0 hits" in the picker, where the command line said the value matches no
+    document and named the values there are; a misspelt field searched as words said nothing either."""
+    write(kb, "adr/0002.md", "---\ntype: adr\nstatus: accepted\n---\n# ADR 2\n\n## Decision\n\n"
+                             "We keep one embedded relational store.\n")
+    settled(nvim)
+    index_once(nvim)
+    nvim.command("AutodocSearch")
+    nvim.input("type:adrr store")
+    title = ("local s = require('autodoc.picker').state; "
+             "return s.drawn and require('autodoc.picker.render').list_title(s.drawn)")
+    wait_for(lambda: "0 hits: type:'adrr' matches no document" in (lua(nvim, title) or ""), timeout=60,
+             what="the filter's problem in the list's title")
+    nvim.input("<C-u>statu:accepted store")
+    wait_for(lambda: "did you mean status:?" in (lua(nvim, title) or ""), timeout=60, what="the field's hint")
+    assert picker(nvim, "hits"), "the words were still searched"

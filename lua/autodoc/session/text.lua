@@ -178,6 +178,23 @@ function M.no_hits_reason(answer)
   end
 end
 
+--- What the query's parse or the search of a scope says went wrong ("type:'adrr' matches no document; its
+--- values here include 'adr', ...", "rfcs: not searched: ..."), the first of them and how many more; nil when
+--- nothing did. A long paste's terms left out are said apart.
+---@param answer autodoc.Answer
+---@return string|nil
+function M.first_problem(answer)
+  local problems = type(answer.query) == 'table' and answer.query.problems
+  if type(problems) ~= 'table' then
+    return nil
+  end
+  problems = vim.tbl_filter(function(p) return type(p) == 'string' and not p:find('^the query has ') end, problems)
+  if #problems == 0 then
+    return nil
+  end
+  return problems[1] .. (#problems > 1 and string.format(' (and %d more)', #problems - 1) or '')
+end
+
 --- The answer in a few words: the rerank outcome, the semantic state, a reason for no hits, or the hit count.
 ---@param answer autodoc.Answer
 ---@return string
@@ -210,9 +227,13 @@ function M.summary(answer)
     table.insert(parts, string.format('only the first %d of %d terms searched', #answer.query.terms,
       #answer.query.terms + left_out))
   end
-  local reason = M.no_hits_reason(answer)
+  local problem = M.first_problem(answer)
+  local reason = M.no_hits_reason(answer) or (#answer.hits == 0 and problem) or nil
   if reason then
     table.insert(parts, '0 hits: ' .. reason)
+  end
+  if problem and problem ~= reason then -- `statu:accepted` (did you mean status:?) with hits all the same
+    table.insert(parts, problem)
   end
   local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
   local coming = M.still_to_come(answer)
