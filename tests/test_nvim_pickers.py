@@ -93,7 +93,8 @@ def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
 MINI_PICK_VIEW = ("local s = MiniPick.get_picker_state(); local shown = vim.api.nvim_win_get_buf(s.windows.main); "
                   "return shown == s.buffers.main and 'list' or shown == s.buffers.preview and 'preview' or 'other'")
 MINI_PICK_CURRENT = ("local m = MiniPick.get_picker_matches(); local p = require('autodoc').picker_state().previewed; "
-                     "return { current = m.current and m.current.hit and m.current.hit.path, previewed = p and p.path }")
+                     "return { current = m.current and m.current.hit and m.current.hit.path, "
+                     "previewed = p and p.path }")
 
 
 def test_mini_pick_keeps_an_open_preview_when_the_list_refreshes(tmp_path: Path, notes: Path) -> None:
@@ -114,7 +115,8 @@ def test_mini_pick_keeps_an_open_preview_when_the_list_refreshes(tmp_path: Path,
         write(notes, "store.md", "# The relational store\n\nThe relational store keeps the relational store.\n")
         nvim.exec_lua("require('autodoc').index('kb')")  # the open list asks again: its items are set anew
         wait_for(lambda: ["relational store", "final"] in nvim.exec_lua("return _G.results")[asked:], timeout=60)
-        wait_for(lambda: "store.md" in (nvim.exec_lua(VISIBLE["mini_pick"]) or [""])[0])  # the list behind it has the new hit
+        # the list behind it has the new hit
+        wait_for(lambda: "store.md" in (nvim.exec_lua(VISIBLE["mini_pick"]) or [""])[0])
         wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview", what="the preview, open again after the refresh")
         shown = wait_for(lambda: (c := nvim.exec_lua(MINI_PICK_CURRENT))["previewed"] == c["current"] and c)
         assert shown["current"] == "store.md"  # the new current item, previewed
