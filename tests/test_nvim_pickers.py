@@ -292,8 +292,8 @@ def test_moving_between_a_short_and_a_long_file_previews_each_without_an_error(
     down, up = MOVE[module]
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
-        if module == "mini_pick":  # the fill's end refreshes the open list, and mini.pick then shows its list in
-            wait_semantic_ready(nvim)  # place of the preview: on a loaded machine that came mid-test
+        if module == "mini_pick":  # the fill's end refreshes the open list, and mini.pick then puts its current
+            wait_semantic_ready(nvim)  # item back on the first: on a loaded machine that came mid-test
         nvim.input(f":AutodocPick {name}<CR>")
         wait_for(lambda: nvim.exec_lua(f"return {STATE} ~= nil"))
         if module == "fzf_lua":
