@@ -90,6 +90,42 @@ def test_mini_pick_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> No
         assert nvim.current.window.cursor[0] == 3
 
 
+MINI_PICK_VIEW = ("local s = MiniPick.get_picker_state(); local shown = vim.api.nvim_win_get_buf(s.windows.main); "
+                  "return shown == s.buffers.main and 'list' or shown == s.buffers.preview and 'preview' or 'other'")
+MINI_PICK_CURRENT = ("local m = MiniPick.get_picker_matches(); local p = require('autodoc').picker_state().previewed; "
+                     "return { current = m.current and m.current.hit and m.current.hit.path, "
+                     "previewed = p and p.path }")
+
+
+def test_mini_pick_keeps_an_open_preview_when_the_list_refreshes(tmp_path: Path, notes: Path) -> None:
+    """Issue 51 (walk): mini.pick shows its list whenever items are set, so an open preview (<Tab>) gave way to
+    the list at every refresh (an index run's, a fill's, a later stage's). It stays, on the current item, until
+    the user's own <Tab>."""
+    init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1])
+    with neovim(tmp_path, init) as nvim:
+        wait_indexed(nvim)
+        wait_semantic_ready(nvim)
+        nvim.input(":AutodocPick mini.pick<CR>")  # mini.pick blocks until it closes: never nvim.command
+        wait_for(lambda: nvim.exec_lua("return MiniPick.is_picker_active()"))
+        nvim.input("relational store")
+        wait_full_answer(nvim, "mini_pick", "relational store")
+        nvim.input("<Tab>")
+        wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview")
+        asked = len(nvim.exec_lua("return _G.results"))
+        write(notes, "store.md", "# The relational store\n\nThe relational store keeps the relational store.\n")
+        nvim.exec_lua("require('autodoc').index('kb')")  # the open list asks again: its items are set anew
+        wait_for(lambda: ["relational store", "final"] in nvim.exec_lua("return _G.results")[asked:], timeout=60)
+        # the list behind it has the new hit
+        wait_for(lambda: "store.md" in (nvim.exec_lua(VISIBLE["mini_pick"]) or [""])[0])
+        wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview", what="the preview, open again after the refresh")
+        shown = wait_for(lambda: (c := nvim.exec_lua(MINI_PICK_CURRENT))["previewed"] == c["current"] and c)
+        assert shown["current"] == "store.md"  # the new current item, previewed
+        nvim.input("<Tab>")  # the user's toggle still closes it
+        wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "list")
+        nvim.input("<Tab>")
+        wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview")
+
+
 def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:
     init = picker_init(tmp_path, notes, "snacks.nvim", after=OPEN["snacks"][1])
     with neovim(tmp_path, init) as nvim:
@@ -256,8 +292,8 @@ def test_moving_between_a_short_and_a_long_file_previews_each_without_an_error(
     down, up = MOVE[module]
     with neovim(tmp_path, init) as nvim:
         wait_indexed(nvim)
-        if module == "mini_pick":  # the fill's end refreshes the open list, and mini.pick then shows its list in
-            wait_semantic_ready(nvim)  # place of the preview: on a loaded machine that came mid-test
+        if module == "mini_pick":  # the fill's end refreshes the open list, and mini.pick then puts its current
+            wait_semantic_ready(nvim)  # item back on the first: on a loaded machine that came mid-test
         nvim.input(f":AutodocPick {name}<CR>")
         wait_for(lambda: nvim.exec_lua(f"return {STATE} ~= nil"))
         if module == "fzf_lua":

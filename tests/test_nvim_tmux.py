@@ -167,6 +167,27 @@ def test_the_selection_shows_and_rows_keep_their_span_relevance_and_stages(
                  what="the prompt 'relational stores' without the refusal")
 
 
+def test_at_200_columns_the_list_takes_the_room_an_80_column_preview_leaves(tmp_path: Path, kb: Path) -> None:
+    """Issue 51 (walk): at 200 columns the list was half the picker, 90 cells, and cut a breadcrumb the screen
+    had room for. The preview keeps 80 cells, a comfortable read, and the list takes the rest: the breadcrumb
+    whole, beside the span, relevance and stages."""
+    crumb = "Runbook › After a crash › Taking the lease back"  # 47 cells: whole in 98, cut in 90
+    write(kb, "notes/runbook.md", "# Runbook\n\n## After a crash\n\n### Taking the lease back\n\n"
+                                  "Flush the journal, then restart the writer.\n")
+    with start_editor(tmp_path, kb, 200, True) as term:
+        term.wait_for_screen("~")
+        term.keys("\\/")
+        term.wait_for_screen("AutoDoc · kb")
+        term.keys("flush journal", literal=True)
+        shown = term.wait_for_screen("notes/runbook.md:", "[lexical+semantic]")  # the full answer
+        assert re.search(rf"notes/runbook\.md:\d+-\d+  {re.escape(crumb)}  \d\.\d\d  \[lexical\+semantic\]",
+                         shown), shown
+        widths = term.nvim.exec_lua("local s = require('autodoc.picker').state; "
+                                    "return { vim.api.nvim_win_get_width(s.list_win), "
+                                    "vim.api.nvim_win_get_width(s.preview_win) }")
+        assert widths == [98, 80], widths
+
+
 @pytest.mark.parametrize("source", ["telescope", "mini_pick", "snacks", "fzf_lua"])
 def test_each_picker_source_shows_its_selection_without_termguicolors(tmp_path: Path, kb: Path, source: str) -> None:
     """mini.pick drew its current row in MiniPickMatchCurrent, a link to CursorLine (gui colours only): at 80

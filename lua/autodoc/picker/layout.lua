@@ -34,8 +34,22 @@ end
 --- the list 36 cells, too few for a hit's path, span, relevance and stages.
 M.SIDE_BY_SIDE_COLUMNS = 120
 
---- 90% of the editor: prompt, list and toggles on the left half, the preview on the right; in a narrow
---- editor the prompt, list and toggles on top at full width, the preview beneath them.
+--- A preview this wide reads a Markdown file comfortably; past it, the list takes the room (its rows' breadcrumbs
+--- show whole), up to LIST_COLUMNS, which holds a deep path, a long breadcrumb and every badge; past that, halves.
+M.PREVIEW_COLUMNS = 80
+M.LIST_COLUMNS = 120
+
+--- The list's share of `width` cells side by side (the preview has the rest, less the borders between them).
+---@param width integer
+---@return integer
+local function list_columns(width)
+  local half = math.floor(width * 0.5)
+  return math.max(half, math.min(width - 2 - M.PREVIEW_COLUMNS, M.LIST_COLUMNS))
+end
+
+--- 90% of the editor: prompt, list and toggles on the left, the preview on the right (half each, until the
+--- preview has PREVIEW_COLUMNS); in a narrow editor the prompt, list and toggles on top at full width, the
+--- preview beneath them.
 ---@return autodoc.PickerGeometry
 function M.geometry()
   local width = math.floor(vim.o.columns * 0.9)
@@ -52,7 +66,7 @@ function M.geometry()
         height = math.max(1, height - list_height - 8) },
     }
   end
-  local left = math.floor(width * 0.5)
+  local left = list_columns(width)
   return {
     prompt = { row = row, col = col, width = left, height = 1 },
     list = { row = row + 3, col = col, width = left, height = height - 6 },

@@ -40,17 +40,52 @@ local function footer(session)
   return head .. problem .. '  ' .. status
 end
 
+--- Is mini.pick showing the preview (its `<Tab>`) in place of the list?
+---@param pick table mini.pick
+---@return boolean
+local function previewing(pick)
+  local state = pick.get_picker_state()
+  return vim.api.nvim_win_get_buf(state.windows.main) == state.buffers.preview
+end
+
+--- mini.pick shows its list whenever items are set (then says MiniPickMatch): a preview the user opened is opened
+--- again, on the new current item, by mini.pick's own toggle key, so that the user's next toggle closes it. The
+--- key goes before any the user typed meanwhile (typed while the preview showed). `reopen()` arms it for the
+--- next items set.
+---@param pick table mini.pick
+---@return fun() reopen
+local function keep_preview(pick)
+  local armed = false
+  local group = vim.api.nvim_create_augroup('autodoc-mini-pick-preview', { clear = true })
+  vim.api.nvim_create_autocmd('User', { group = group, pattern = 'MiniPickMatch', callback = function()
+    local key = armed and pick.is_picker_active() and pick.get_picker_opts().mappings.toggle_preview
+    armed = false
+    if key and key ~= '' then
+      vim.api.nvim_feedkeys(vim.keycode(key), 'ni', false) -- not typed: it reads no kept message
+    end
+  end })
+  vim.api.nvim_create_autocmd('User', { group = group, pattern = 'MiniPickStop', once = true, callback = function()
+    vim.api.nvim_del_augroup_by_id(group)
+  end })
+  return function() armed = true end
+end
+
 ---@param session autodoc.Session
 local function open(session)
   local pick = require('mini.pick')
   local name = footer(session)
+  local reopen_preview
   session.on_update = function()
     local opts = pick.is_picker_active() and pick.get_picker_opts()
     if not opts or opts.source.name ~= name then -- never into another picker opened since
       return
     end
+    local previewed = reopen_preview and previewing(pick)
     name = footer(session)
-    pick.set_picker_opts({ source = { name = name } })
+    pick.set_picker_opts({ source = { name = name } }) -- which matches again: the list shows
+    if previewed then
+      reopen_preview()
+    end
     pick.set_picker_items(sources.items(session, width(pick)))
   end
   local function chosen(items)
@@ -61,6 +96,7 @@ local function open(session)
   vim.api.nvim_create_autocmd('User', { pattern = 'MiniPickStart', once = true, callback = function()
     local win = pick.get_picker_state().windows.main
     vim.wo[win].winhighlight = 'MiniPickMatchCurrent:AutodocSelection'
+    reopen_preview = keep_preview(pick)
   end })
   if session.initial_query and session.initial_query ~= '' then
     vim.schedule(function() pick.set_picker_query(vim.split(session.initial_query, '')) end)
