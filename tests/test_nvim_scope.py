@@ -124,15 +124,16 @@ def row(nvim: pynvim.Nvim, width: int | None) -> str:
 @pytest.mark.parametrize("width", [120, 88, 70, 52, 44, 38])
 def test_rows_keep_the_file_name_and_span_before_the_badges(nvim: pynvim.Nvim, width: int) -> None:
     """Issue 51.5: `adr…es.md:22-26  0.73  [semantic+lexical+link]`: the badges gave way last. Now they shorten to
-    letters, then go, before the file name is cut; the label, the span and the relevance always show."""
+    letters, then go, before the file name is cut; the label, the span and the relevance always show. A new
+    user's walk: a row with room to spare dropped its breadcrumb for the badges' words (at 88): the badges take
+    letters while that keeps a breadcrumb."""
     text = row(nvim, width)
     assert nvim.funcs.strdisplaywidth(text) <= width, text
     assert text.startswith("handbook "), text  # the workspace label
     assert re.search(r"\.md:22-26  (.*  )?0\.73", text), text  # the span and the relevance, never cut
-    badges = {120: "[semantic+lexical+link]", 88: "[semantic+lexical+link]", 70: "[S+L+K]", 52: "[S+L+K]", 44: "",
-              38: ""}[width]
+    badges = {120: "[semantic+lexical+link]", 88: "[S+L+K]", 70: "[S+L+K]", 52: "[S+L+K]", 44: "", 38: ""}[width]
     assert text.endswith("0.73" + (badges and "  " + badges)), text
-    assert ("Rye  0.73" in text) == (width == 120), text  # the breadcrumb goes first
+    assert ("Rye  0.73" in text) == (width in (120, 88)), text  # the breadcrumb, when 8 cells of it fit
     if width >= 44:
         assert "2025-weekly-calls.md:22-26" in text, text  # the file name whole while the badges can give way
 
@@ -162,3 +163,20 @@ def test_setup_refuses_a_scope_it_does_not_know(nvim: pynvim.Nvim) -> None:
     problems = nvim.exec_lua("return select(2, require('autodoc.config').check({ scope = 'everything' }))")
     assert problems == ["'scope' must be 'all' (every workspace) or 'current', got \"everything\""]
     assert nvim.exec_lua("return require('autodoc.config').defaults.scope") == "all"
+
+
+def test_one_list_shows_its_badges_one_way(nvim: pynvim.Nvim) -> None:
+    """A new user's walk: one list mixed `[lexical+semantic]` and `[L+S]` (a long path needed letters, a short one
+    kept the words). When one row needs letters, every row of the list has them, in the built-in picker and the
+    sources alike (Session:row)."""
+    short = {**HIT, "path": "a.md", "breadcrumb": "A"}
+    answer = {**ANSWER, "hits": [short, HIT]}
+    rows = nvim.exec_lua("return (require('autodoc.picker.render').rows(...))", answer, 88)
+    assert rows[0].endswith("[S+L+K]") and rows[1].endswith("[S+L+K]"), rows
+    wide = nvim.exec_lua("return (require('autodoc.picker.render').rows(...))", answer, 140)
+    assert wide[0].endswith("[semantic+lexical+link]") and wide[1].endswith("[semantic+lexical+link]"), wide
+    sourced = nvim.exec_lua("""local answer, width = ...
+        local session = require('autodoc.session').new({ source = 'fzf-lua', background = true })
+        session.answer = answer
+        return { session:row(answer.hits[1], width), session:row(answer.hits[2], width) }""", answer, 88)
+    assert sourced == rows, sourced

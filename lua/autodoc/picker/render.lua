@@ -64,7 +64,9 @@ end
 ---@return string[] rows, integer label_cells
 function M.rows(answer, width)
   local cells = scope.label_cells(answer, width)
-  return vim.tbl_map(function(hit) return text.row(hit, width, scope.label(hit, cells)) end, answer.hits), cells
+  local function label_of(hit) return scope.label(hit, cells) end
+  local letters = text.letters(answer.hits, width, label_of)
+  return vim.tbl_map(function(hit) return (text.row(hit, width, label_of(hit), letters)) end, answer.hits), cells
 end
 
 --- The list's title: the answer's summary (autodoc.session.text).

@@ -43,6 +43,7 @@ local M = {}
 ---@field level autodoc.SessionLevel how far the newest ask is answered
 ---@field message string|nil shown in place of hits (an error, or why nothing is asked)
 ---@field notice string|nil a refusal, shown until the next keystroke
+---@field letters_known { answer: autodoc.Answer|nil, width: integer|nil, value: boolean }|nil Session:letters, once per answer and width
 ---@field tick integer every ask takes the next; answers to an older one are dropped
 ---@field asked_at integer|nil hrtime of the newest ask
 ---@field typed_at integer|nil hrtime of the keystroke behind it, when the view knows (its debounce)
@@ -379,7 +380,21 @@ end
 ---@param width integer|nil
 ---@return string
 function Session:row(hit, width)
-  return text.row(hit, width, self:label(hit, width))
+  return (text.row(hit, width, self:label(hit, width), self:letters(width)))
+end
+
+--- Whether this answer's rows at `width` show their badges in letters (text.letters), worked out once for both.
+---@param width integer|nil
+---@return boolean
+function Session:letters(width)
+  local known = self.letters_known
+  if not (known and known.answer == self.answer and known.width == width) then
+    local hits = self.answer and self.answer.hits or {}
+    known = { answer = self.answer, width = width,
+      value = text.letters(hits, width, function(hit) return self:label(hit, width) end) }
+    self.letters_known = known
+  end
+  return known.value
 end
 
 ---@return string e.g. 'AutoDoc · kb', with the folder's problem when it has one

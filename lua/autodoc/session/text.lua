@@ -93,32 +93,39 @@ end
 
 --- One hit as a row: `path:start-end  breadcrumb  relevance  [stages]`, `(superseded)` after a hit the engine
 --- demoted below its successor, and `label` (the hit's workspace, when several are searched) first. Given a
---- `width`, a row that would be wider loses the middle of its breadcrumb first, then the breadcrumb; then its
---- stage badges shorten to letters (`[L+S]`) before the path loses its folders' middle, and go before the file
---- name is cut: the label, the span, the relevance and the mark always show.
+--- `width`, a row that would be wider loses the middle of its breadcrumb first; then its stage badges shorten to
+--- letters (`[L+S]`) while that keeps a breadcrumb of 8 cells; then the breadcrumb goes, the badges shorten, the
+--- path loses its folders' middle, and the badges go before the file name is cut: the label, the span, the
+--- relevance and the mark always show. `letters`: the badges in letters from the start (a list shows them alike,
+--- M.letters). Returns the row and whether its badges are letters (or gone).
 ---@param hit autodoc.Hit
 ---@param width integer|nil the list's width in cells
 ---@param label string|nil
----@return string
-function M.row(hit, width, label)
+---@param letters boolean|nil
+---@return string row, boolean letters
+function M.row(hit, width, label, letters)
   if hit.folder then -- no span, relevance or stage: the folder and its Markdown files
-    return string.format('%s  %s', hit.path, hit.breadcrumb)
+    return string.format('%s  %s', hit.path, hit.breadcrumb), false
   end
   label = (label and label ~= '') and label .. ' ' or ''
   local span = string.format(':%d-%d', hit.line_start, hit.line_end)
   local relevance = string.format('  %.2f', tonumber(hit.relevance) or 0)
   local mark = hit.superseded == true and '  (superseded)' or ''
-  local stages_text = badges(hit.via or {}, false)
+  local via = hit.via or {}
+  local stages_text = badges(via, letters == true)
   local path, crumb = hit.path, hit.breadcrumb or ''
   if width then
-    local kept, path_cells, badge_cells = cells(label .. span .. relevance .. mark), cells(path), cells(stages_text)
-    local room = width - kept - badge_cells - path_cells - 2
-    if room >= 8 then
-      crumb = M.shorten_middle(crumb, room)
+    local kept, path_cells = cells(label .. span .. relevance .. mark), cells(path)
+    local function room() return width - kept - cells(stages_text) - path_cells - 2 end
+    if room() < 8 and crumb ~= '' and width - kept - #badges(via, true) - path_cells - 2 >= 8 then
+      stages_text = badges(via, true) -- the breadcrumb says which section it is: it outranks the badges' words
+    end
+    if room() >= 8 then
+      crumb = M.shorten_middle(crumb, room())
     else -- no room for a breadcrumb worth reading: the path gets what is left, the badges give way first
       crumb = ''
-      if kept + badge_cells + path_cells > width then
-        stages_text = badges(hit.via or {}, true) -- letters: ASCII, a cell each
+      if kept + cells(stages_text) + path_cells > width then
+        stages_text = badges(via, true) -- letters: ASCII, a cell each
         if kept + #stages_text + cells(file_name(path)) > width then -- the badges go before the name is cut
           stages_text = ''
         end
@@ -126,7 +133,26 @@ function M.row(hit, width, label)
       end
     end
   end
-  return label .. path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. relevance .. stages_text .. mark
+  local row = label .. path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. relevance .. stages_text .. mark
+  return row, #via > 0 and (stages_text == '' or stages_text == badges(via, true))
+end
+
+--- Whether a list of `hits` at `width` shows its badges in letters: when any row needs them, every row has them,
+--- so that one list never mixes `[lexical+semantic]` and `[L+S]`.
+---@param hits autodoc.Hit[]
+---@param width integer|nil
+---@param label_of fun(hit: autodoc.Hit): string
+---@return boolean
+function M.letters(hits, width, label_of)
+  if not width then
+    return false
+  end
+  for _, hit in ipairs(hits) do
+    if select(2, M.row(hit, width, label_of(hit))) then
+      return true
+    end
+  end
+  return false
 end
 
 ---@param session autodoc.Session
