@@ -100,7 +100,7 @@ def test_an_error_and_a_status_answer_stay_on_screen_while_progress_comes(tmp_pa
             term.nvim.command("set cmdheight=4")
             term.keys(":AutodocStatus", literal=True)
             term.keys("Enter")
-            both = ("autodoc: kb: 14 documents, 14 chunks, semantic partial", "other: 3 documents, 3 chunks")
+            both = ("autodoc: kb: 14 documents, 14 sections, semantic partial", "other: 3 documents, 3 sections")
             term.wait_for_screen(*both)
             wait_for_updates(term, 2)
             shown = term.screen()
@@ -142,7 +142,7 @@ def test_a_status_too_long_for_the_message_area_is_shown_in_a_float(tmp_path: Pa
             assert term.nvim.eval("&cmdheight") == 1
             term.keys(":AutodocStatus", literal=True)
             term.keys("Enter")
-            shown = term.wait_for_screen("autodoc: kb: 14 documents, 14 chunks", "other: 3 documents, 3 chunks")
+            shown = term.wait_for_screen("autodoc: kb: 14 documents, 14 sections", "other: 3 documents, 3 sections")
             assert "Press ENTER" not in shown, shown
             assert term.nvim.exec_lua("return 'answered'") == "answered"  # Neovim answers while it is shown
             assert "other: 3 documents" in term.nvim.exec_lua("return vim.fn.execute('messages')")  # kept there too

@@ -154,10 +154,10 @@ def test_a_deleted_folder_reads_as_gone_in_status_and_checkhealth(tmp_path, old_
               _G.status = err and vim.inspect(err) or require('autodoc.status').text('kb', result)
             end)""")
         status = wait_for(lambda: nvim.exec_lua("return _G.status"), timeout=60)
-        assert status.startswith(f"kb: folder {old} is gone (1 document, 1 chunk kept in the index"), status
+        assert status.startswith(f"kb: folder {old} is gone (1 document, 1 section kept in the index"), status
         assert "semantic" not in status
         report = checkhealth(nvim)
-        assert f"ERROR kb ({old}): folder {old} is gone (1 document, 1 chunk kept in the index" in report, report
+        assert f"ERROR kb ({old}): folder {old} is gone (1 document, 1 section kept in the index" in report, report
         assert f"OK kb ({old})" not in report
         assert "restore the folder" in report and "--call workspace.remove '[\"kb\"]'" in report
         assert ":AutodocWorkspaceRemove! kb" in report
@@ -188,16 +188,16 @@ def test_status_counts_have_thousands_separators_and_the_singular_for_one() -> N
         problem = {"path": "a.md", "kind": "warning", "reason": "malformed frontmatter"}
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 1234, "chunks": 31110, "semantic": "ready", "problems": [problem], "folder": "ok"})
-        assert text == "kb: 1,234 documents, 31,110 chunks, semantic ready, 1 file with problems"
+        assert text == "kb: 1,234 documents, 31,110 sections, semantic ready, 1 file with problems"
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, problem], "folder": "ok"})
-        assert text == "kb: 1 document, 1 chunk, semantic off, 1 file with problems"  # two of one file: one
+        assert text == "kb: 1 document, 1 section, semantic off, 1 file with problems"  # two of one file: one
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 1, "chunks": 1, "semantic": "off", "problems": [problem, {**problem, "path": "b.md"}],
             "folder": "ok"})
-        assert text == "kb: 1 document, 1 chunk, semantic off, 2 files with problems"
+        assert text == "kb: 1 document, 1 section, semantic off, 2 files with problems"
         embedder = {"embedded": 812, "total": 12496, "repeated_chunks": 3, "progress": {}}
         text = nvim.exec_lua("return require('autodoc.status').text(...)", "kb", {
             "documents": 648, "chunks": 12499, "semantic": "partial", "embedder": embedder, "folder": "ok"})
-        assert text == ("kb: 648 documents, 12,499 chunks, semantic partial · 812/12,496 embedded "
-                        "(3 chunks repeating another section, sharing its vector)")
+        assert text == ("kb: 648 documents, 12,499 sections, semantic partial · 812/12,496 embedded "
+                        "(3 sections repeating another section, sharing its vector)")

@@ -245,12 +245,12 @@ function M.report_workspace(ws, s, cmd)
     })
   else
     health.ok(string.format('%s (%s): %s, %s, %s', ws.name, ws.root, status_text.count(s.documents, 'document'),
-      status_text.count(s.chunks, 'chunk'), status_text.count(#s.problems, 'problem')))
+      status_text.count(s.chunks, 'section'), status_text.count(#s.problems, 'problem')))
   end
   if not rpc.value(s.embedder) then
     health.info('  embedder: off')
   else
-    health.info(string.format('  embedder: %s, semantic %s, %s/%s chunk texts embedded', s.embedder.model_fp,
+    health.info(string.format('  embedder: %s, semantic %s, %s/%s section texts embedded', s.embedder.model_fp,
       s.semantic, progress.thousands(s.embedder.embedded), progress.thousands(s.embedder.total)))
     M.report_encoder(s.embedder.encoder)
   end

@@ -1,4 +1,4 @@
---- :AutodocStatus: each workspace's documents, chunks and semantic state, and its files with problems in
+--- :AutodocStatus: each workspace's documents, sections and semantic state, and its files with problems in
 --- the quickfix list.
 local rpc = require('autodoc.rpc')
 local progress = require('autodoc.progress')
@@ -7,7 +7,7 @@ local state = require('autodoc.state')
 
 local M = {}
 
---- "1 document", "3,111 chunks": the count with the thousands separator, the noun in the singular for one.
+--- "1 document", "3,111 sections": the count with the thousands separator, the noun in the singular for one.
 ---@param number integer
 ---@param noun string
 ---@return string
@@ -52,14 +52,14 @@ function M.folder_fault(result)
   return fault and string.format(fault, result.root) or result.root_problem
 end
 
---- What the index keeps of a workspace whose folder cannot be read: "8 documents, 26 chunks kept in the index
+--- What the index keeps of a workspace whose folder cannot be read: "8 documents, 26 sections kept in the index
 --- and still searched".
 ---@param result table workspace.status's answer
 ---@return string
 function M.kept_text(result)
   return result.documents > 0
     and string.format('%s, %s kept in the index and still searched', M.count(result.documents, 'document'),
-      M.count(result.chunks, 'chunk'))
+      M.count(result.chunks, 'section'))
     or 'nothing indexed from it'
 end
 
@@ -73,8 +73,8 @@ local function folder_problem_text(ws, result)
     ws, M.folder_fault(result), M.kept_text(result), problems and ', ' .. problems or '')
 end
 
---- One line of a workspace's status: "kb: 30 documents, 3,111 chunks, semantic ready, 4 files with problems";
---- when its folder cannot be read, that first: "kb: folder /x is gone (8 documents, 26 chunks kept ...)".
+--- One line of a workspace's status: "kb: 30 documents, 3,111 sections, semantic ready, 4 files with problems";
+--- when its folder cannot be read, that first: "kb: folder /x is gone (8 documents, 26 sections kept ...)".
 ---@param ws string
 ---@param result table workspace.status's answer
 ---@return string
@@ -83,12 +83,12 @@ function M.text(ws, result)
     return folder_problem_text(ws, result)
   end
   local text = string.format('%s: %s, %s, semantic %s', ws, M.count(result.documents, 'document'),
-    M.count(result.chunks, 'chunk'), result.semantic)
+    M.count(result.chunks, 'section'), result.semantic)
   if rpc.value(result.embedder) and result.semantic ~= 'ready' then
     text = text .. ' · ' .. progress.embedding_text(ws, result.embedder, result.embedding_paused):gsub('^[^:]*: ', '')
     local repeated = rpc.value(result.embedder.repeated_chunks) or 0
-    if repeated > 0 then -- why the chunks outnumber the texts to embed
-      text = text .. string.format(' (%s repeating another section, sharing its vector)', M.count(repeated, 'chunk'))
+    if repeated > 0 then -- why the sections outnumber the texts to embed
+      text = text .. string.format(' (%s repeating another section, sharing its vector)', M.count(repeated, 'section'))
     end
   end
   local problems = file_problems(result)
@@ -120,7 +120,7 @@ local function say(lines, problems, level)
   screen.say_lines(lines, level) -- in a float when it needs more rows than 'cmdheight': no hit-enter prompt
 end
 
---- Say a workspace's documents, chunks and semantic state (every workspace's when `name` is nil).
+--- Say a workspace's documents, sections and semantic state (every workspace's when `name` is nil).
 ---@param name string|nil
 function M.show(name)
   local names = name and { name } or vim.tbl_keys(state.workspaces)
