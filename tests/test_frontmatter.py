@@ -169,3 +169,13 @@ def test_broken_schema_file_is_reported(engine, kb: Path, indexed) -> None:
     problems = engine.workspace_status("kb")["problems"]
     assert problems[0]["kind"] == "schema" and "unknown type 'strnig'" in problems[0]["reason"]
     assert load_schema(kb).common == {}
+
+
+def test_an_unclosed_quote_is_reported_at_its_own_line() -> None:
+    """A new user's walk: `title: "unclosed` on line 2 was reported at the end of the block ("found unexpected end
+    of stream"), where PyYAML noticed it, not where it is."""
+    found = split_frontmatter(["---", 'title: "unclosed', "status: draft", "---", "# Body"])
+    assert found.problem == ("malformed YAML frontmatter at line 2: while scanning a quoted scalar, found "
+                             "unexpected end of stream (line 3)"), found.problem
+    one_line = split_frontmatter(["---", "a: b: c", "---"])
+    assert one_line.problem.startswith("malformed YAML frontmatter at line 2: mapping values are not allowed")

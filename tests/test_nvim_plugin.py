@@ -245,6 +245,7 @@ def test_files_with_problems_are_counted_and_listed(nvim, kb: Path) -> None:
     assert sorted(nvim.funcs.bufname(item["bufnr"]).split("/")[-1] for item in items) == ["binary.md", "broken.md"]
     [yaml] = [item for item in items if nvim.funcs.bufname(item["bufnr"]).endswith("broken.md")]
     assert f"line {yaml['lnum']}" in yaml["text"] and yaml["lnum"] > 1, yaml  # it pointed at line 1
+    assert yaml["type"] == "W" and not yaml["text"].startswith("warning"), yaml  # shown `|4 warning| warning: ...`
     assert "files with problems: in the quickfix list" in nvim.exec_lua("return vim.fn.execute('messages')")
 
 

@@ -63,10 +63,7 @@ def _load_yaml(text: str, line_count: int) -> Frontmatter:
     try:
         data = yaml.load(text, Loader=_SafeLoader)
     except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        line = f" at line {where.line + 2}" if where is not None else ""
-        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return Frontmatter({}, line_count, f"malformed YAML frontmatter{line}: {reason}")
+        return Frontmatter({}, line_count, f"malformed YAML frontmatter{_yaml_fault(exc)}")
     except (RecursionError, ValueError) as exc:
         return Frontmatter({}, line_count, f"malformed YAML frontmatter: {exc}")
     if data is None:
@@ -331,3 +328,15 @@ def _coerce_scalar(value: Any, kind: str) -> str:
         except ValueError:
             raise CoercionError(f"expected a date (YYYY-MM-DD), got '{text}'") from None
     raise CoercionError(f"unknown type {kind}")
+
+
+def _yaml_fault(exc: yaml.YAMLError) -> str:
+    """Where and what: the line of the file (the '---' is line 1) where the broken construct began, when
+    PyYAML says ("at line 2: while scanning a quoted scalar, found unexpected end of stream (line 4)": an
+    unclosed quote on line 2 is found at the end), else where the problem was found."""
+    begun, found = getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    if begun is not None and context and found is not None and begun.line != found.line:
+        return f" at line {begun.line + 2}: {context}, {problem} (line {found.line + 2})"
+    return (f" at line {found.line + 2}" if found is not None else "") + f": {problem}"

@@ -101,7 +101,8 @@ local function add_problems(result, into)
   for _, problem in ipairs(result.problems or {}) do
     local line = tonumber(tostring(problem.reason):match('line (%d+)')) -- 'malformed YAML ... at line 4: ...'
     table.insert(into, { filename = result.root .. '/' .. problem.path, lnum = line or 1,
-      text = string.format('%s: %s', problem.kind, problem.reason), type = 'W' })
+      text = problem.kind == 'warning' and problem.reason or string.format('%s: %s', problem.kind, problem.reason),
+      type = 'W' }) -- the W says warning
   end
 end
 
