@@ -331,3 +331,20 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb:
     monkeypatch.setattr(symbols, "PHRASE_MIN_WORDS", 99)
     control = search(engine, line)
     assert control["query_shape"]["phrase"] == "" and control["hits"][0]["path"] != "reference/errors.md"
+
+
+def test_the_symbol_stage_goes_with_the_words_stage(engine, kb: Path) -> None:
+    """A new user's walk: with Lexical unchecked, rows read `[symbol+semantic]`, a stage with no box. The symbol
+    retriever matches the identifier word for word, beside the word search: off with it."""
+    from tests.model_servers import model_server
+
+    write(kb, "pool.md", "# Pool\n\n## Reclaiming\n\nCall `reclaimBatch(n)` to give pages back.\n")
+    with model_server("tei") as server:
+        engine.workspace_add("kb", str(kb))
+        engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
+        assert engine.workspace_index("kb", {"wait": "semantic"})["semantic"] == "ready"
+        both = engine.search_query("kb", "reclaimBatch").to_wire()
+        meaning = engine.search_query("kb", "reclaimBatch", {"stages": ["semantic"]}).to_wire()
+    assert "symbol" in both["stages"]["performed"] and "symbol" in both["hits"][0]["via"]
+    assert meaning["stages"]["performed"] == ["semantic"], meaning["stages"]
+    assert all(hit["via"] == ["semantic"] for hit in meaning["hits"]), meaning["hits"]

@@ -16,9 +16,9 @@ from autodoc_core.retrieve.query import BUILTIN_FACETS, FacetFilter, tag_key
 from autodoc_core.search.stages import Stage
 from autodoc_core.store.workspace import Workspace
 
-# The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside
-# the lexical stage when a query is identifier-shaped (``retrieval.symbol`` turns it off), and the
-# answer's ``stages.performed`` lists it as "symbol" when it did.
+# The stages a caller can ask for. The symbol retriever is not one of them: it runs by itself beside the
+# lexical stage, and only with it, when a query is identifier-shaped (``retrieval.symbol`` turns it off),
+# and the answer's ``stages.performed`` lists it as "symbol" when it did.
 STAGES = (Stage.LEXICAL, Stage.SEMANTIC, Stage.RERANK)
 # The stages that find hits: a search keeps at least one of them (rerank only reorders what they found).
 FINDERS = (Stage.LEXICAL, Stage.SEMANTIC)

@@ -85,7 +85,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
         found[Stage.LEXICAL], note = _lexical(run, frequencies, pool)
         notes.append(note)
         timer.lap("lexical")
-    if run.shape.shape == "identifier" and options.symbol:
+    if run.shape.shape == "identifier" and options.symbol and Stage.LEXICAL in options.stages:  # its words' stage
         found[Stage.SYMBOL] = _symbol_ranking(run, _ids(found, Stage.LEXICAL), pool)
         notes.append(StageNote.ran(Stage.SYMBOL))
         timer.lap("symbol")
