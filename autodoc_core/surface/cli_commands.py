@@ -188,11 +188,11 @@ def _print_answer(answer: dict[str, Any], as_json: bool, what: str, scope: Any, 
 
 
 def hit_rows(answer: dict[str, Any], several: bool) -> list[str]:
-    """One line a hit: ``path:line  breadcrumb  relevance``, led by the hit's workspace when ``several`` were
-    searched, whose paths are then the files as this shell opens them (``shell_path``); the location column
-    padded to the widest (up to PATH_COLUMN_MOST) so the breadcrumbs line up."""
+    """One line a hit: ``path:line  breadcrumb  relevance``, the path the file as this shell opens it
+    (``shell_path``), led by the hit's workspace when ``several`` were searched; the location column padded to
+    the widest (up to PATH_COLUMN_MOST) so the breadcrumbs line up."""
     hits = answer["hits"]
-    paths = [shell_path(hit, answer) if several else hit["path"] for hit in hits]
+    paths = [shell_path(hit, answer) for hit in hits]
     places = [f"{path}:{hit['line_start']}" for path, hit in zip(paths, hits, strict=True)]
     width = min(max(map(len, places), default=0), PATH_COLUMN_MOST)
     names = [hit.get("workspace") or "" for hit in hits]
@@ -207,7 +207,7 @@ def hit_rows(answer: dict[str, Any], several: bool) -> list[str]:
 
 def shell_path(hit: dict[str, Any], answer: dict[str, Any]) -> str:
     """The hit's file from the current directory: relative when it is below it, else absolute (a path relative
-    to its workspace's folder opens nothing when several workspaces were searched)."""
+    to its workspace's folder opens nothing from elsewhere)."""
     root = ((answer.get("workspaces") or {}).get(hit.get("workspace")) or {}).get("root")
     if not root:
         return hit["path"]
