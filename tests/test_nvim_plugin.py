@@ -164,15 +164,15 @@ def test_the_list_title_says_what_a_user_needs_to_know(nvim) -> None:
              "stages": {"performed": ["lexical", "semantic"], "skipped": skipped}}
     assert lua(nvim, title, words) == " 1 hit "
     guess = {**words, "hits": [{**hit, "via": ["semantic"]}]}
-    assert lua(nvim, title, guess) == " no section has these words: by meaning only "
+    assert lua(nvim, title, guess) == " 1 hit · no section has these words: by meaning only "
     failed = {**words, "rank": {"state": "error", "error": "the ranker did not answer"}}
-    assert lua(nvim, title, failed) == " not re-ranked: the ranker did not answer "
+    assert lua(nvim, title, failed) == " 1 hit · not re-ranked: the ranker did not answer "
     filling = {**words, "semantic": "partial"}
-    assert lua(nvim, title, filling) == " semantic partial "
+    assert lua(nvim, title, filling) == " 1 hit · semantic partial "  # the count first: a narrow title keeps it
     switched_off = {**filling, "stages": {"requested": ["lexical"], "performed": ["lexical"]}}
     assert lua(nvim, title, switched_off) == " 1 hit "
     cut = {**words, "query": {"terms": [f"w{i}" for i in range(64)], "terms_left_out": 36}}
-    assert lua(nvim, title, cut) == " only the first 64 of 100 terms searched "  # a long paste, cut silently
+    assert lua(nvim, title, cut) == " 1 hit · only the first 64 of 100 terms searched "  # a long paste, cut silently
 
 
 def test_an_index_run_that_changed_nothing_does_not_search_again(nvim) -> None:

@@ -265,6 +265,8 @@ function M.summary(answer)
   local coming = M.still_to_come(answer)
   if coming then -- a list that is not final says so, whatever else is said
     table.insert(parts, 1, count .. ' so far, ' .. coming)
+  elseif #answer.hits > 0 then -- first, so that a narrow title cut at its end keeps it
+    table.insert(parts, 1, count)
   end
   return #parts > 0 and table.concat(parts, ' · ') or count
 end
