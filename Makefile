@@ -72,7 +72,7 @@ bench: dev
 	$(BIN)/python -m tests.bench.encoder --shared $(SHARED) $(if $(ST_PYTHON),--st-python $(ST_PYTHON)) --out doc/benchmarks/encoder.md
 	$(BIN)/python -m tests.bench.idle_core --shared $(SHARED) --out doc/benchmarks/idle-core.md
 	$(BIN)/python -m tests.bench.shared_fill --shared $(SHARED) --out doc/benchmarks/shared-fill.md
-	$(BIN)/python -m tests.bench.fill_pace --shared $(SHARED) --out doc/benchmarks/fill-gap.md
+	$(BIN)/python -m tests.bench.fill_pace --shared $(SHARED) --blocks 10 --out doc/benchmarks/fill-gap.md
 	$(BIN)/python -m tests.bench.ready --shared $(SHARED) --reference $(READY_REFERENCE) --out doc/benchmarks/ready.md
 	$(BIN)/python -m tests.bench.retrieval --shared $(SHARED) --scale $(SCALE) --out doc/benchmarks/kb-retrieval.md
 	$(BIN)/python -m tests.bench.mcp --shared $(SHARED) --out doc/benchmarks/mcp.md
