@@ -121,7 +121,7 @@ def row(nvim: pynvim.Nvim, width: int | None) -> str:
                          "return require('autodoc.session.text').row(answer.hits[1], width, label)", ANSWER, width)
 
 
-@pytest.mark.parametrize("width", [120, 88, 70, 52, 44, 38])
+@pytest.mark.parametrize("width", [120, 94, 88, 70, 52, 44, 38])
 def test_rows_keep_the_file_name_and_span_before_the_badges(nvim: pynvim.Nvim, width: int) -> None:
     """Issue 51.5: `adr…es.md:22-26  0.73  [semantic+lexical+link]`: the badges gave way last. Now they shorten to
     letters, then go, before the file name is cut; the label, the span and the relevance always show. A new
@@ -131,9 +131,12 @@ def test_rows_keep_the_file_name_and_span_before_the_badges(nvim: pynvim.Nvim, w
     assert nvim.funcs.strdisplaywidth(text) <= width, text
     assert text.startswith("handbook "), text  # the workspace label
     assert re.search(r"\.md:22-26  (.*  )?0\.73", text), text  # the span and the relevance, never cut
-    badges = {120: "[semantic+lexical+link]", 88: "[S+L+K]", 70: "[S+L+K]", 52: "[S+L+K]", 44: "", 38: ""}[width]
+    badges = {120: "[semantic+lexical+link]", 94: "[S+L+K]", 88: "[S+L+K]", 70: "[S+L+K]", 52: "[S+L+K]", 44: "",
+              38: ""}[width]
     assert text.endswith("0.73" + (badges and "  " + badges)), text
-    assert ("Rye  0.73" in text) == (width in (120, 88)), text  # the breadcrumb, when 8 cells of it fit
+    assert ("Rye  0.73" in text) == (width in (120, 94, 88)), text  # the breadcrumb, when 8 cells of it fit
+    # The second walk: at 94 the words left the breadcrumb 12 cells (`Weekly…Rye`); in letters it is whole.
+    assert ("Weekly calls › Bread › Rye" in text) == (width in (120, 94)), text
     if width >= 44:
         assert "2025-weekly-calls.md:22-26" in text, text  # the file name whole while the badges can give way
 

@@ -13,7 +13,7 @@ from tests.conftest import write
 from tests.nvim import lua_string, neovim, outstanding, requests_sent, wait_for
 from tests.nvim.pickers import RECORD_RESULTS, VIEWS, open_view, picker_state, screen, shows, view_init, wait_indexed
 
-ROW = re.compile(r":\d+-\d+  .*  \d\.\d\d  \[[a-z+]+\]")  # span, breadcrumb, relevance, stages
+ROW = re.compile(r":\d+-\d+  .*  \d\.\d\d  \[([a-z+]+|[A-Z+]+)\]")  # span, breadcrumb, relevance, stages
 
 
 def two_workspaces(tmp_path: Path) -> str:
@@ -146,7 +146,7 @@ def test_rows_fit_the_width_and_keep_span_relevance_and_stages(
         clear_prompt(nvim)
         nvim.input("JSON storage engine files")  # the engine demotes the superseded ADR below its successor
         old = wait_for(lambda: [line for line in screen(nvim) if "adr/0001.md:" in line])[0]
-        assert re.search(r":\d+-\d+  (.*  )?\d\.\d\d  \[[a-z+]+\]  \(superseded\)$", old.rstrip()), old
+        assert re.search(r":\d+-\d+  (.*  )?\d\.\d\d  \[([a-z+]+|[A-Z+]+)\]  \(superseded\)$", old.rstrip()), old
 
 
 @pytest.mark.parametrize("view", VIEWS)

@@ -58,6 +58,9 @@ function M.shorten_middle(text, width)
   return table.concat(head) .. '…' .. table.concat(tail)
 end
 
+--- Fewer cells than this of a breadcrumb (`AD…ences`) say little: the badges take letters to give it more.
+M.CRUMB_READABLE = 16
+
 --- A stage badge's letter, when the badges are shortened (`[L+S]`; the legend is in :help autodoc-badges).
 M.BADGE_LETTERS = { lexical = 'L', semantic = 'S', symbol = 'Y', rank = 'R', facet = 'F', link = 'K', title = 'T' }
 
@@ -93,8 +96,9 @@ end
 
 --- One hit as a row: `path:start-end  breadcrumb  relevance  [stages]`, `(superseded)` after a hit the engine
 --- demoted below its successor, and `label` (the hit's workspace, when several are searched) first. Given a
---- `width`, a row that would be wider loses the middle of its breadcrumb first; then its stage badges shorten to
---- letters (`[L+S]`) while that keeps a breadcrumb of 8 cells; then the breadcrumb goes, the badges shorten, the
+--- `width`, a row that would be wider loses the middle of its breadcrumb first; its stage badges shorten to
+--- letters (`[L+S]`) before the breadcrumb gets fewer than CRUMB_READABLE cells (while that leaves it 8 at least);
+--- then the breadcrumb goes, the badges shorten, the
 --- path loses its folders' middle, and the badges go before the file name is cut: the label, the span, the
 --- relevance and the mark always show. `letters`: the badges in letters from the start (a list shows them alike,
 --- M.letters). Returns the row and whether its badges are letters (or gone).
@@ -117,7 +121,8 @@ function M.row(hit, width, label, letters)
   if width then
     local kept, path_cells = cells(label .. span .. relevance .. mark), cells(path)
     local function room() return width - kept - cells(stages_text) - path_cells - 2 end
-    if room() < 8 and crumb ~= '' and width - kept - #badges(via, true) - path_cells - 2 >= 8 then
+    local room_in_letters = width - kept - #badges(via, true) - path_cells - 2
+    if crumb ~= '' and room() < math.min(cells(crumb), M.CRUMB_READABLE) and room_in_letters >= 8 then
       stages_text = badges(via, true) -- the breadcrumb says which section it is: it outranks the badges' words
     end
     if room() >= 8 then
