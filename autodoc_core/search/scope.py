@@ -208,7 +208,8 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
     figures = weighed(answers, lexical_share, capped_from_above)
-    ranked = [(place >= _leading_holders(answer.hits), -round(figure, 4), place, order, name, hit)
+    holders = {name: _leading_holders(answer.hits) for name, answer in answers.items()}
+    ranked = [(place >= holders[name], -round(figure, 4), place, order, name, hit)
               for order, (name, answer) in enumerate(answers.items())
               for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True))]
     ranked.sort(key=lambda entry: entry[:4])

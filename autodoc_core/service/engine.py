@@ -378,7 +378,7 @@ class Engine:
         found = self._scope(name)
         parts = [self._part(name) for name in found.names]
         shared = QueryVectors() if len(parts) > 1 else None
-        if len(parts) > 1 and isinstance(query, str):
+        if len(parts) > 1 and isinstance(query, str) and ":" in query:  # a filter is `field:value`
             lacking = lacking_filters({part.name: self._filters_of(part.name, query) for part in parts})
             for part in parts:
                 if part.name in lacking:

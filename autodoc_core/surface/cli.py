@@ -220,7 +220,8 @@ POSITIONALS_ANYWHERE = {"search": "words", "status": "workspaces"}
 
 # A search's words that begin with '-' and name none of its options: an excluded word or facet
 # (-status:superseded, -draft) or a negative number (-32069). Marked so that argparse takes them as words.
-SEARCH_OPTIONS = ("-w", "--workspace", "-n", "--limit", "--json", "--db", "-h", "--help")
+SEARCH_VALUE_OPTIONS = ("-w", "--workspace", "-n", "--limit", "--db")  # each takes the next word
+SEARCH_OPTIONS = (*SEARCH_VALUE_OPTIONS, "--json", "-h", "--help")
 _WORD_MARK = "\0"
 
 
@@ -235,7 +236,7 @@ def _dashed_words_marked(argv: list[str]) -> list[str]:
         is_word = (not taken_by_option and word.startswith("-") and not word.startswith("--") and len(word) > 1
                    and word.split("=")[0] not in SEARCH_OPTIONS and not re.fullmatch(r"-n\d+", word))
         marked.append(_WORD_MARK + word if is_word else word)
-        taken_by_option = word in ("-w", "--workspace", "-n", "--limit", "--db")
+        taken_by_option = word in SEARCH_VALUE_OPTIONS
     return marked
 
 

@@ -98,9 +98,8 @@ end
 --- demoted below its successor, and `label` (the hit's workspace, when several are searched) first. Given a
 --- `width`, a row that would be wider loses the middle of its breadcrumb first; its stage badges shorten to
 --- letters (`[L+S]`) before the breadcrumb gets fewer than CRUMB_READABLE cells (while that leaves it 8 at least);
---- then the breadcrumb goes, the badges shorten, the
---- path loses its folders' middle, and the badges go before the file name is cut: the label, the span, the
---- relevance and the mark always show. `letters`: the badges in letters from the start (a list shows them alike,
+--- then the breadcrumb goes, the badges shorten, the path loses its folders' middle, and the badges go before
+--- the file name is cut: the label, the span, the relevance and the mark always show. `letters`: the badges in letters from the start (a list shows them alike,
 --- M.letters). Returns the row and whether its badges are letters (or gone).
 ---@param hit autodoc.Hit
 ---@param width integer|nil the list's width in cells
@@ -116,21 +115,22 @@ function M.row(hit, width, label, letters)
   local relevance = string.format('  %.2f', tonumber(hit.relevance) or 0)
   local mark = hit.superseded == true and '  (superseded)' or ''
   local via = hit.via or {}
-  local stages_text = badges(via, letters == true)
+  local in_letters = badges(via, true) -- ASCII, a cell each
+  local stages_text = letters and in_letters or badges(via, false)
   local path, crumb = hit.path, hit.breadcrumb or ''
   if width then
     local kept, path_cells = cells(label .. span .. relevance .. mark), cells(path)
     local function room() return width - kept - cells(stages_text) - path_cells - 2 end
-    local room_in_letters = width - kept - #badges(via, true) - path_cells - 2
+    local room_in_letters = width - kept - #in_letters - path_cells - 2
     if crumb ~= '' and room() < math.min(cells(crumb), M.CRUMB_READABLE) and room_in_letters >= 8 then
-      stages_text = badges(via, true) -- the breadcrumb says which section it is: it outranks the badges' words
+      stages_text = in_letters -- the breadcrumb says which section it is: it outranks the badges' words
     end
     if room() >= 8 then
       crumb = M.shorten_middle(crumb, room())
     else -- no room for a breadcrumb worth reading: the path gets what is left, the badges give way first
       crumb = ''
       if kept + cells(stages_text) + path_cells > width then
-        stages_text = badges(via, true) -- letters: ASCII, a cell each
+        stages_text = in_letters
         if kept + #stages_text + cells(file_name(path)) > width then -- the badges go before the name is cut
           stages_text = ''
         end
@@ -139,7 +139,7 @@ function M.row(hit, width, label, letters)
     end
   end
   local row = label .. path .. span .. (crumb ~= '' and '  ' .. crumb or '') .. relevance .. stages_text .. mark
-  return row, #via > 0 and (stages_text == '' or stages_text == badges(via, true))
+  return row, #via > 0 and (stages_text == '' or stages_text == in_letters)
 end
 
 --- Whether a list of `hits` at `width` shows its badges in letters: when any row needs them, every row has them,
