@@ -255,3 +255,18 @@ def test_an_identifier_word_for_word_comes_before_another_workspace_s_loose_matc
     assert where(answer)[0] == ("code", "mgmt.md") and ("prose", "note-1.md") in where(answer)
     relevance = [hit["relevance"] for hit in answer["hits"]]
     assert relevance == sorted(relevance, reverse=True)
+
+
+
+def test_merged_hits_carry_the_snippets_their_own_workspace_gives(engine: Engine, two: tuple[Path, Path]) -> None:
+    # Each workspace's search leaves snippets out; the merged hits get theirs once merged.
+    merged = engine.search_query("*", "gecko toe pads", {"limit": 6}).to_wire()
+    own = {(name, hit["chunk_id"]): hit["snippet"] for name in ("notes", "rfcs")
+           for hit in engine.search_query(name, "gecko toe pads", {"limit": 40}).to_wire()["hits"]}
+    assert {hit["workspace"] for hit in merged["hits"]} == {"notes", "rfcs"}
+    assert all(hit["snippet"] and hit["snippet"] == own[hit["workspace"], hit["chunk_id"]] for hit in merged["hits"])
+    bare = engine.search_query("*", "gecko toe pads", {"limit": 6, "snippets": False}).to_wire()
+    assert where(bare) == where(merged) and {hit["snippet"] for hit in bare["hits"]} == {""}
+    with pytest.raises(AutodocError) as refused:  # a bad option is still each workspace's error
+        engine.search_query("*", "gecko", {"snippets": "yes"})
+    assert refused.value.code == INVALID_PARAMS and "snippets" in refused.value.reason

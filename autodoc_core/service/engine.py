@@ -27,6 +27,7 @@ from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.providers import idle_core
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.idle_core import SEARCHES
+from autodoc_core.rank import hits as hit_rows
 from autodoc_core.related import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 from autodoc_core.retrieve import lexical
 from autodoc_core.retrieve.query import parse_query
@@ -378,6 +379,9 @@ class Engine:
         found = self._scope(name)
         parts = [self._part(name) for name in found.names]
         shared = QueryVectors() if len(parts) > 1 else None
+        snippets = len(parts) > 1 and (opts is None or isinstance(opts, dict) and opts.get("snippets", True) is True)
+        if snippets:  # made once, for the merged hits only
+            opts = {**(opts or {}), "snippets": False}
         if len(parts) > 1 and isinstance(query, str) and ":" in query:  # a filter is `field:value`
             lacking = lacking_filters({part.name: self._filters_of(part.name, query) for part in parts})
             for part in parts:
@@ -389,7 +393,14 @@ class Engine:
                 raise part.error
             return self._filling_said(part, self._search_one(part.name, query, opts, follower, shared))
 
-        return search_scope(found, parts, search_one, limit_of(opts), stream)
+        return search_scope(found, parts, search_one, limit_of(opts), stream,
+                            self._with_snippets if snippets else None)
+
+    def _with_snippets(self, answer: SearchAnswer) -> None:
+        """The merged answer's hits given their snippets (in place: they are the merge's copies)."""
+        with self.store.snapshot() as conn:
+            hit_rows.with_snippets(conn, [hit for hit in answer.hits if hit.chunk_id is not None],
+                                   answer.query.words)
 
     def _filters_of(self, name: str, query: str) -> dict[str, str]:
         """The fields ``query`` filters the workspace by (not excluded), field -> the filter as typed."""

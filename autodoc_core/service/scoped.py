@@ -19,6 +19,7 @@ from autodoc_core.search.scope import Scope, Searched, merged
 from autodoc_core.search.stream import SearchStream
 
 SearchOne = Callable[[Searched, SearchStream | None], SearchAnswer]
+Shape = Callable[[SearchAnswer], None]  # what a merged answer's hits get once merged (their snippets)
 
 
 def limit_of(opts: object) -> int:
@@ -28,12 +29,14 @@ def limit_of(opts: object) -> int:
 
 
 def search_scope(scope: Scope, parts: list[Searched], search_one: SearchOne, limit: int,
-                 stream: SearchStream | None = None) -> SearchAnswer:
+                 stream: SearchStream | None = None, shape: Shape | None = None) -> SearchAnswer:
     """Search every part (``search_one``), side by side, and merge their answers. A scope of one workspace raises
     its error; of several, a workspace that fails is named in the answer and the others answer (all failing
-    raises the first error)."""
+    raises the first error). ``shape``: done to a merged answer of several workspaces (each workspace's search
+    leaves out what only the merged hits need)."""
     started = time.perf_counter()
-    partials = _Partials(scope, parts, limit, stream) if stream is not None else None
+    shape = shape if len(parts) > 1 else None
+    partials = _Partials(scope, parts, limit, stream, shape) if stream is not None else None
 
     def run(part: Searched) -> None:
         follower = partials.follower(part) if partials is not None else None
@@ -49,6 +52,8 @@ def search_scope(scope: Scope, parts: list[Searched], search_one: SearchOne, lim
 
     _side_by_side(run, parts)
     whole = merged(scope, parts, limit, {})
+    if shape is not None:
+        shape(whole)
     if len(parts) > 1:
         whole.timing = {"total": round((time.perf_counter() - started) * 1000, 3),
                         **{f"workspace.{p.name}": p.answer.timing.get("total", 0.0) for p in parts if p.answer}}
@@ -81,8 +86,9 @@ class _Partials:
     stage) is kept; once every workspace has given one and some are partial, the merged partial answer is handed
     over, once."""
 
-    def __init__(self, scope: Scope, parts: list[Searched], limit: int, stream: SearchStream) -> None:
-        self.scope, self.parts, self.limit, self.stream = scope, parts, limit, stream
+    def __init__(self, scope: Scope, parts: list[Searched], limit: int, stream: SearchStream,
+                 shape: Shape | None) -> None:
+        self.scope, self.parts, self.limit, self.stream, self.shape = scope, parts, limit, stream, shape
         self.lock = threading.Lock()
         self.got: dict[str, tuple[SearchAnswer | None, bool]] = {}
         self.done = False
@@ -108,4 +114,6 @@ class _Partials:
             whole = merged(self.scope, copies, self.limit, {})
         except AutodocError:  # no workspace answered: the final answer says why
             return
+        if self.shape is not None:
+            self.shape(whole)
         self.stream.hand_over(whole)
