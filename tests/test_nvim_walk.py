@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import PROJECT, write
 from tests.nvim import wait_for
+from tests.nvim.plugin import list_lines
 from tests.nvim.terminal import Terminal, terminal
 from tests.nvim.walk import messages, mode, start_editor
 
@@ -41,10 +42,16 @@ def test_a_mistyped_workspace_is_said_and_stays_in_the_prompt_to_be_fixed(tmp_pa
     rfcs = two_workspaces(tmp_path, kb)
     with start_editor(tmp_path, kb, 80, rfcs) as term:
         ready(term)
-        term.keys(":AutodocSearch @nosuch relational store", literal=True)
+        term.keys(":AutodocSearch @nosuch-such-workspace relational store", literal=True)
         term.keys("Enter")
-        shown = term.wait_for_screen("@nosuch relational store", "no workspace 'nosuch' (there are @kb @rfcs")
+        shown = term.wait_for_screen("@nosuch-such-workspace relational store",
+                                     "no workspace 'nosuch-such-workspace' (there are")
         assert "Press ENTER" not in shown and mode(term) == "i", shown
+        said = "autodoc: no workspace 'nosuch-such-workspace' (there are @kb @rfcs; @* is every one)"
+        listed = list_lines(term.nvim)  # wrapped between words in the list, not cut at its edge
+        assert " ".join(listed) == said and len(listed) > 1, listed
+        width = term.nvim.exec_lua("return vim.api.nvim_win_get_width(require('autodoc.picker').state.list_win)")
+        assert all(len(line) <= width for line in listed), (width, listed)
         term.keys("C-u")  # the first key closes the kept message's float
         term.keys("@kb relational store", literal=True)
         shown = term.wait_for_screen("AutoDoc · kb", "adr/0002.md:")

@@ -237,6 +237,28 @@ function M.notice(state, text)
     footer_pos = 'left' })
 end
 
+--- `text`'s lines, each longer than `width` cells broken between words (the list does not wrap: its rows are
+--- hits, cut to fit).
+---@param text string
+---@param width integer
+---@return string[]
+local function between_words(text, width)
+  local lines = {}
+  for _, line in ipairs(vim.split(text, '\n')) do
+    local row = ''
+    for word in line:gmatch('%S+') do
+      if row ~= '' and vim.fn.strdisplaywidth(row .. ' ' .. word) > width then
+        table.insert(lines, row)
+        row = word
+      else
+        row = row == '' and word or row .. ' ' .. word
+      end
+    end
+    table.insert(lines, row)
+  end
+  return lines
+end
+
 --- Show `text` in place of the hits (an error, or why there is nothing to search).
 ---@param state autodoc.PickerState
 ---@param text string
@@ -245,8 +267,11 @@ function M.message(state, text)
     return
   end
   state.drawn = nil
-  set_lines(state.list_buf, vim.split(text, '\n'))
-  vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, 0, 0, { line_hl_group = 'ErrorMsg' })
+  local lines = between_words(text, vim.api.nvim_win_get_width(state.list_win))
+  set_lines(state.list_buf, lines)
+  for row = 0, #lines - 1 do
+    vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, row, 0, { line_hl_group = 'ErrorMsg' })
+  end
   vim.api.nvim_win_set_config(state.list_win, { title = ' autodoc ', title_pos = 'left' })
   M.preview(state)
 end
