@@ -258,6 +258,32 @@ def test_an_identifier_word_for_word_comes_before_another_workspace_s_loose_matc
 
 
 
+def test_an_identifier_in_a_sentence_does_not_put_its_holders_first(engine: Engine, tmp_path: Path) -> None:
+    """Only a pasted identifier's holders lead the merged list. In a sentence the identifier is one word among
+    others (in its own workspace too, fuse.symbol_only_last): the page that answers the sentence is not pushed
+    below every section elsewhere that merely names the identifier (the KEPs' sections naming gRPC came before
+    techdocs' page on a failed gRPC message)."""
+    guide, code = tmp_path / "guide", tmp_path / "code"
+    write(guide, "retries.md", "# Retries\n\n## How failed calls are retried\n\nFailed calls are retried three "
+                               "times with a growing backoff; failed calls retried past the budget are dropped.\n")
+    for n in range(3):
+        write(code, f"module-{n}.md", f"# Module {n}\n\n## Loader\n\nThe loader of module {n} calls `fetchBatch` "
+                                      "once at start.\n")
+    for folder in (guide, code):
+        for topic in ("stoves", "kites", "boats", "maps", "clocks", "fences"):
+            write(folder, f"misc/{topic}.md", f"# {topic.title()}\n\nA note about {topic} and nothing else.\n")
+    for name, folder in (("guide", guide), ("code", code)):
+        engine.workspace_add(name, str(folder))
+        engine.workspace_configure(name, NO_EMBEDDER)
+        engine.workspace_index(name)
+    query = "how are failed calls retried by fetchBatch"
+    own = engine.search_query("code", query, {"limit": 5}).to_wire()
+    assert own["query_shape"]["identifiers"] == ["fetchBatch"] and not own["query_shape"]["pasted"]
+    assert [hit["path"] for hit in own["hits"] if "symbol" in hit["via"]] == [f"module-{n}.md" for n in range(3)]
+    answer = engine.search_query("*", query, {"limit": 5}).to_wire()
+    assert where(answer)[0] == ("guide", "retries.md"), where(answer)
+
+
 def test_merged_hits_carry_the_snippets_their_own_workspace_gives(engine: Engine, two: tuple[Path, Path]) -> None:
     # Each workspace's search leaves snippets out; the merged hits get theirs once merged.
     merged = engine.search_query("*", "gecko toe pads", {"limit": 6}).to_wire()

@@ -9,8 +9,8 @@ match each hit has on scales that hold between workspaces (``weighed``): its BM2
 could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
 workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
 hit is judged by its own match, not its place), and a workspace whose semantic stage is not ready is compared on
-the words alone, which every workspace searched. The sections holding an identifier word for word lead the merged
-list, as they lead their own workspace's.
+the words alone, which every workspace searched. The sections holding a pasted identifier word for word lead
+the merged list, as they lead their own workspace's.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
     figures = weighed(answers, lexical_share, capped_from_above)
-    holders = {name: _leading_holders(answer.hits) for name, answer in answers.items()}
+    holders = {name: _leading_holders(answer) for name, answer in answers.items()}
     ranked = [(place >= holders[name], -round(figure, 4), place, order, name, hit)
               for order, (name, answer) in enumerate(answers.items())
               for place, (hit, figure) in enumerate(zip(answer.hits, figures[name], strict=True))]
@@ -218,11 +218,15 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
             for later, shown, _, _, name, hit in ranked[:limit]]
 
 
-def _leading_holders(hits: list[Hit]) -> int:
-    """How many of a workspace's first hits the symbol retriever found (the identifier word for word): they come
-    before the other workspaces' hits that only share its words or meaning, as they come first in their own
-    workspace (``fuse.holders_first``)."""
-    return next((place for place, hit in enumerate(hits) if Stage.SYMBOL not in hit.via), len(hits))
+def _leading_holders(answer: SearchAnswer) -> int:
+    """How many of a workspace's first hits the symbol retriever found when the query is an identifier and
+    nothing else (pasted): they hold it word for word and come before the other workspaces' hits that only
+    share its words or meaning, as they come first in their own workspace (``fuse.holders_first``). In a
+    sentence an identifier is one word among others (``fuse.symbol_only_last``): none lead."""
+    shape = answer.report.query_info.shape
+    if shape is None or not shape.pasted:
+        return 0
+    return next((place for place, hit in enumerate(answer.hits) if Stage.SYMBOL not in hit.via), len(answer.hits))
 
 
 def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Searched],
