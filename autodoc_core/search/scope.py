@@ -8,9 +8,10 @@ query; a words-only list's is flat, by rank), so it cannot tell which workspace 
 match each hit has on scales that hold between workspaces (``weighed``): its BM25 over what the query's words
 could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
 workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
-hit is judged by its own match, not its place), and a workspace whose semantic stage is not ready is compared on
-the words alone, which every workspace searched. The sections holding a pasted identifier word for word lead
-the merged list, as they lead their own workspace's.
+hit is judged by its match, not its place: the best match at or below it in its own list, which keeps that
+list's order), and a workspace whose semantic stage is not ready is compared on the words alone, which every
+workspace searched. The sections holding a pasted identifier word for word lead the merged list, as they lead
+their own workspace's.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from autodoc_core.search.stages import Stage
 EVERY = "*"
 READINESS = ("off", "switching", "partial", "ready")  # least ready first
 # The words' part of a hit's weighed relevance when every workspace ran both retrievers with one encoder (the
-# cosine's is the rest): chosen on the tuning halves of techdocs-dev, SciFact train and keps-dev merged into one
-# database (tests/bench/scope.py, doc/benchmarks/scope.md).
-LEXICAL_SHARE = 0.4
+# cosine's is the rest): chosen on the tuning pools (the even halves of techdocs-dev, SciFact train and keps-dev
+# and the held-out sets earlier rounds tuned on), whole corpora merged into one database (tests/bench/scope.py,
+# doc/benchmarks/scope.md).
+LEXICAL_SHARE = 0.25
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
@@ -148,13 +150,14 @@ def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
 
 
 def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE,
-            capped_from_above: bool = True) -> dict[str, list[float]]:
+            capped_from_above: bool = False) -> dict[str, list[float]]:
     """Each workspace's hits' weighed relevance, in their order: their match on the scales every workspace was
     measured on, each over the best of all the hits (0..1), blended (``lexical_share`` of the words' when both
-    are shared); a hit gets at most the figure of the hit its workspace ranked above it (as ``in_relevance_order``
-    shows relevance), so each list keeps its order. Without a shared scale (a listing of documents by facets), the
-    hits' own relevance. ``capped_from_above`` False: at least the figure of any hit below it instead (the
-    benchmark's comparison: it lost more on the tuning sets with the semantic stage)."""
+    are shared); a hit gets at least the figure of any hit its workspace ranked below it, so each list keeps its
+    order and a workspace's first hits stand for its best match (its own ranking, which weighed more than these
+    two figures, put them first). Without a shared scale (a listing of documents by facets), the hits' own
+    relevance. ``capped_from_above``: at most the figure of the hit above it instead (the benchmark's
+    comparison: it lost more on the tuning pools, words only and with the semantic stage)."""
     lexical, semantic = _shared_scales(answers)
     if not (lexical or semantic):
         return {name: [hit.relevance for hit in answer.hits] for name, answer in answers.items()}
@@ -204,7 +207,7 @@ def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, fl
 
 
 def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE,
-                 capped_from_above: bool = True) -> list[Hit]:
+                 capped_from_above: bool = False) -> list[Hit]:
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
     figures = weighed(answers, lexical_share, capped_from_above)

@@ -6,14 +6,13 @@ three labelled workspaces together; hits are told apart by workspace, so a hit o
 as relevant. Recall@3 and nDCG@10 (by document, as tests/bench/retrieval.py) of both, and the difference.
 
 The merged list is the product's own: each workspace's answer from ``Engine._search_one`` (what a search of a
-scope runs for each workspace) merged by ``search.scope._merged_hits``; ``LEXICAL_SHARE`` is chosen here on the
-tuning halves (even lines) of techdocs-dev, SciFact train and keps-dev and reported on the odd halves and on two
-held-out sets no decision used. Words only on the whole corpora; every stage on part of each corpus (the
-documents the chosen queries are about and a seeded sample of the others), as embedding whole corpora takes hours
-on 2 cores.
+scope runs for each workspace) merged by ``search.scope._merged_hits``. Whole corpora, embedded with the default
+local model (about 13 minutes on 2 idle cores, once: keep the database with ``--db``), every stage and words only.
+``LEXICAL_SHARE`` is chosen here on the tuning pools and reported on the reporting pools (``pooled_sets``).
+``--only semantic`` measures the earlier subset of each corpus (``semantic_sets``) instead.
 
-Speed: the median wall time of ``Engine.search_query`` for one workspace, two (techdocs and the KEPs) and four
-(words only), and one, two and three on the semantic subset (every stage), over the reporting queries.
+Speed: the median wall time of ``Engine.search_query`` for one workspace, two (techdocs and the KEPs) and four,
+every stage and words only, over the reporting queries.
 
     python -m tests.bench.scope --shared ../shared [--db /tmp/scope.db] --out doc/benchmarks/scope.md
 """
@@ -27,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from autodoc_core.providers.embedders import DEFAULT_EMBEDDER
 from autodoc_core.retrieve.semantic_stage import QueryVectors
 from autodoc_core.search import scope as scope_merge
 from autodoc_core.search.answer import SearchAnswer
@@ -55,8 +55,36 @@ def query_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
     return sets
 
 
-def database(engine: Engine, shared: Path) -> None:
-    """The four corpora indexed (words only) into the engine's database, unless they are there already."""
+EARLIER_SETS = ("heldout", *(f"heldout{n}" for n in (2, 3, 4, 5, 6, 7, 8, 11, 12)))
+PART = None  # a set's role: a part of a reporting pool, shown on its own (tuning is True, reporting False)
+
+
+def pooled_sets(shared: Path) -> list[tuple[str, str, list[dict], bool | None]]:
+    """The whole corpora's pools, by corpus: tuning (the even halves, and for techdocs and the KEPs the held-out
+    sets earlier rounds tuned single-workspace retrieval on, which no decision of the merge had read) and
+    reporting (the odd halves, and for techdocs and the KEPs heldout9 and heldout10, held out from every
+    decision), then each reporting pool's parts on their own. A pool of about 100 queries tells a loss of 0.02
+    from none (one query moves a set of 40 by 0.025)."""
+    local = ROOT / "tests" / "bench" / "eval"
+    halves = {(ws, tuning): queries for name, ws, queries, tuning in query_sets(shared)[:6]}
+    held = {ws: [(f"{ws}-{name}", load_queries(local / f"{ws}-{name}.jsonl")) for name in ("heldout9", "heldout10")]
+            for ws in ("techdocs", "keps")}
+    sets: list[tuple[str, str, list[dict], bool | None]] = []
+    for ws in LABELLED:
+        earlier = [q for name in EARLIER_SETS for q in load_queries(local / f"{ws}-{name}.jsonl")] if ws in held else []
+        sets.append((f"{ws} tuning pool", ws, halves[ws, True] + earlier, True))
+    for ws in LABELLED:
+        sets.append((f"{ws} reporting pool", ws, halves[ws, False] + [q for _, qs in held.get(ws, []) for q in qs],
+                     False))
+    for ws in held:
+        sets += [(f"{ws} odd half (part)", ws, halves[ws, False], PART),
+                 *((f"{name} (part)", ws, queries, PART) for name, queries in held[ws])]
+    return sets
+
+
+def database(engine: Engine, shared: Path, embedded: bool = False) -> None:
+    """The four corpora indexed (words only) into the engine's database, unless they are there already;
+    ``embedded``: every one embedded with the default local model too (about 13 minutes on 2 idle cores)."""
     known = {ws["name"] for ws in engine.workspace_list()}
     for name, folder in CORPORA.items():
         if name not in known:
@@ -65,6 +93,11 @@ def database(engine: Engine, shared: Path) -> None:
             started = time.perf_counter()
             engine.workspace_index(name)
             print(f"indexed {name} in {time.perf_counter() - started:.0f} s", flush=True)
+    for name in CORPORA if embedded else ():
+        engine.workspace_configure(name, {"embedder": DEFAULT_EMBEDDER})
+        started = time.perf_counter()
+        engine.workspace_index(name, {"wait": "semantic"})
+        print(f"embedded {name} in {time.perf_counter() - started:.0f} s", flush=True)
 
 
 SEMANTIC_QUERIES = 60  # per labelled set: the first of its lines (half tuning, half reporting as above)
@@ -155,13 +188,14 @@ def _round_robin(answers: dict[str, SearchAnswer]) -> list:
     return [hit for row in zip(*lists, strict=False) for hit in row]
 
 
-MERGES = {"each hit's match (the product)": lambda answers, share: scope_merge._merged_hits(answers, 50, share),
-          "each hit's match, raised to any below it": lambda answers, share: scope_merge._merged_hits(
-              answers, 50, share, capped_from_above=False),
+MERGES = {"each hit's match, raised to any below it (the product)": lambda answers, share: scope_merge._merged_hits(
+              answers, 50, share),
+          "each hit's match, capped by the one above it": lambda answers, share: scope_merge._merged_hits(
+              answers, 50, share, capped_from_above=True),
           "each workspace's own relevance": lambda answers, share: _by_local_relevance(answers),
           "round robin": lambda answers, share: _round_robin(answers)}
 PRODUCT = next(iter(MERGES))
-SHARES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+SHARES = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
 
 
 def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune: bool,
@@ -178,7 +212,8 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune:
         return figures([ranked(MERGES[merge](a, share)) for a in answers], queries, workspace)
 
     def tuning_loss(share: float) -> float:
-        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share)[i] for n, c in captures.items() if c[3]
+        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share)[i] for n, c in captures.items()
+                                if c[3] is True
                                 for i in (0, 1))
 
     lines = []
@@ -186,7 +221,7 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune:
     if tune:
         losses = {s: tuning_loss(s) for s in SHARES}
         chosen = min(SHARES, key=lambda s: (round(losses[s], 4), abs(s - 0.5)))
-        lines += ["LEXICAL_SHARE tried on the tuning halves (mean of Recall@3 and nDCG@10 lost):", "",
+        lines += ["LEXICAL_SHARE tried on the tuning sets (mean of Recall@3 and nDCG@10 lost):", "",
                   "| LEXICAL_SHARE | mean loss |", "|---|---|", *(f"| {s} | {loss:+.4f} |" for s, loss in
                                                                   losses.items()),
                   "", f"Lowest: {chosen}; the product's LEXICAL_SHARE is {share}.", ""]
@@ -204,7 +239,7 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune:
         cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share) for m in others)]
         lines.append(f"| {name} | {' | '.join(cells)} |")
     worst = min(min(together(n, PRODUCT, share)[i] - alone[n][i] for i in (0, 1))
-                for n, c in captures.items() if not c[3])
+                for n, c in captures.items() if c[3] is False)
     return lines, worst
 
 
@@ -276,33 +311,44 @@ def hybrid_speed(shared: Path, db: Path) -> list[str]:
                                        "three (*)": "*"}, {}, list(LABELLED))
 
 
+def every_stage_speed(engine: Engine, shared: Path) -> list[str]:
+    """The whole corpora, every stage (the query embedded once for every workspace)."""
+    queries = [(ws, q["query"]) for name, ws, qs, tuning in query_sets(shared) if not tuning for q in qs][::3]
+    return speed(engine, queries, {"one (its own)": None, "two (techdocs, keps)": ["techdocs", "keps"],
+                                   "four (*)": "*"}, {}, list(CORPORA))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     parser.add_argument("--db", type=Path, help="a database to keep between runs (built when missing)")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--only", choices=("quality", "speed", "build", "semantic"))
-    parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing)")
+    parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing; "
+                        "--only semantic)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
-        database(engine, args.shared)
+        if args.only == "semantic":
+            print("\n".join(semantic_quality(args.shared, args.semantic_db or Path(scratch) / "semantic.db")))
+            return 0
+        database(engine, args.shared, embedded=True)
         if args.only == "build":
             return 0
         lines = ["# Every workspace at once: one merged list against each workspace alone", "",
-                 f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}, 2 cores shared with other "
-                 "jobs (times are noisy; ratios compare runs taken side by side). Reproduce: `python -m "
+                 f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}. Reproduce: `python -m "
                  "tests.bench.scope --shared ../shared --out doc/benchmarks/scope.md` (`make bench`).", ""]
         if args.only in (None, "quality"):
-            quality_lines, worst = quality(engine, query_sets(args.shared), tune=False, options=OPTIONS)
-            lines += ["## Ranking, words only (whole corpora)", "", *quality_lines, "",
-                      f"Worst difference on a reporting set: {worst:+.3f} (target: no more than 0.02 lower).", ""]
-        if args.only in (None, "semantic"):
-            lines += ["## Ranking with the semantic stage (part of each corpus)", "",
-                      *semantic_quality(args.shared, args.semantic_db or Path(scratch) / "semantic.db"), ""]
+            semantic_lines, worst = quality(engine, pooled_sets(args.shared), tune=True,
+                                            options={"limit": 50, "snippets": False})
+            lines += ["## Ranking with every stage (whole corpora)", "", *semantic_lines, "",
+                      f"Worst difference on a reporting pool: {worst:+.3f} (target: no more than 0.02 lower).", ""]
+            words_lines, worst = quality(engine, pooled_sets(args.shared), tune=False, options=OPTIONS)
+            lines += ["## Ranking, words only (whole corpora; as while no workspace has its vectors yet)", "",
+                      *words_lines, "",
+                      f"Worst difference on a reporting pool: {worst:+.3f} (target: no more than 0.02 lower).", ""]
         if args.only in (None, "speed"):
-            lines += ["## Speed", "", "### Words only, whole corpora", "", *words_speed(engine, args.shared), "",
-                      "### Every stage, the semantic subset", "",
-                      *hybrid_speed(args.shared, args.semantic_db or Path(scratch) / "semantic.db"), ""]
+            lines += ["## Speed", "", "### Every stage, whole corpora", "", *every_stage_speed(engine, args.shared),
+                      "", "### Words only, whole corpora", "", *words_speed(engine, args.shared), ""]
     text = "\n".join(lines)
     if args.out:
         args.out.write_text(text)
