@@ -74,6 +74,11 @@ def list_lines(nvim) -> list[str]:
                      "return s and vim.api.nvim_buf_get_lines(s.list_buf, 0, -1, false) or {}")
 
 
+def list_message(nvim) -> str:
+    """The message the list shows in place of hits, its rows (broken between words at the list's width) joined."""
+    return " ".join(list_lines(nvim))
+
+
 def ready(nvim) -> None:
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces.kb ~= nil"))
 
