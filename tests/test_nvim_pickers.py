@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PROJECT, write
-from tests.nvim import neovim, python_line, requests_sent, rtp, setup_call, wait_for, wait_semantic_ready
+from tests.nvim import lua_string, neovim, python_line, requests_sent, rtp, setup_call, wait_for, wait_semantic_ready
 from tests.nvim.pickers import (
     COUNT_INDEXED,
     OPEN,
@@ -101,9 +101,12 @@ def test_mini_pick_keeps_an_open_preview_when_the_list_refreshes(tmp_path: Path,
     """Issue 51 (walk): mini.pick shows its list whenever items are set, so an open preview (<Tab>) gave way to
     the list at every refresh (an index run's, a fill's, a later stage's). It stays, on the current item, until
     the user's own <Tab>."""
-    init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1])
+    other = tmp_path / "other"  # a second workspace, for <M-w>
+    write(other, "store.md", "# Other store\n\nA relational store of another team.\n")
+    init = picker_init(tmp_path, notes, "mini.pick", after=OPEN["mini_pick"][1]).replace(
+        "name = 'kb', path = ", f"name = 'other', path = {lua_string(other)} }}, {{ name = 'kb', path = ")
     with neovim(tmp_path, init) as nvim:
-        wait_indexed(nvim)
+        wait_for(lambda: nvim.exec_lua("return _G.indexed") >= 2, what="both workspaces indexed")
         wait_semantic_ready(nvim)
         nvim.input(":AutodocPick mini.pick<CR>")  # mini.pick blocks until it closes: never nvim.command
         wait_for(lambda: nvim.exec_lua("return MiniPick.is_picker_active()"))
@@ -124,6 +127,12 @@ def test_mini_pick_keeps_an_open_preview_when_the_list_refreshes(tmp_path: Path,
         wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "list")
         nvim.input("<Tab>")
         wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview")
+        asked = len(nvim.exec_lua("return _G.results"))
+        assert nvim.exec_lua("return MiniPick.get_picker_opts().source.name").startswith("AutoDoc · all")
+        nvim.input("<M-w>")  # the next scope (the walk: its list showed, the preview closed)
+        wait_for(lambda: nvim.exec_lua("return MiniPick.get_picker_opts().source.name").startswith("AutoDoc · kb"))
+        wait_for(lambda: ["relational store", "final"] in nvim.exec_lua("return _G.results")[asked:], timeout=60)
+        wait_for(lambda: nvim.exec_lua(MINI_PICK_VIEW) == "preview", what="the preview, open after <M-w>")
 
 
 def test_snacks_picker_streams_previews_and_jumps(tmp_path: Path, notes: Path) -> None:

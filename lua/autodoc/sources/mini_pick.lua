@@ -75,18 +75,23 @@ local function open(session)
   local pick = require('mini.pick')
   local name = footer(session)
   local reopen_preview
+  local still_wanted = false -- the preview was open when the list emptied (a new scope, a new query)
   session.on_update = function()
     local opts = pick.is_picker_active() and pick.get_picker_opts()
     if not opts or opts.source.name ~= name then -- never into another picker opened since
       return
     end
-    local previewed = reopen_preview and previewing(pick)
+    local previewed = reopen_preview and (previewing(pick) or still_wanted)
+    local items = sources.items(session, width(pick))
+    -- mini.pick previews nothing without a hit: the wish waits for the list that has one
+    local has_hit = vim.iter(items):any(function(item) return item.hit ~= nil end)
+    still_wanted = previewed and not has_hit
     name = footer(session)
     pick.set_picker_opts({ source = { name = name } }) -- which matches again: the list shows
-    if previewed then
+    if previewed and has_hit then
       reopen_preview()
     end
-    pick.set_picker_items(sources.items(session, width(pick)))
+    pick.set_picker_items(items)
   end
   local function chosen(items)
     return vim.tbl_map(function(item) return item.hit end, vim.tbl_filter(function(item) return item.hit end, items))
