@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from tests.nvim import lua_string, neovim, python_line, rtp, setup_call, wait_for
-from tests.nvim.plugin import list_message
+from tests.nvim.plugin import list_message, unspaced
 
 MISSING = "autodoc: no Python with autodoc installed; run :AutodocInstall or make install in "
 
@@ -118,10 +118,12 @@ def test_a_host_that_cannot_start_says_so_once(tmp_path: Path, notes: Path) -> N
         wait_for(lambda: nvim.exec_lua("return require('autodoc').state.phase") == "failed")
         nvim.command("AutodocSearch")
         nvim.input("relational")
-        wait_for(lambda: list_message(nvim).startswith(MISSING))
+        wait_for(lambda: list_message(nvim).startswith(unspaced(MISSING)))
         nvim.input(" store")
         wait_for(lambda: nvim.exec_lua("return require('autodoc.picker').state.session.prompt") == "relational store")
-        assert list_message(nvim) == MISSING + str(root)  # in place of hits
+        assert list_message(nvim) == unspaced(MISSING + str(root))  # in place of hits
+        width = nvim.exec_lua("return vim.api.nvim_win_get_width(require('autodoc.picker').state.list_win)")
+        assert all(len(row) <= width for row in list_lines(nvim))  # the long path too, across rows
         nvim.input("<Esc>")
         messages = nvim.exec_lua("return vim.fn.execute('messages')")
         assert messages.count(MISSING) == 1, messages

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT
 from tests.nvim import neovim, python_line, rtp, wait_for
-from tests.nvim.plugin import list_message
+from tests.nvim.plugin import list_message, unspaced
 
 MISSING = "autodoc: no Python with autodoc installed; run :AutodocInstall or make install in "
 
@@ -78,7 +78,8 @@ def test_a_host_that_cannot_start_fails_each_waiting_request_once(tmp_path: Path
         answers = wait_for(lambda: both_answers(nvim), what="both plain requests answered")
         assert answers == [{"query": "yeast", "error": MISSING + str(root)},
                            {"query": "flour", "error": MISSING + str(root)}], answers
-        wait_for(lambda: list_message(nvim) == MISSING + str(root), what="the picker saying why, in place of hits")
+        wait_for(lambda: list_message(nvim) == unspaced(MISSING + str(root)),
+                 what="the picker saying why, in place of hits")
         assert nvim.exec_lua("return _G.sent") == []
         assert len(nvim.exec_lua("return _G.answers")) == 2  # each failed once
         messages = nvim.exec_lua("return vim.fn.execute('messages')")

@@ -11,6 +11,13 @@ from pathlib import Path
 import pytest
 
 from autodoc_core.errors import INVALID_PARAMS, UNKNOWN_WORKSPACE, AutodocError
+from autodoc_core.parse.frontmatter import FacetSchema
+from autodoc_core.rank import hits as rank_hits
+from autodoc_core.rank.hits import Hit
+from autodoc_core.retrieve.query import parse_query
+from autodoc_core.search import scope
+from autodoc_core.search.answer import QueryInfo, SearchAnswer, StageReport
+from autodoc_core.search.stages import Stage
 from autodoc_core.search.stream import SearchStream
 from autodoc_core.service.engine import Engine
 from tests.conftest import StdioServer, call, write
@@ -284,8 +291,16 @@ def test_an_identifier_in_a_sentence_does_not_put_its_holders_first(engine: Engi
     assert where(answer)[0] == ("guide", "retries.md"), where(answer)
 
 
-def test_merged_hits_carry_the_snippets_their_own_workspace_gives(engine: Engine, two: tuple[Path, Path]) -> None:
-    # Each workspace's search leaves snippets out; the merged hits get theirs once merged.
+def test_merged_hits_carry_the_snippets_their_own_workspace_gives(engine: Engine, two: tuple[Path, Path],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each workspace's search leaves snippets out; the merged hits get theirs once merged (four workspaces made
+    40 snippets to show 10)."""
+    made: list[int] = []
+    make = rank_hits.with_snippets
+    monkeypatch.setattr(rank_hits, "with_snippets", lambda conn, hits, words: made.extend(h.chunk_id for h in hits)
+                        or make(conn, hits, words))
+    merged = engine.search_query("*", "gecko", {"limit": 3}).to_wire()
+    assert sorted(made) == sorted(hit["chunk_id"] for hit in merged["hits"])  # the 3 shown hits', each once
     merged = engine.search_query("*", "gecko toe pads", {"limit": 6}).to_wire()
     own = {(name, hit["chunk_id"]): hit["snippet"] for name in ("notes", "rfcs")
            for hit in engine.search_query(name, "gecko toe pads", {"limit": 40}).to_wire()["hits"]}
@@ -296,3 +311,24 @@ def test_merged_hits_carry_the_snippets_their_own_workspace_gives(engine: Engine
     with pytest.raises(AutodocError) as refused:  # a bad option is still each workspace's error
         engine.search_query("*", "gecko", {"snippets": "yes"})
     assert refused.value.code == INVALID_PARAMS and "snippets" in refused.value.reason
+
+
+def listed(*bm25: float) -> SearchAnswer:
+    """A workspace's answer, searched by words alone, whose hits (in its own order) scored ``bm25`` of 10."""
+    hits = [Hit(f"{n}.md", None, None, "section", 0, 1, 1, 1, 1.0 - n / 10, 0.0, ("lexical",), 1, False, None, n,
+                chunk_id=n, bm25=score) for n, score in enumerate(bm25)]
+    report = StageReport([Stage.LEXICAL], [Stage.LEXICAL], query_info=QueryInfo(lexical_attainable=10.0))
+    return SearchAnswer(hits, "lexical", "off", report, parse_query("store", FacetSchema()), [], {})
+
+
+def test_a_workspace_s_first_hits_stand_for_its_best_match_below_them() -> None:
+    """A workspace's fusion put a weakly matching hit above its strongest (it weighs more than the words): the
+    list keeps that order, and both stand for the strongest match, before another workspace's middling hits
+    (capped by the hit above, the strong one went under them: 0.0321 against 0.0087 lost on the tuning pools)."""
+    answers = {"notes": listed(2.0, 9.0), "rfcs": listed(5.0, 4.0)}
+    merged = scope._merged_hits(answers, 4)
+    assert [(hit.workspace, hit.path) for hit in merged] == [("notes", "0.md"), ("notes", "1.md"),
+                                                             ("rfcs", "0.md"), ("rfcs", "1.md")]
+    assert [hit.relevance for hit in merged] == [1.0, 1.0, 0.5556, 0.4444]
+    capped = scope._merged_hits(answers, 4, capped_from_above=True)
+    assert [(hit.workspace, hit.path) for hit in capped][:2] == [("rfcs", "0.md"), ("rfcs", "1.md")]

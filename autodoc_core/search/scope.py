@@ -9,9 +9,9 @@ match each hit has on scales that hold between workspaces (``weighed``): its BM2
 could score in its workspace (each workspace has its own word statistics), and its raw cosine when every
 workspace embeds with one model. A large workspace's many weak hits do not push out a small one's strong one (each
 hit is judged by its match, not its place: the best match at or below it in its own list, which keeps that
-list's order), and a workspace whose semantic stage is not ready is compared on the words alone, which every
-workspace searched. The sections holding a pasted identifier word for word lead the merged list, as they lead
-their own workspace's.
+list's order; weak hits a workspace ranked above its own strong one stand for it), and a workspace whose
+semantic stage is not ready is compared on the words alone, which every workspace searched. The sections holding
+a pasted identifier word for word lead the merged list, as they lead their own workspace's.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from autodoc_core.parse.walk import relative_to_root
 from autodoc_core.providers import idle_core
 from autodoc_core.providers.http import ProviderError
 from autodoc_core.providers.idle_core import SEARCHES
-from autodoc_core.rank import hits as hit_rows
+from autodoc_core.rank import hits as rank_hits
 from autodoc_core.related import Elsewhere, Source, locate, run_related, run_related_elsewhere, source_vector
 from autodoc_core.retrieve import lexical
 from autodoc_core.retrieve.query import parse_query
@@ -393,14 +393,21 @@ class Engine:
                 raise part.error
             return self._filling_said(part, self._search_one(part.name, query, opts, follower, shared))
 
+        made: dict[int, str] = {}  # by chunk id: a streamed search's partial and final answers share them
         return search_scope(found, parts, search_one, limit_of(opts), stream,
-                            self._with_snippets if snippets else None)
+                            (lambda answer: self._with_snippets(answer, made)) if snippets else None)
 
-    def _with_snippets(self, answer: SearchAnswer) -> None:
-        """The merged answer's hits given their snippets (in place: they are the merge's copies)."""
-        with self.store.snapshot() as conn:
-            hit_rows.with_snippets(conn, [hit for hit in answer.hits if hit.chunk_id is not None],
-                                   answer.query.words)
+    def _with_snippets(self, answer: SearchAnswer, made: dict[int, str]) -> None:
+        """The merged answer's hits given their snippets (in place: they are the merge's copies), each chunk's
+        made once in ``made``."""
+        missing = [hit for hit in answer.hits if hit.chunk_id is not None and hit.chunk_id not in made]
+        if missing:
+            with self.store.snapshot() as conn:
+                rank_hits.with_snippets(conn, missing, answer.query.words)
+            made.update((hit.chunk_id, hit.snippet) for hit in missing)
+        for hit in answer.hits:
+            if hit.chunk_id is not None:
+                hit.snippet = made[hit.chunk_id]
 
     def _filters_of(self, name: str, query: str) -> dict[str, str]:
         """The fields ``query`` filters the workspace by (not excluded), field -> the filter as typed."""

@@ -112,8 +112,8 @@ class _Partials:
             copies = [dataclasses.replace(p, answer=self.got[p.name][0]) for p in self.parts]
         try:
             whole = merged(self.scope, copies, self.limit, {})
-        except AutodocError:  # no workspace answered: the final answer says why
+            if self.shape is not None:
+                self.shape(whole)
+        except AutodocError:  # no workspace answered, or the index went away: the final answer says why
             return
-        if self.shape is not None:
-            self.shape(whole)
         self.stream.hand_over(whole)

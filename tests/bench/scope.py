@@ -152,8 +152,13 @@ def ranked(hits: list, workspace: str | None = None) -> list[str]:
 def captured(engine: Engine, queries: list[dict], options: dict) -> list[dict[str, SearchAnswer]]:
     """Each query's answer in each labelled workspace, as a search of a scope gets them (one of several, the
     query embedded once)."""
-    return [{name: engine._search_one(name, q["query"], options, None, QueryVectors()) for name in LABELLED}
-            if not q.get("facets") else _facet_answers(engine, q, options) for q in queries]
+    return [_answers(engine, q["query"], options) if not q.get("facets") else _facet_answers(engine, q, options)
+            for q in queries]
+
+
+def _answers(engine: Engine, query: str, options: dict) -> dict[str, SearchAnswer]:
+    shared = QueryVectors()
+    return {name: engine._search_one(name, query, options, None, shared) for name in LABELLED}
 
 
 def _facet_answers(engine: Engine, query: dict, options: dict) -> dict[str, SearchAnswer]:
@@ -198,7 +203,7 @@ PRODUCT = next(iter(MERGES))
 SHARES = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
 
 
-def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool]], tune: bool,
+def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]], tune: bool,
             options: dict) -> tuple[list[str], float]:
     """The tables for these query sets; ``tune``: choose LEXICAL_SHARE on the tuning sets (it only matters when
     the semantic stage ran everywhere)."""
@@ -302,15 +307,6 @@ def words_speed(engine: Engine, shared: Path) -> list[str]:
                                    "four (*)": "*"}, {"stages": ["lexical"]}, list(CORPORA))
 
 
-def hybrid_speed(shared: Path, db: Path) -> list[str]:
-    """The subset's three workspaces, every stage (the query embedded once for all three)."""
-    queries = [(ws, q["query"]) for name, ws, qs, tuning in semantic_sets(shared) if not tuning for q in qs][::2]
-    with Engine(db) as engine:
-        semantic_database(engine, shared, db.parent / f"{db.stem}-folders")
-        return speed(engine, queries, {"one (its own)": None, "two (techdocs, keps)": ["techdocs", "keps"],
-                                       "three (*)": "*"}, {}, list(LABELLED))
-
-
 def every_stage_speed(engine: Engine, shared: Path) -> list[str]:
     """The whole corpora, every stage (the query embedded once for every workspace)."""
     queries = [(ws, q["query"]) for name, ws, qs, tuning in query_sets(shared) if not tuning for q in qs][::3]
@@ -327,10 +323,11 @@ def main() -> int:
     parser.add_argument("--semantic-db", type=Path, help="the semantic subset's database (built when missing; "
                         "--only semantic)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
-        if args.only == "semantic":
+    if args.only == "semantic":
+        with tempfile.TemporaryDirectory() as scratch:
             print("\n".join(semantic_quality(args.shared, args.semantic_db or Path(scratch) / "semantic.db")))
-            return 0
+        return 0
+    with tempfile.TemporaryDirectory() as scratch, Engine(args.db or Path(scratch) / "scope.db") as engine:
         database(engine, args.shared, embedded=True)
         if args.only == "build":
             return 0

@@ -74,9 +74,14 @@ def list_lines(nvim) -> list[str]:
                      "return s and vim.api.nvim_buf_get_lines(s.list_buf, 0, -1, false) or {}")
 
 
+def unspaced(text: str) -> str:
+    return "".join(text.split())
+
+
 def list_message(nvim) -> str:
-    """The message the list shows in place of hits, its rows (broken between words at the list's width) joined."""
-    return " ".join(list_lines(nvim))
+    """The message the list shows in place of hits, its rows joined without their spaces (rows break between words
+    at the list's width, and inside a word longer than a row): compare it with ``unspaced(expected)``."""
+    return unspaced("".join(list_lines(nvim)))
 
 
 def ready(nvim) -> None:

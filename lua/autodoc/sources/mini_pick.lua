@@ -82,12 +82,12 @@ local function open(session)
       return
     end
     local previewed = reopen_preview and (previewing(pick) or still_wanted)
+    name = footer(session)
+    pick.set_picker_opts({ source = { name = name } }) -- which matches again: the list shows
     local items = sources.items(session, width(pick))
     -- mini.pick previews nothing without a hit: the wish waits for the list that has one
     local has_hit = vim.iter(items):any(function(item) return item.hit ~= nil end)
     still_wanted = previewed and not has_hit
-    name = footer(session)
-    pick.set_picker_opts({ source = { name = name } }) -- which matches again: the list shows
     if previewed and has_hit then
       reopen_preview()
     end
