@@ -647,3 +647,12 @@ def test_the_list_says_what_the_querys_filters_could_not_do(kb: Path, nvim) -> N
     nvim.input("<C-u>statu:accepted store")
     wait_for(lambda: "did you mean status:?" in (lua(nvim, title) or ""), timeout=60, what="the field's hint")
     assert picker(nvim, "hits"), "the words were still searched"
+    # At 80 columns the summary is longer than the list's title can show: the title keeps its first parts whole
+    # and the footer shows the rest (the walk: "... was searched as word╮").
+    border = lua(nvim, """local s = require('autodoc.picker').state
+      local config = vim.api.nvim_win_get_config(s.list_win)
+      local function text(chunks) return type(chunks) == 'table' and chunks[1] and chunks[1][1] or '' end
+      return { title = text(config.title), footer = text(config.footer), width = config.width }""")
+    assert len(border["title"]) <= border["width"] - 2 and re.match(r" \d+ hits? · ", border["title"]), border
+    assert len(border["footer"]) <= border["width"] - 2, border  # cut in its middle, its end kept:
+    assert border["footer"].endswith("(did you mean status:?) ") and "'statu'" in border["footer"], border

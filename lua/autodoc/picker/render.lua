@@ -76,6 +76,28 @@ function M.list_title(answer)
   return ' ' .. text.summary(answer) .. ' '
 end
 
+--- The answer's summary for a list `width` cells wide: the title keeps the parts that fit whole (the hit count
+--- first) and the footer says the rest, cut in its middle when it is longer still (a field's hint ends it). The
+--- footer part is nil when all fits.
+---@param summary string
+---@param width integer
+---@return string title, string|nil rest
+function M.title_parts(summary, width)
+  local room = width - 4 -- the border's corners and the spaces around the text
+  if text.cells(summary) <= room then
+    return summary, nil
+  end
+  local parts = vim.split(summary, ' · ', { plain = true })
+  local head, next_part = parts[1], 2
+  while next_part <= #parts and text.cells(head .. ' · ' .. parts[next_part]) <= room do
+    head, next_part = head .. ' · ' .. parts[next_part], next_part + 1
+  end
+  if next_part > #parts then
+    return head, nil
+  end
+  return head, text.shorten_middle(table.concat(parts, ' · ', next_part), room)
+end
+
 ---@param state autodoc.PickerState
 function M.toggles(state)
   if state.mode == 'documents' or state.mode == 'folders' then -- lists without stages
@@ -225,16 +247,25 @@ function M.preview(state)
   M.show_section(buf, state.preview_win, hit, words(state))
 end
 
+--- The list's footer: the notice, else what the title had no room for.
+---@param state autodoc.PickerState
+local function draw_footer(state)
+  local said, group = state.footer or state.title_rest, state.footer and 'AutodocNotice' or 'FloatFooter'
+  local drawn = said and group .. said
+  if state.footer_drawn == drawn or not vim.api.nvim_win_is_valid(state.list_win) then
+    return
+  end
+  state.footer_drawn = drawn
+  vim.api.nvim_win_set_config(state.list_win, { footer = said and { { ' ' .. said .. ' ', group } } or '',
+    footer_pos = 'left' })
+end
+
 --- Say `text` in the list's footer (nil: say nothing).
 ---@param state autodoc.PickerState
 ---@param text string|nil
 function M.notice(state, text)
-  if state.footer == text or not vim.api.nvim_win_is_valid(state.list_win) then
-    return
-  end
   state.footer = text
-  vim.api.nvim_win_set_config(state.list_win, { footer = text and { { ' ' .. text .. ' ', 'AutodocNotice' } } or '',
-    footer_pos = 'left' })
+  draw_footer(state)
 end
 
 --- `word` cut to rows of at most `width` cells (a path longer than the list).
@@ -296,6 +327,8 @@ function M.message(state, text)
     vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, row, 0, { line_hl_group = 'ErrorMsg' })
   end
   vim.api.nvim_win_set_config(state.list_win, { title = ' autodoc ', title_pos = 'left' })
+  state.title_rest = nil
+  draw_footer(state)
   M.preview(state)
 end
 
@@ -326,7 +359,10 @@ function M.answer(state, answer)
   if #lines > 0 then
     vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   end
-  vim.api.nvim_win_set_config(state.list_win, { title = M.list_title(answer), title_pos = 'left' })
+  local title, rest = M.title_parts(text.summary(answer), vim.api.nvim_win_get_width(state.list_win))
+  vim.api.nvim_win_set_config(state.list_win, { title = ' ' .. title .. ' ', title_pos = 'left' })
+  state.title_rest = rest
+  draw_footer(state)
   M.toggles(state)
   M.preview_later(state)
 end

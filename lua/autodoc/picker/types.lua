@@ -28,6 +28,8 @@
 ---@field session autodoc.Session the list's: prompt, scope, stages, answers, message, notice, on_choose
 ---@field drawn autodoc.Answer|nil the session's answer the list shows (nil while a message is shown)
 ---@field footer string|nil the notice the list's footer shows
+---@field title_rest string|nil what the list's title had no room for (the footer shows it without a notice)
+---@field footer_drawn string|nil the footer as drawn (its highlight group and text)
 ---@field moved boolean|nil the user moved the selection since the query changed
 ---@field previewed string|nil what the preview shows (render's preview key)
 ---@field preview_tick integer|nil previews asked so far; of those asked together only the last is drawn
