@@ -56,6 +56,10 @@ def query_sets(shared: Path) -> list[tuple[str, str, list[dict], bool]]:
 
 
 EARLIER_SETS = ("heldout", *(f"heldout{n}" for n in (2, 3, 4, 5, 6, 7, 8, 11, 12)))
+# Queries of another shape, reported apart: identifiers, paths and sentences around identifiers (earlier rounds
+# tuned the symbol stage on some; no decision of the merge read them).
+IDENTIFIER_SETS = {"techdocs": ("mixed", "identifiers", "identifiers2", "identifiers3", "identifiers4", "paths"),
+                   "keps": ("mixed", "identifiers", "identifiers2", "paths")}
 PART = None  # a set's role: a part of a reporting pool, shown on its own (tuning is True, reporting False)
 
 
@@ -63,8 +67,8 @@ def pooled_sets(shared: Path) -> list[tuple[str, str, list[dict], bool | None]]:
     """The whole corpora's pools, by corpus: tuning (the even halves, and for techdocs and the KEPs the held-out
     sets earlier rounds tuned single-workspace retrieval on, which no decision of the merge had read) and
     reporting (the odd halves, and for techdocs and the KEPs heldout9 and heldout10, held out from every
-    decision), then each reporting pool's parts on their own. A pool of about 100 queries tells a loss of 0.02
-    from none (one query moves a set of 40 by 0.025)."""
+    decision), the identifier, path and mixed sets apart, then each reporting pool's parts on their own. A pool
+    of about 100 queries tells a loss of 0.02 from none (one query moves a set of 40 by 0.025)."""
     local = ROOT / "tests" / "bench" / "eval"
     halves = {(ws, tuning): queries for name, ws, queries, tuning in query_sets(shared)[:6]}
     held = {ws: [(f"{ws}-{name}", load_queries(local / f"{ws}-{name}.jsonl")) for name in ("heldout9", "heldout10")]
@@ -76,6 +80,9 @@ def pooled_sets(shared: Path) -> list[tuple[str, str, list[dict], bool | None]]:
     for ws in LABELLED:
         sets.append((f"{ws} reporting pool", ws, halves[ws, False] + [q for _, qs in held.get(ws, []) for q in qs],
                      False))
+    for ws, names in IDENTIFIER_SETS.items():
+        sets.append((f"{ws} identifiers, paths and mixed", ws,
+                     [q for name in names for q in load_queries(local / f"{ws}-{name}.jsonl")], False))
     for ws in held:
         sets += [(f"{ws} odd half (part)", ws, halves[ws, False], PART),
                  *((f"{name} (part)", ws, queries, PART) for name, queries in held[ws])]
