@@ -32,8 +32,10 @@ def test_a_pause_outlives_a_killed_host_until_resumed(tmp_path: Path, kb: Path) 
             def status() -> dict:
                 return second.ask("workspace.status", ["kb"])["result"]
 
+            # Before the ask: its wake can start the filler's look before the answer comes (a look missed that way
+            # leaves the filler asleep for a minute), and the host has no filler before it.
+            asked_at = time.time()
             second.ask("workspace.index", ["kb"])  # starts its background filler, and wakes it
-            asked_at = time.time()  # the wake is sent: a look that began after this answers it
             wait_until(lambda: (filler := status()["filler"])["looked_at"] > asked_at and filler["state"] == "paused",
                        what="the new host's filler to look and find the fill paused")
             held = server.behaviour.held
