@@ -47,6 +47,9 @@ def test_a_mistyped_workspace_is_said_and_stays_in_the_prompt_to_be_fixed(tmp_pa
         shown = term.wait_for_screen("@nosuch-such-workspace relational store",
                                      "no workspace 'nosuch-such-workspace' (there are")
         assert "Press ENTER" not in shown and mode(term) == "i", shown
+        typed = "@nosuch-such-workspace relational store"
+        wait_for(lambda: term.nvim.exec_lua("return vim.api.nvim_win_get_cursor(0)[2]") == len(typed),
+                 what="the cursor after the prompt's last character (it sat on it: a key typed went before it)")
         said = "autodoc: no workspace 'nosuch-such-workspace' (there are @kb @rfcs; @* is every one)"
         listed = list_lines(term.nvim)  # wrapped between words in the list, not cut at its edge
         assert " ".join(listed) == said and len(listed) > 1, listed
@@ -56,6 +59,7 @@ def test_a_mistyped_workspace_is_said_and_stays_in_the_prompt_to_be_fixed(tmp_pa
         term.keys("@kb relational store", literal=True)
         shown = term.wait_for_screen("AutoDoc · kb", "adr/0002.md:")
         assert "@kb relational store" in shown and "nosuch" not in shown, shown
+        assert term.nvim.exec_lua("return vim.api.nvim_get_current_line()") == "@kb relational store"
 
 
 @pytest.mark.parametrize(("command", "said"), [

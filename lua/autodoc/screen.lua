@@ -132,7 +132,14 @@ local function into_history(lines, level)
   end
   messagesopt = messagesopt or saved
   vim.o.messagesopt = saved:gsub('hit%-enter', 'wait:0')
+  local inserting = vim.api.nvim_get_mode().mode:match('^i') ~= nil
+  local win, cursor = vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0)
   vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
+  -- In insert mode the wait moves the cursor a character left, as leaving insert mode does: the next key typed
+  -- went before the last character (a prompt's `@nosuch foo` became `@nosuch foXo`).
+  if inserting and vim.api.nvim_get_current_win() == win then
+    vim.api.nvim_win_set_cursor(win, cursor)
+  end
 end
 
 --- Say `message` as a notification at `level`; `keep`: it stays on the screen until the next key, in a float
