@@ -237,6 +237,23 @@ def test_a_workspace_whose_folder_is_gone_says_so_in_the_title(tmp_path: Path, v
         assert wait_for(lambda: shows(nvim, f"AutoDoc · other · {problem[:10]}"))  # a narrow title cuts the rest
 
 
+def test_a_folder_gone_while_the_picker_is_open_is_said_by_the_list(tmp_path: Path) -> None:
+    """The walk: a workspace's folder moved away while the picker was open, and a search of every workspace said
+    nothing of it (the title's folder check is made when the scope is chosen); its hits opened nothing. The
+    answer of several workspaces names it with the query's problems, and the list's title says it."""
+    import shutil
+
+    with neovim(tmp_path, view_init(tmp_path, "builtin", two_workspaces(tmp_path))) as nvim:
+        indexed_both(nvim)
+        open_view(nvim, "builtin")
+        nvim.input("bread")
+        wait_for(lambda: shows(nvim, "other bakery/loaves.md:3-5"))
+        shutil.rmtree(tmp_path / "other")
+        nvim.input(" loaves")
+        assert wait_for(lambda: shows(nvim, "other: folder gone, its hits come from its index"))
+        assert picker_state(nvim).get("root_problem") is None  # the title's own check came before
+
+
 @pytest.mark.parametrize("view", VIEWS)
 def test_pick_hands_the_chosen_hits_to_on_choose(tmp_path: Path, notes: Path, view: str) -> None:
     """require('autodoc').pick({ view, on_choose }): the public way for another plugin (a chat's slash command)

@@ -116,6 +116,9 @@ def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: En
     assert ("notes", "adr/0002.md") in where(answer)
     assert answer["workspaces"]["notes"]["folder"] == "gone" and "no longer exists" in \
         answer["workspaces"]["notes"]["note"]
+    # said with the query's problems too, short enough for a picker's title (the walk: four workspaces, one folder
+    # gone, and the picker said nothing until Enter opened nothing)
+    assert "notes: folder gone, its hits come from its index" in answer["query"]["problems"]
 
 
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:

@@ -282,4 +282,6 @@ def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[s
             every.setdefault(problem, []).append(name)
     said = [problem if len(names) == len(answers) else f"{', '.join(names)}: {problem}"
             for problem, names in every.items()]
-    return said + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None]
+    return said + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None] \
+        + [f"{part.name}: folder {part.folder}, its hits come from its index" for part in parts
+           if part.folder != "ok" and part.answer is not None]

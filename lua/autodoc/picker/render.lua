@@ -359,7 +359,8 @@ function M.answer(state, answer)
   if #lines > 0 then
     vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   end
-  local title, rest = M.title_parts(text.summary(answer), vim.api.nvim_win_get_width(state.list_win))
+  local title, rest = M.title_parts(text.summary(answer, state.session.root_problem ~= nil),
+    vim.api.nvim_win_get_width(state.list_win))
   vim.api.nvim_win_set_config(state.list_win, { title = ' ' .. title .. ' ', title_pos = 'left' })
   state.title_rest = rest
   draw_footer(state)

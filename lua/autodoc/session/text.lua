@@ -8,6 +8,8 @@ M.NO_WORKSPACE = "autodoc: no workspace yet; add one with :AutodocWorkspaceAdd o
   .. "setup({ workspaces = { { name = 'kb', path = '~/kb' } } })"
 --- The engine's reason for a query it could not search (stages.skipped), said in place of "0 hits".
 local NO_WORDS = 'the query has no words to search for'
+-- A search of several workspaces names one whose folder is not there (autodoc_core.search.scope._problems).
+local FOLDER_PROBLEM = '^%S+: folder .*, its hits come from its index$'
 
 --- The display cells of `text` (printable ASCII, most rows, is counted without asking Neovim).
 ---@param text string
@@ -211,15 +213,18 @@ end
 
 --- What the query's parse or the search of a scope says went wrong ("type:'adrr' matches no document; its
 --- values here include 'adr', ...", "rfcs: not searched: ..."), the first of them and how many more; nil when
---- nothing did. A long paste's terms left out are said apart.
+--- nothing did. A long paste's terms left out are said apart; a folder not there, when `folders_said`.
 ---@param answer autodoc.Answer
+---@param folders_said boolean|nil the title says which folders are not there already
 ---@return string|nil
-function M.first_problem(answer)
+function M.first_problem(answer, folders_said)
   local problems = type(answer.query) == 'table' and answer.query.problems
   if type(problems) ~= 'table' then
     return nil
   end
-  problems = vim.tbl_filter(function(p) return type(p) == 'string' and not p:find('^the query has ') end, problems)
+  problems = vim.tbl_filter(function(p)
+    return type(p) == 'string' and not p:find('^the query has ') and not (folders_said and p:find(FOLDER_PROBLEM))
+  end, problems)
   if #problems == 0 then
     return nil
   end
@@ -227,9 +232,11 @@ function M.first_problem(answer)
 end
 
 --- The answer in a few words: the rerank outcome, the semantic state, a reason for no hits, or the hit count.
+--- `folders_said`: the title says which folders are gone already (the session's root_problem).
 ---@param answer autodoc.Answer
+---@param folders_said boolean|nil
 ---@return string
-function M.summary(answer)
+function M.summary(answer, folders_said)
   local parts = {}
   local rank = answer.rank or {}
   local skipped = answer.stages and answer.stages.skipped or {}
@@ -258,7 +265,7 @@ function M.summary(answer)
     table.insert(parts, string.format('only the first %d of %d terms searched', #answer.query.terms,
       #answer.query.terms + left_out))
   end
-  local problem = M.first_problem(answer)
+  local problem = M.first_problem(answer, folders_said)
   local reason = M.no_hits_reason(answer) or (#answer.hits == 0 and problem) or nil
   if reason then
     table.insert(parts, '0 hits: ' .. reason)
@@ -298,7 +305,7 @@ function M.status(session)
     return session.message
   end
   if session.answer and not session.answer.empty_prompt then
-    return M.summary(session.answer)
+    return M.summary(session.answer, session.root_problem ~= nil)
   end
   return ''
 end
