@@ -162,6 +162,20 @@ def test_a_wide_list_has_room_for_a_longer_workspace_label(nvim: pynvim.Nvim) ->
     assert len(nvim.exec_lua(label, very_long, {**HIT, "workspace": "a-very-long-workspace-name"}, 400)) == 16
 
 
+
+def test_labels_cut_alike_lose_their_middle_instead(nvim: pynvim.Nvim) -> None:
+    """A new user's walk: at 80 columns `autodoc-kb` and `autodoc-notes` both read `autodoc…`, so two `retry.md`
+    rows told nothing of where each was. Labels a cut at the end would make alike lose their middle; others
+    keep losing their end."""
+    label = ("local s = require('autodoc.session.scope'); local answer, hit, width = ...; "
+             "return s.label(hit, s.label_cells(answer, width), s.labelled(answer))")
+    alike = {**ANSWER, "scope": {"asked": "*", "workspaces": ["autodoc-kb", "autodoc-notes"]}}
+    kb = nvim.exec_lua(label, alike, {**HIT, "workspace": "autodoc-kb"}, 40)
+    notes = nvim.exec_lua(label, alike, {**HIT, "workspace": "autodoc-notes"}, 40)
+    assert (kb, notes) == ("au…oc-kb", "au…notes")  # 8 cells, as a narrow list's labels
+    apart = {**ANSWER, "scope": {"asked": "*", "workspaces": ["autodoc-notes", "rfcs"]}}
+    assert nvim.exec_lua(label, apart, {**HIT, "workspace": "autodoc-notes"}, 40) == "autodoc…"
+
 def test_setup_refuses_a_scope_it_does_not_know(nvim: pynvim.Nvim) -> None:
     problems = nvim.exec_lua("return select(2, require('autodoc.config').check({ scope = 'everything' }))")
     assert problems == ["'scope' must be 'all' (every workspace) or 'current', got \"everything\""]

@@ -65,7 +65,8 @@ local function list(state, answer, file)
   show(state, lines)
   if vim.api.nvim_buf_is_valid(state.buf) then
     vim.api.nvim_buf_clear_namespace(state.buf, render.ns, 0, -1)
-    render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES)
+    render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES,
+      require('autodoc.session.scope').labelled(answer))
   end
   -- User AutodocRelatedLive: the list shows a new answer; `tick` is the ask it answers (each section asked
   -- takes the next), as picker_state's tick is a search's.

@@ -45,12 +45,13 @@ end
 ---@param hits autodoc.Hit[]
 ---@param cells integer the label's cells (0: no labels)
 ---@param first integer the buffer line of the first hit's row (0-based)
-function M.mark_labels(buf, hits, cells, first)
+---@param names string[]|nil the workspaces whose labels differ (scope.labelled)
+function M.mark_labels(buf, hits, cells, first, names)
   if cells == 0 then
     return
   end
   for index, hit in ipairs(hits) do
-    local label = scope.label(hit, cells)
+    local label = scope.label(hit, cells, names)
     if label ~= '' then
       vim.api.nvim_buf_set_extmark(buf, M.ns, first + index - 1, 0, { end_col = #label,
         hl_group = 'AutodocWorkspace' })
@@ -64,7 +65,8 @@ end
 ---@return string[] rows, integer label_cells
 function M.rows(answer, width)
   local cells = scope.label_cells(answer, width)
-  local function label_of(hit) return scope.label(hit, cells) end
+  local names = scope.labelled(answer)
+  local function label_of(hit) return scope.label(hit, cells, names) end
   local letters = text.letters(answer.hits, width, label_of)
   return vim.tbl_map(function(hit) return (text.row(hit, width, label_of(hit), letters)) end, answer.hits), cells
 end
@@ -342,7 +344,7 @@ function M.answer(state, answer)
   state.drawn = answer
   local lines, label_cells = M.rows(answer, vim.api.nvim_win_get_width(state.list_win))
   set_lines(state.list_buf, lines)
-  M.mark_labels(state.list_buf, answer.hits, label_cells, 0)
+  M.mark_labels(state.list_buf, answer.hits, label_cells, 0, scope.labelled(answer))
   for index, hit in ipairs(answer.hits) do
     if hit.superseded then
       vim.api.nvim_buf_set_extmark(state.list_buf, M.ns, index - 1, 0, { line_hl_group = 'AutodocSuperseded' })

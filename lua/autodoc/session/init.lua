@@ -373,7 +373,7 @@ end
 ---@param width integer|nil the row's width, when the view knows it (a wide row has room for a longer label)
 ---@return string
 function Session:label(hit, width)
-  return scope_of.label(hit, scope_of.label_cells(self.answer, width))
+  return scope_of.label(hit, scope_of.label_cells(self.answer, width), scope_of.labelled(self.answer))
 end
 
 ---@param hit autodoc.Hit

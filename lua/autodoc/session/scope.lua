@@ -265,22 +265,62 @@ function M.label_cells(answer, width)
   return math.min(longest, most)
 end
 
---- `hit`'s workspace as a label of `cells` cells (padded; a longer name loses its end), '' for none.
----@param hit autodoc.Hit
+--- `name` cut to `cells` cells at its end.
+---@param name string
 ---@param cells integer
 ---@return string
-function M.label(hit, cells)
+local function end_cut(name, cells)
+  if vim.api.nvim_strwidth(name) <= cells then
+    return name
+  end
+  name = vim.fn.strcharpart(name, 0, cells - 1) .. '…'
+  while vim.api.nvim_strwidth(name) > cells do
+    name = vim.fn.strcharpart(name, 0, vim.fn.strchars(name) - 2) .. '…'
+  end
+  return name
+end
+
+--- Each of `names` as a label of at most `cells` cells: a longer name loses its end, or its middle where
+--- losing the end would make two labels alike (`autodoc-kb` and `autodoc-notes` were both `autodoc-…`).
+---@param names string[]
+---@param cells integer
+---@return table<string, string>
+function M.labels(names, cells)
+  local cut, seen, alike = {}, {}, false
+  for _, name in ipairs(names) do
+    cut[name] = end_cut(name, cells)
+    alike = alike or seen[cut[name]] ~= nil
+    seen[cut[name]] = true
+  end
+  if alike then
+    local shorten_middle = require('autodoc.session.text').shorten_middle
+    for _, name in ipairs(names) do
+      cut[name] = shorten_middle(name, cells)
+    end
+  end
+  return cut
+end
+
+--- `hit`'s workspace as a label of `cells` cells (padded; see `labels`: `names` are the workspaces whose labels
+--- must differ, the answer's), '' for none.
+---@param hit autodoc.Hit
+---@param cells integer
+---@param names string[]|nil
+---@return string
+function M.label(hit, cells, names)
   if cells == 0 or not hit.workspace then
     return ''
   end
-  local name = hit.workspace
-  if vim.api.nvim_strwidth(name) > cells then
-    name = vim.fn.strcharpart(name, 0, cells - 1) .. '…'
-    while vim.api.nvim_strwidth(name) > cells do
-      name = vim.fn.strcharpart(name, 0, vim.fn.strchars(name) - 2) .. '…'
-    end
-  end
+  local name = M.labels(names or { hit.workspace }, cells)[hit.workspace] or end_cut(hit.workspace, cells)
   return name .. string.rep(' ', cells - vim.api.nvim_strwidth(name))
+end
+
+--- The workspaces an answer searched, whose labels must differ.
+---@param answer autodoc.Answer|nil
+---@return string[]
+function M.labelled(answer)
+  local searched = answer and type(answer.scope) == 'table' and rpc.value(answer.scope.workspaces)
+  return type(searched) == 'table' and searched or {}
 end
 
 return M
