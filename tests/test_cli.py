@@ -262,3 +262,21 @@ def test_search_takes_an_excluded_word_or_facet_as_a_word_of_its_query(two_works
     assert query["terms"] == ["relational"] and "'-status:superseded' was left out" in query["problems"][0], query
     alone = autodoc(two_workspaces, "search", "@kb", "-status:superseded", "-n", "1")
     assert alone.returncode != 2 and "-status:superseded" in alone.stderr.decode(), alone.stderr
+
+
+def test_search_of_an_empty_default_database_points_to_make_run_s(tmp_path: Path, kb: Path) -> None:
+    """The walk: workspaces added in the editor `make run` opened, then `autodoc search` from the project's
+    folder read the default database (empty) and said only "no workspace to search yet"."""
+    run_db = tmp_path / ".run" / "autodoc.db"
+    run_db.parent.mkdir()
+    call(run_db, "workspace.add", ["kb", str(kb)])
+    env = {"PATH": str(Path(sys.executable).parent), "AUTODOC_DB": str(tmp_path / "default" / "autodoc.db"),
+           "HOME": str(tmp_path)}
+    (tmp_path / "default").mkdir()
+    done = subprocess.run([sys.executable, "-m", "autodoc_core", "search", "relational store"], capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=60)
+    assert done.returncode == 1 and done.stderr.startswith("autodoc search: no workspace to search yet"), done.stderr
+    assert "(the editor of make run keeps its index in .run/autodoc.db: add --db .run/autodoc.db)" in done.stderr
+    elsewhere = subprocess.run([sys.executable, "-m", "autodoc_core", "search", "relational store"],
+                               capture_output=True, text=True, cwd=tmp_path / "default", env=env, timeout=60)
+    assert elsewhere.returncode == 1 and "make run" not in elsewhere.stderr, elsewhere.stderr  # none here

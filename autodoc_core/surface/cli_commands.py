@@ -14,9 +14,10 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autodoc_core.errors import AutodocError, from_sqlite
+from autodoc_core.errors import UNKNOWN_WORKSPACE, AutodocError, from_sqlite
 from autodoc_core.surface.wire import to_json
 
 if TYPE_CHECKING:
@@ -40,9 +41,23 @@ def run(command: str, db: str | None, args: argparse.Namespace) -> int:
         known = exc if isinstance(exc, AutodocError) else from_sqlite(exc)
         if known is None:
             raise
+        if db is None and known.code == UNKNOWN_WORKSPACE and not _workspace_names(engine):
+            known = _with_run_database(known)
         return _failed(command, known)
     finally:
         engine.close()
+
+
+RUN_DATABASE = Path(".run") / "autodoc.db"  # make run's, from the project's folder
+
+
+def _with_run_database(exc: AutodocError) -> AutodocError:
+    """The default database is empty, and `make run`'s is here: say where that one is (a new user adds a
+    workspace in the editor `make run` opened, then asks the shell, which reads another file)."""
+    if not RUN_DATABASE.is_file() or "fix" in exc.data:
+        return exc
+    return AutodocError(exc.code, exc.reason, **{**exc.data, "fix": f"the editor of make run keeps its index in "
+                                                              f"{RUN_DATABASE}: add --db {RUN_DATABASE}"})
 
 
 def _failed(command: str, exc: AutodocError) -> int:
