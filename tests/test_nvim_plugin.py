@@ -631,6 +631,21 @@ def test_the_preview_marks_a_cjk_word_found_inside_a_clause(nvim, kb: Path) -> N
     assert marked == ["事务"]
 
 
+
+def test_a_refused_key_s_reason_longer_than_the_list_keeps_its_end(nvim) -> None:
+    """The walk at 80 columns: `<M-w>`'s refusal ended `...edit it to search anot` at the footer's edge."""
+    ready(nvim)
+    nvim.command("AutodocSearch")
+    nvim.input("bread")
+    wait_for(lambda: picker(nvim, "hits"))
+    nvim.input("<M-w>")  # one workspace: nothing to go round
+    footer = ("local s = require('autodoc.picker').state; local f = vim.api.nvim_win_get_config(s.list_win).footer; "
+              "return { text = type(f) == 'table' and f[1] and f[1][1] or '', width = vim.api.nvim_win_get_width("
+              "s.list_win) }")
+    shown = wait_for(lambda: (f := lua(nvim, footer))["text"].strip() and f, what="the refusal in the footer")
+    assert len(shown["text"]) <= shown["width"] - 2 and "…" in shown["text"], shown
+    assert shown["text"].endswith("add another with :AutodocWorkspaceAdd "), shown
+
 def test_the_list_says_what_the_querys_filters_could_not_do(kb: Path, nvim) -> None:
     """`type:adrr store` showed a blank "0 hits" in the picker, where the command line said the value matches no
     document and named the values there are; a misspelt field searched as words said nothing either."""

@@ -47,6 +47,7 @@ def test_a_mistyped_workspace_is_said_and_stays_in_the_prompt_to_be_fixed(tmp_pa
         shown = term.wait_for_screen("@nosuch-such-workspace relational store",
                                      "no workspace 'nosuch-such-workspace' (there are")
         assert "Press ENTER" not in shown and mode(term) == "i", shown
+        assert "AutoDoc · " not in shown, shown  # nothing is searched: the title names no scope
         typed = "@nosuch-such-workspace relational store"
         wait_for(lambda: term.nvim.exec_lua("return vim.api.nvim_win_get_cursor(0)[2]") == len(typed),
                  what="the cursor after the prompt's last character (it sat on it: a key typed went before it)")

@@ -252,9 +252,15 @@ end
 --- The list's footer: the notice, else what the title had no room for.
 ---@param state autodoc.PickerState
 local function draw_footer(state)
+  if not vim.api.nvim_win_is_valid(state.list_win) then
+    return
+  end
   local said, group = state.footer or state.title_rest, state.footer and 'AutodocNotice' or 'FloatFooter'
+  if said then -- a notice longer than the list keeps its end (what to do), as the title's rest does
+    said = text.shorten_middle(said, vim.api.nvim_win_get_width(state.list_win) - 4)
+  end
   local drawn = said and group .. said
-  if state.footer_drawn == drawn or not vim.api.nvim_win_is_valid(state.list_win) then
+  if state.footer_drawn == drawn then
     return
   end
   state.footer_drawn = drawn

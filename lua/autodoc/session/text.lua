@@ -166,6 +166,9 @@ end
 ---@return string
 function M.title(session)
   local kind = session.related and 'AutoDoc related' or 'AutoDoc'
+  if session.message then -- nothing is searched: the message says why (a name that is no workspace)
+    return kind
+  end
   local title = kind .. ' · ' .. require('autodoc.session.scope').describe(session.searched or session.scope)
   if session.root_problem then
     title = title .. ' · ' .. session.root_problem
