@@ -63,8 +63,10 @@ def test_a_name_that_is_no_workspace_is_said_with_the_names_there_are(
 
 
 def test_a_name_being_typed_lists_the_names_to_pick_from(nvim: pynvim.Nvim) -> None:
-    assert parse(nvim, "@kb @rf", "*")[2] == "workspaces: @kb @rfcs @*"
-    assert parse(nvim, "@kb,r", "*")[2] == "workspaces: @kb @rfcs @*"
+    """Those the typed part begins (a walk: `@myn` listed every workspace), else every one."""
+    assert parse(nvim, "@kb @rf", "*")[2] == "workspaces: @rfcs @*"
+    assert parse(nvim, "@kb,r", "*")[2] == "workspaces: @rfcs @*"
+    assert parse(nvim, "@x", "*")[2] == "workspaces: @kb @rfcs @*"
 
 
 def test_m_w_goes_round_every_workspace_then_each(nvim: pynvim.Nvim) -> None:

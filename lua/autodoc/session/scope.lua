@@ -63,7 +63,8 @@ end
 
 --- `prompt` as its scope and its query: leading `@name` words (`@a @b`, `@a,b`, `@*`) name the workspaces; a
 --- prompt with none keeps `default`. A name that is no workspace is never dropped: it is the problem said in
---- place of hits (while the last word is still being typed, the problem lists the names to pick from).
+--- place of hits (while the last word is still being typed, the problem lists the names to pick from: those it
+--- begins, else all).
 ---@param prompt string
 ---@param default autodoc.Scope|nil
 ---@param names string[]
@@ -84,7 +85,8 @@ function M.parse(prompt, default, names)
   end
   local scope, unknown = read_words(words, names)
   if unknown and typing and unknown == words[#words]:match('[^,@]*$') then
-    return default, '', 'workspaces: ' .. known(names) .. ' @*', true
+    local matching = vim.tbl_filter(function(name) return vim.startswith(name, unknown) end, names)
+    return default, '', 'workspaces: ' .. known(#matching > 0 and matching or names) .. ' @*', true
   end
   if unknown then
     return default, rest, M.unknown(unknown, names), true
