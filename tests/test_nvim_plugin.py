@@ -664,10 +664,16 @@ def test_the_list_says_what_the_querys_filters_could_not_do(kb: Path, nvim) -> N
     assert picker(nvim, "hits"), "the words were still searched"
     # At 80 columns the summary is longer than the list's title can show: the title keeps its first parts whole
     # and the footer shows the rest (the walk: "... was searched as word╮").
-    border = lua(nvim, """local s = require('autodoc.picker').state
+    border_of = """local s = require('autodoc.picker').state
       local config = vim.api.nvim_win_get_config(s.list_win)
       local function text(chunks) return type(chunks) == 'table' and chunks[1] and chunks[1][1] or '' end
-      return { title = text(config.title), footer = text(config.footer), width = config.width }""")
+      return { title = text(config.title), footer = text(config.footer), width = config.width }"""
+    border = lua(nvim, border_of)
     assert len(border["title"]) <= border["width"] - 2 and re.match(r" \d+ hits? · ", border["title"]), border
     assert len(border["footer"]) <= border["width"] - 2, border  # cut in its middle, its end kept:
     assert border["footer"].endswith("(did you mean status:?) ") and "'statu'" in border["footer"], border
+    # The fill's progress draws the title again (autodoc.coverage): the same way, never the whole summary.
+    lua(nvim, """require('autodoc.coverage').text({ semantic = 'partial' })
+      vim.api.nvim_exec_autocmds('User', { pattern = 'AutodocProgress',
+        data = { work = 'embedding', workspace = 'kb', status = 'running', percent = 50 } })""")
+    assert lua(nvim, border_of) == border

@@ -25,8 +25,7 @@ local function redraw_title()
   local picker = require('autodoc.picker').state
   if picker and picker.session == session then
     if vim.api.nvim_win_is_valid(picker.list_win) and not session.message then
-      vim.api.nvim_win_set_config(picker.list_win,
-        { title = require('autodoc.picker.render').list_title(session.answer), title_pos = 'left' })
+      require('autodoc.picker.render').title_list(picker, session.answer)
     end
   else
     session.on_update(session)

@@ -268,6 +268,18 @@ local function draw_footer(state)
     footer_pos = 'left' })
 end
 
+--- Title the list with `answer`'s summary: the parts that fit, the rest in the footer (M.title_parts); a
+--- folder the prompt's title names already is left out.
+---@param state autodoc.PickerState
+---@param answer autodoc.Answer
+function M.title_list(state, answer)
+  local title, rest = M.title_parts(text.summary(answer, state.session.root_problem ~= nil),
+    vim.api.nvim_win_get_width(state.list_win))
+  vim.api.nvim_win_set_config(state.list_win, { title = ' ' .. title .. ' ', title_pos = 'left' })
+  state.title_rest = rest
+  draw_footer(state)
+end
+
 --- Say `text` in the list's footer (nil: say nothing).
 ---@param state autodoc.PickerState
 ---@param text string|nil
@@ -367,11 +379,7 @@ function M.answer(state, answer)
   if #lines > 0 then
     vim.api.nvim_win_set_cursor(state.list_win, { row, 0 })
   end
-  local title, rest = M.title_parts(text.summary(answer, state.session.root_problem ~= nil),
-    vim.api.nvim_win_get_width(state.list_win))
-  vim.api.nvim_win_set_config(state.list_win, { title = ' ' .. title .. ' ', title_pos = 'left' })
-  state.title_rest = rest
-  draw_footer(state)
+  M.title_list(state, answer)
   M.toggles(state)
   M.preview_later(state)
 end
