@@ -255,8 +255,8 @@ end
 ---@param width integer|nil the rows' width, when the view knows it
 ---@return integer
 function M.label_cells(answer, width)
-  local searched = answer and type(answer.scope) == 'table' and rpc.value(answer.scope.workspaces)
-  if type(searched) ~= 'table' or #searched < 2 then
+  local searched = M.labelled(answer)
+  if #searched < 2 then
     return 0
   end
   local longest = 0
@@ -303,6 +303,8 @@ function M.labels(names, cells)
   return cut
 end
 
+local made = {} -- the last labels worked out: each row of a list asks again with the same names
+
 --- `hit`'s workspace as a label of `cells` cells (padded; see `labels`: `names` are the workspaces whose labels
 --- must differ, the answer's), '' for none.
 ---@param hit autodoc.Hit
@@ -313,7 +315,11 @@ function M.label(hit, cells, names)
   if cells == 0 or not hit.workspace then
     return ''
   end
-  local name = M.labels(names or { hit.workspace }, cells)[hit.workspace] or end_cut(hit.workspace, cells)
+  names = names or { hit.workspace }
+  if made.names ~= names or made.cells ~= cells then
+    made = { names = names, cells = cells, labels = M.labels(names, cells) }
+  end
+  local name = made.labels[hit.workspace] or end_cut(hit.workspace, cells)
   return name .. string.rep(' ', cells - vim.api.nvim_strwidth(name))
 end
 
