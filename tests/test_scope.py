@@ -268,6 +268,56 @@ def test_an_identifier_word_for_word_comes_before_another_workspace_s_loose_matc
 
 
 
+def test_a_pasted_identifier_no_section_holds_is_said_once(engine: Engine, tmp_path: Path) -> None:
+    """A pasted identifier that no section holds as written (a typo) gets hits by its pieces and meaning: the
+    answer says so, once for a search of several workspaces, and only when none of them holds it."""
+    code, prose = tmp_path / "code", tmp_path / "prose"
+    write(code, "mgmt.md", "# Management ConfigMap\n\n## Keys\n\n`usage-report-proxy-host` is where reports go.\n")
+    for n in range(3):
+        write(prose, f"note-{n}.md", f"# Note {n}\n\n## Host\n\nThe proxy host sends a usage report, report {n}.\n")
+    said = "no section holds `usage-report-proxy-hots` as written: these hits only share its words or meaning"
+    with model_server("tei") as server:
+        for name, folder in (("code", code), ("prose", prose)):
+            engine.workspace_add(name, str(folder))
+            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
+            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        typo_alone = engine.search_query("code", "usage-report-proxy-hots").to_wire()
+        typo_everywhere = engine.search_query("*", "usage-report-proxy-hots").to_wire()
+        held = engine.search_query("*", "usage-report-proxy-host").to_wire()
+        held_elsewhere = engine.search_query("prose", "usage-report-proxy-host").to_wire()
+    assert typo_alone["hits"] and typo_alone["query"]["problems"] == [said]
+    assert typo_everywhere["hits"] and typo_everywhere["query"]["problems"] == [said]
+    assert where(held)[0] == ("code", "mgmt.md") and held["query"]["problems"] == []
+    assert held_elsewhere["query"]["problems"] == [said.replace("hots", "host")]
+
+
+def test_a_pasted_line_s_holders_come_before_another_workspace_s_loose_matches(engine: Engine,
+                                                                            tmp_path: Path) -> None:
+    """A line pasted from a log or an error (four words or more) is held word for word by the sections that come
+    first in their own workspace (fuse.holders_first); across workspaces they still come before notes elsewhere
+    that only share its words or meaning."""
+    ops, prose = tmp_path / "ops", tmp_path / "prose"
+    write(ops, "runbook.md", "# Runbook\n\n## Known errors\n\n"
+          + "Other errors of the deployment are listed below with their fixes and owners. " * 6
+          + "\n\n`connection reset by peer while reclaiming the batch` means the queue restarted.\n")
+    for n in range(4):
+        write(prose, f"note-{n}.md", f"# Note {n}\n\n## Reclaiming a batch\n\nReclaiming the batch: a peer resets "
+                                     f"the connection while a batch is reclaimed; connection reset, peer, batch {n}.\n")
+    line = "connection reset by peer while reclaiming the batch"
+    with model_server("tei") as server:
+        for name, folder in (("ops", ops), ("prose", prose)):
+            engine.workspace_add(name, str(folder))
+            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
+            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        alone = engine.search_query("ops", line, {"limit": 5}).to_wire()
+        answer = engine.search_query("*", line, {"limit": 5}).to_wire()
+    assert alone["query_shape"]["phrase"] == line and alone["query"]["holding_pasted"] == 1
+    assert where(alone)[0] == ("ops", "runbook.md")
+    assert where(answer)[0] == ("ops", "runbook.md"), where(answer)
+    relevance = [hit["relevance"] for hit in answer["hits"]]
+    assert relevance == sorted(relevance, reverse=True)
+
+
 def test_an_identifier_in_a_sentence_does_not_put_its_holders_first(engine: Engine, tmp_path: Path) -> None:
     """Only a pasted identifier's holders lead the merged list. In a sentence the identifier is one word among
     others (in its own workspace too, fuse.symbol_only_last): the page that answers the sentence is not pushed

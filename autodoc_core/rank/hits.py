@@ -122,6 +122,7 @@ class Hit:
     # hits of different workspaces by them (search.scope).
     bm25: float | None = None
     cosine: float | None = None
+    holds_pasted: bool = False  # holds the pasted identifier or line word for word (fuse.holders_first; not sent)
 
     def to_dict(self) -> dict[str, Any]:
         """The wire format of a hit (see ``:help autodoc-hit``)."""

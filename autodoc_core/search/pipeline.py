@@ -110,6 +110,8 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
             found[Stage.SEMANTIC] = _blended(run, nearest, _ids(found, Stage.LEXICAL))
     fused = _fused_and_filled(run, found, pool, frequencies, nearest)
     notes.append(fused.note)
+    if fused.holding_pasted == 0 and run.shape.literal and not run.several:  # several: said once merged
+        notes.append(StageNote(problems=(symbols.held_nowhere(run.shape.literal),)))
     ranked = fused.hits
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:
@@ -284,6 +286,7 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> Fused:
     bm25, cosines = (found[stage].scores if stage in found else {} for stage in (Stage.LEXICAL, Stage.SEMANTIC))
     for hit in shown:
         hit.bm25, hit.cosine = bm25.get(hit.chunk_id), cosines.get(hit.chunk_id)
+        hit.holds_pasted = holding is not None and hit.chunk_id in holding
     return Fused(shown, None if holding is None else len(holding), weight_used)
 
 

@@ -11,7 +11,7 @@ workspace embeds with one model. A large workspace's many weak hits do not push 
 hit is judged by its match, not its place: the best match at or below it in its own list, which keeps that
 list's order; weak hits a workspace ranked above its own strong one stand for it), and a workspace whose
 semantic stage is not ready is compared on the words alone, which every workspace searched. The sections holding
-a pasted identifier word for word lead the merged list, as they lead their own workspace's.
+a pasted identifier or line word for word lead the merged list, as they lead their own workspace's.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from autodoc_core.errors import INVALID_PARAMS, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.rank.hits import Hit
+from autodoc_core.retrieve.symbols import held_nowhere
 from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
 from autodoc_core.search.stages import Stage
 
@@ -222,14 +223,20 @@ def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: fl
 
 
 def _leading_holders(answer: SearchAnswer) -> int:
-    """How many of a workspace's first hits the symbol retriever found when the query is an identifier and
-    nothing else (pasted): they hold it word for word and come before the other workspaces' hits that only
-    share its words or meaning, as they come first in their own workspace (``fuse.holders_first``). In a
-    sentence an identifier is one word among others (``fuse.symbol_only_last``): none lead."""
+    """How many of a workspace's first hits hold what was pasted, when the query is an identifier and nothing else
+    (the symbol retriever found them) or a line pasted from a log or an error (they hold it word for word): they
+    come before the other workspaces' hits that only share its words or meaning, as they come first in their own
+    workspace (``fuse.holders_first``). In a sentence an identifier is one word among others
+    (``fuse.symbol_only_last``): none lead."""
     shape = answer.report.query_info.shape
-    if shape is None or not shape.pasted:
+    if shape is None:
         return 0
-    return next((place for place, hit in enumerate(answer.hits) if Stage.SYMBOL not in hit.via), len(answer.hits))
+    if shape.pasted:
+        return next((place for place, hit in enumerate(answer.hits) if Stage.SYMBOL not in hit.via),
+                    len(answer.hits))
+    if shape.phrase:
+        return next((place for place, hit in enumerate(answer.hits) if not hit.holds_pasted), len(answer.hits))
+    return 0
 
 
 def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Searched],
@@ -282,6 +289,17 @@ def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[s
             every.setdefault(problem, []).append(name)
     said = [problem if len(names) == len(answers) else f"{', '.join(names)}: {problem}"
             for problem, names in every.items()]
-    return said + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None] \
+    return said + _held_nowhere(answers) \
+        + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None] \
         + [f"{part.name}: folder {part.folder}, its hits come from its index" for part in parts
            if part.folder != "ok" and part.answer is not None]
+
+
+def _held_nowhere(answers: dict[str, SearchAnswer]) -> list[str]:
+    """The pasted identifier that no workspace's candidates hold as written, said once (a workspace's search of
+    several leaves it to the merge: one that holds it is enough)."""
+    infos = [answer.report.query_info for answer in answers.values()]
+    literal = infos[0].shape.literal if infos[0].shape is not None else ""
+    if not literal or any(info.holding_pasted != 0 for info in infos):
+        return []
+    return [held_nowhere(literal)]
