@@ -366,16 +366,21 @@ def test_checkhealth_names_the_encoder_and_its_cached_graph(nvim) -> None:
 
 def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:
     ready(nvim)
+    title = ("local s = require('autodoc.picker').state; local t = s.list_win and "
+             "vim.api.nvim_win_get_config(s.list_win).title; return type(t) == 'table' and t[1][1] or t")
     nvim.command("AutodocOpen")
     nvim.input("keep the index")
     wait_for(lambda: list_lines(nvim) and list_lines(nvim)[0].startswith("adr/0002.md:1-"))
+    count = len(list_lines(nvim))
+    assert lua(nvim, title).strip() == f"{count} document" + ("s" if count > 1 else "")  # the list's own noun
     nvim.input("<CR>")
     wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
     other = tmp_path / "second-kb"
     write(other, "x.md", "# Second\n\nzebra\n")
     nvim.command(f"AutodocWorkspaceAdd {other}/")
     wait_for(lambda: list_lines(nvim) and str(other) in list_lines(nvim)[0])
-    assert "1 Markdown files" in list_lines(nvim)[0]
+    assert "1 Markdown file" in list_lines(nvim)[0] and "1 Markdown files" not in list_lines(nvim)[0]
+    assert lua(nvim, title).strip() == "1 folder"
     nvim.input("<CR>")
     wait_for(lambda: lua(nvim, "return require('autodoc').workspaces['second-kb'] ~= nil"))
 

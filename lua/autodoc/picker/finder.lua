@@ -63,11 +63,11 @@ function M.folders(query)
         left = left - seen
         count = complete and tostring(#files) or (#files .. '+')
       end
-      table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. ' Markdown files',
+      table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. (count == '1' and ' Markdown file' or ' Markdown files'),
         relevance = 1, via = { 'folder' }, folder = true })
     end
   end
-  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } }
+  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} }, counted = 'folder' }
 end
 
 return M

@@ -20,7 +20,7 @@ end
 ---@param hits autodoc.Hit[]
 ---@return autodoc.Answer
 local function answer_of(hits)
-  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} } }
+  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} }, counted = 'document' }
 end
 
 --- The answer listing doc.list's `documents` of `workspace`.

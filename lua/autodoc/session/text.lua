@@ -276,7 +276,8 @@ function M.summary(answer, folders_said)
   if problem and problem ~= reason then -- `statu:accepted` (did you mean status:?) with hits all the same
     table.insert(parts, problem)
   end
-  local count = string.format(#answer.hits == 1 and '%d hit' or '%d hits', #answer.hits)
+  local noun = answer.counted or 'hit' -- what the list holds: hits, or :AutodocOpen's documents, folders
+  local count = string.format('%d %s%s', #answer.hits, noun, #answer.hits == 1 and '' or 's')
   local coming = M.still_to_come(answer)
   if coming then -- a list that is not final says so, whatever else is said
     table.insert(parts, 1, count .. ' so far, ' .. coming)
