@@ -374,6 +374,42 @@ def listed(*bm25: float) -> SearchAnswer:
     return SearchAnswer(hits, "lexical", "off", report, parse_query("store", FacetSchema()), [], {})
 
 
+def test_a_workspace_full_of_the_query_s_words_comes_before_one_that_matches_as_well(engine: Engine,
+                                                                                     tmp_path: Path) -> None:
+    """The same section in two workspaces matches a query about as well by its words' BM25 in each (each over what
+    the words could score there; the design's title names them too): the one of the workspace whose documents are
+    full of those words comes first (NGINX guides beside Kubernetes design documents, asked about NGINX's
+    gateway), and the other is still listed."""
+    section = "## Gateway and websockets\n\nThe NGINX gateway passes websockets through to the upstream app.\n"
+    designs, guides = tmp_path / "designs", tmp_path / "guides"
+    for n, topic in enumerate(("scheduling", "volumes", "probes", "quotas", "leases", "tokens", "events")):
+        write(designs, f"kep-{n}.md", f"# KEP {n}: {topic}\n\n## Summary\n\nA design for {topic} in the cluster.\n")
+        write(guides, f"guide-{n}.md", f"# NGINX {topic}\n\n## Summary\n\nHow NGINX handles {topic}; the NGINX "
+                                       "gateway and its upstreams.\n")
+    write(designs, "kep-gateway.md", "# KEP 9: NGINX gateway websockets\n\n" + section)  # its title says them too
+    write(guides, "guide-gateway.md", "# Upstreams\n\n" + section)
+    for name, folder in (("designs", designs), ("guides", guides)):
+        engine.workspace_add(name, str(folder))
+        engine.workspace_configure(name, NO_EMBEDDER)
+        engine.workspace_index(name)
+    answer = engine.search_query("*", "nginx gateway websockets", {"limit": 4}).to_wire()
+    assert where(answer)[:2] == [("guides", "guide-gateway.md"), ("designs", "kep-gateway.md")], where(answer)
+
+
+def test_a_workspace_s_hits_are_scaled_by_how_common_the_query_s_words_are_there() -> None:
+    """Hits that match as well are ordered by their workspace's prevalence factor: its words' mean share of its
+    sections over the most of any workspace, to PREVALENCE_POWER_WORDS by words alone; unmeasured, no factor."""
+    notes, rfcs = listed(6.0, 3.0), listed(6.0, 3.0)
+    notes.report.query_info.lexical_prevalence, rfcs.report.query_info.lexical_prevalence = 0.01, 0.16
+    merged = scope._merged_hits({"notes": notes, "rfcs": rfcs}, 4)
+    factor = (0.01 / 0.16) ** scope.PREVALENCE_POWER_WORDS  # 0.33: below the rfcs' second hit
+    assert [(hit.workspace, hit.path, hit.relevance) for hit in merged] == [
+        ("rfcs", "0.md", 1.0), ("rfcs", "1.md", 0.5), ("notes", "0.md", round(factor, 4)),
+        ("notes", "1.md", round(0.5 * factor, 4))]
+    rfcs.report.query_info.lexical_prevalence = None
+    assert [hit.workspace for hit in scope._merged_hits({"notes": notes, "rfcs": rfcs}, 4)][:2] == ["notes", "rfcs"]
+
+
 def test_a_workspace_s_first_hits_stand_for_its_best_match_below_them() -> None:
     """A workspace's fusion put a weakly matching hit above its strongest (it weighs more than the words): the
     list keeps that order, and both stand for the strongest match, before another workspace's middling hits

@@ -190,6 +190,18 @@ def attainable(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies
     return most if most > 0 else None
 
 
+def prevalence(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies: DocumentFrequencies) -> float | None:
+    """The mean share of this workspace's chunks that hold each of the query's words: how much the workspace is
+    about them (in a workspace of NGINX guides "nginx" is everywhere, in one of Kubernetes design documents it is
+    rare), a resource-selection cue of federated search that BM25 cannot give (its IDF scores a word its
+    workspace is full of as worth little there). None without a word to count (phrases and prefixes alone)."""
+    total = frequencies.total(conn, ws_id)
+    counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
+    if not counted or not total:
+        return None
+    return sum(min(count / total, 1.0) for count in counted) / len(counted)
+
+
 def match_share(scores: dict[int, float], most: float | None) -> float | None:
     """The best chunk's BM25 over ``attainable``'s figure; None when nothing matched or it has none."""
     if not scores or not most:

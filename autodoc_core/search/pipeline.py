@@ -194,13 +194,14 @@ def _ids(found: dict[Stage, Candidates], stage: Stage) -> list[int]:
 
 def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> tuple[Candidates, StageNote]:
     result = _lexical_ranking(run, frequencies, pool)
-    attainable = match = None
+    attainable = match = prevalence = None
     if run.several:
         attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
         match = lexical.match_share(result.scores, attainable)
+        prevalence = lexical.prevalence(run.conn, run.ws.id, run.query.terms, frequencies)
     note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
                          common_terms_left_out=result.common_terms_left_out, lexical_attainable=attainable,
-                         lexical_match=match)
+                         lexical_match=match, lexical_prevalence=prevalence)
     return Candidates(result.chunk_ids, result.scores), note
 
 

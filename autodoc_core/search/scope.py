@@ -32,7 +32,13 @@ READINESS = ("off", "switching", "partial", "ready")  # least ready first
 # cosine's is the rest): chosen on the tuning pools (the even halves of techdocs-dev, SciFact train and keps-dev
 # and the held-out sets earlier rounds tuned on), whole corpora merged into one database (tests/bench/scope.py,
 # doc/benchmarks/scope.md).
-LEXICAL_SHARE = 0.25
+LEXICAL_SHARE = 0.2
+# How much a workspace's hits are scaled by how common the query's words are there against the workspace where
+# they are most common (lexical.prevalence; the factor is that ratio to this power), when every workspace ran
+# both retrievers and when they are compared by their words alone: chosen on the same tuning pools (the first
+# with LEXICAL_SHARE).
+PREVALENCE_POWER = 0.15
+PREVALENCE_POWER_WORDS = 0.4
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
@@ -151,12 +157,13 @@ def _evidence(hit: Hit, info: QueryInfo) -> tuple[float, float | None]:
 
 
 def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHARE,
-            capped_from_above: bool = False) -> dict[str, list[float]]:
+            capped_from_above: bool = False, prevalence_power: float | None = None) -> dict[str, list[float]]:
     """Each workspace's hits' weighed relevance, in their order: their match on the scales every workspace was
     measured on, each over the best of all the hits (0..1), blended (``lexical_share`` of the words' when both
     are shared); a hit gets at least the figure of any hit its workspace ranked below it, so each list keeps its
     order and a workspace's first hits stand for its best match (its own ranking, which weighed more than these
-    two figures, put them first). Without a shared scale (a listing of documents by facets), the hits' own
+    two figures, put them first); each workspace's figures are then scaled by how common the query's words are
+    there (``_prevalence_factors``). Without a shared scale (a listing of documents by facets), the hits' own
     relevance. ``capped_from_above``: at most the figure of the hit above it instead (the benchmark's
     comparison: it lost more on the tuning pools, words only and with the semantic stage)."""
     lexical, semantic = _shared_scales(answers)
@@ -183,7 +190,22 @@ def weighed(answers: dict[str, SearchAnswer], lexical_share: float = LEXICAL_SHA
             for place in range(len(figures) - 2, -1, -1):
                 figures[place] = max(figures[place], figures[place + 1])
         result[name] = figures
-    return result
+    if prevalence_power is None:
+        prevalence_power = PREVALENCE_POWER if lexical and semantic else PREVALENCE_POWER_WORDS
+    factors = _prevalence_factors(answers, prevalence_power)
+    return {name: [figure * factors[name] for figure in figures] for name, figures in result.items()}
+
+
+def _prevalence_factors(answers: dict[str, SearchAnswer], power: float) -> dict[str, float]:
+    """Each workspace's factor: how common the query's words are in it (``lexical.prevalence``) over the most
+    they are in any, to ``power``. A question about NGINX's gateway asked of NGINX guides and Kubernetes design
+    documents matches sections of both as well by its words' BM25 and its meaning, but its words fill the
+    guides. 1 for every workspace when one was not measured (no word to count, or no word search)."""
+    found = {name: answer.report.query_info.lexical_prevalence for name, answer in answers.items()}
+    most = max((share for share in found.values() if share is not None), default=None)
+    if not most or any(share is None for share in found.values()):
+        return dict.fromkeys(answers, 1.0)
+    return {name: (share / most) ** power for name, share in found.items()}
 
 
 def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, float]) -> SearchAnswer:
@@ -208,10 +230,10 @@ def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, fl
 
 
 def _merged_hits(answers: dict[str, SearchAnswer], limit: int, lexical_share: float = LEXICAL_SHARE,
-                 capped_from_above: bool = False) -> list[Hit]:
+                 capped_from_above: bool = False, prevalence_power: float | None = None) -> list[Hit]:
     """The workspaces' hits by weighed relevance (``weighed``), cut to ``limit``; ties go to the higher place in
     its own list, then to the workspace named first."""
-    figures = weighed(answers, lexical_share, capped_from_above)
+    figures = weighed(answers, lexical_share, capped_from_above, prevalence_power)
     holders = {name: _leading_holders(answer) for name, answer in answers.items()}
     ranked = [(place >= holders[name], -round(figure, 4), place, order, name, hit)
               for order, (name, answer) in enumerate(answers.items())

@@ -8,7 +8,9 @@ as relevant. Recall@3 and nDCG@10 (by document, as tests/bench/retrieval.py) of 
 The merged list is the product's own: each workspace's answer from ``Engine._search_one`` (what a search of a
 scope runs for each workspace) merged by ``search.scope._merged_hits``. Whole corpora, embedded with the default
 local model (about 13 minutes on 2 idle cores, once: keep the database with ``--db``), every stage and words only.
-``LEXICAL_SHARE`` is chosen here on the tuning pools and reported on the reporting pools (``pooled_sets``).
+``LEXICAL_SHARE`` and the powers of the workspaces' prevalence factor (``PREVALENCE_POWER``, with both
+retrievers, and ``PREVALENCE_POWER_WORDS``) are chosen here on the tuning pools and reported on the reporting
+pools (``pooled_sets``).
 ``--only semantic`` measures the earlier subset of each corpus (``semantic_sets``) instead.
 
 Speed: the median wall time of ``Engine.search_query`` for one workspace, two (techdocs and the KEPs) and four,
@@ -202,47 +204,51 @@ def _round_robin(answers: dict[str, SearchAnswer]) -> list:
     return [hit for row in zip(*lists, strict=False) for hit in row]
 
 
-MERGES = {"each hit's match, raised to any below it (the product)": lambda answers, share: scope_merge._merged_hits(
-              answers, 50, share),
-          "each hit's match, capped by the one above it": lambda answers, share: scope_merge._merged_hits(
-              answers, 50, share, capped_from_above=True),
-          "each workspace's own relevance": lambda answers, share: _by_local_relevance(answers),
-          "round robin": lambda answers, share: _round_robin(answers)}
+MERGES = {"each hit's match, raised to any below it, times its workspace's prevalence factor (the product)":
+          lambda answers, share, power: scope_merge._merged_hits(answers, 50, share, prevalence_power=power),
+          "the same without the prevalence factor (the product before)":
+          lambda answers, share, power: scope_merge._merged_hits(answers, 50, share, prevalence_power=0.0),
+          "each hit's match, capped by the one above it": lambda answers, share, power: scope_merge._merged_hits(
+              answers, 50, share, capped_from_above=True, prevalence_power=0.0),
+          "each workspace's own relevance": lambda answers, share, power: _by_local_relevance(answers),
+          "round robin": lambda answers, share, power: _round_robin(answers)}
 PRODUCT = next(iter(MERGES))
-SHARES = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6)
+SHARES = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+POWERS = (0.0, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 
 
-def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]], tune: bool,
+def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]], both: bool,
             options: dict) -> tuple[list[str], float]:
-    """The tables for these query sets; ``tune``: choose LEXICAL_SHARE on the tuning sets (it only matters when
-    the semantic stage ran everywhere)."""
+    """The tables for these query sets. LEXICAL_SHARE (which only matters when the semantic stage ran everywhere,
+    ``both``) and the prevalence factor's power are tried on the tuning sets; the product's are reported."""
     captures = {name: (workspace, queries, captured(engine, queries, options), tuning)
                 for name, workspace, queries, tuning in sets}
     alone = {name: figures([ranked(a[workspace].hits, workspace) for a in answers], queries, workspace)
              for name, (workspace, queries, answers, _) in captures.items()}
 
-    def together(name: str, merge: str, share: float) -> tuple[float, float]:
+    def together(name: str, merge: str, share: float, power: float) -> tuple[float, float]:
         workspace, queries, answers, _ = captures[name]
-        return figures([ranked(MERGES[merge](a, share)) for a in answers], queries, workspace)
+        return figures([ranked(MERGES[merge](a, share, power)) for a in answers], queries, workspace)
 
-    def tuning_loss(share: float) -> float:
-        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share)[i] for n, c in captures.items()
-                                if c[3] is True
-                                for i in (0, 1))
+    def tuning_loss(share: float, power: float) -> float:
+        return statistics.fmean(alone[n][i] - together(n, PRODUCT, share, power)[i] for n, c in captures.items()
+                                if c[3] is True for i in (0, 1))
 
-    lines = []
     share = scope_merge.LEXICAL_SHARE
-    if tune:
-        losses = {s: tuning_loss(s) for s in SHARES}
-        chosen = min(SHARES, key=lambda s: (round(losses[s], 4), abs(s - 0.5)))
-        lines += ["LEXICAL_SHARE tried on the tuning sets (mean of Recall@3 and nDCG@10 lost):", "",
-                  "| LEXICAL_SHARE | mean loss |", "|---|---|", *(f"| {s} | {loss:+.4f} |" for s, loss in
-                                                                  losses.items()),
-                  "", f"Lowest: {chosen}; the product's LEXICAL_SHARE is {share}.", ""]
+    power = scope_merge.PREVALENCE_POWER if both else scope_merge.PREVALENCE_POWER_WORDS
+    shares = SHARES if both else (share,)
+    losses = {(s, p): tuning_loss(s, p) for s in shares for p in POWERS}
+    chosen = min(losses, key=lambda key: (round(losses[key], 4), key[1], abs(key[0] - 0.5)))
+    header = "| LEXICAL_SHARE | " + " | ".join(f"power {p}" for p in POWERS) + " |"
+    lines = ["Tried on the tuning sets (mean of Recall@3 and nDCG@10 lost), LEXICAL_SHARE by the prevalence factor's "
+             "power" + ("" if both else " (words only: LEXICAL_SHARE plays no part)") + ":", "", header,
+             "|---|" + "---|" * len(POWERS),
+             *(f"| {s} | " + " | ".join(f"{losses[(s, p)]:.4f}" for p in POWERS) + " |" for s in shares), "",
+             f"Lowest: LEXICAL_SHARE {chosen[0]}, power {chosen[1]}; the product's are {share} and {power}.", ""]
     lines += ["| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
               "|---|---|---|---|---|---|---|---|"]
     for name, (_, queries, _, _) in captures.items():
-        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share)
+        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share, power)
         lines.append(f"| {name} | {len(queries)} | {r1:.3f} | {r2:.3f} | {r2 - r1:+.3f} | {n1:.3f} | {n2:.3f} | "
                      f"{n2 - n1:+.3f} |")
     others = [m for m in MERGES if m != PRODUCT]
@@ -250,9 +256,9 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]]
               f"| query set | {' | '.join(others)} |", "|---|" + "---|" * len(others)]
     for name in captures:
         r1, n1 = alone[name]
-        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share) for m in others)]
+        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share, power) for m in others)]
         lines.append(f"| {name} | {' | '.join(cells)} |")
-    worst = min(min(together(n, PRODUCT, share)[i] - alone[n][i] for i in (0, 1))
+    worst = min(min(together(n, PRODUCT, share, power)[i] - alone[n][i] for i in (0, 1))
                 for n, c in captures.items() if c[3] is False)
     return lines, worst
 
@@ -261,7 +267,7 @@ def semantic_quality(shared: Path, db: Path) -> list[str]:
     """The subset's figures, every stage (the local encoder embeds the queries)."""
     with Engine(db) as engine:
         semantic_database(engine, shared, db.parent / f"{db.stem}-folders")
-        lines, worst = quality(engine, semantic_sets(shared), tune=True, options={"limit": 50, "snippets": False})
+        lines, worst = quality(engine, semantic_sets(shared), both=True, options={"limit": 50, "snippets": False})
     return [f"{SEMANTIC_QUERIES // 2} queries of each half and {HELD_OUT_QUERIES} of each held-out set, on their "
             f"relevant documents and {DISTRACTORS} others (seeded), hybrid (lexical and semantic, the default local "
             "model).", "", *lines, "", f"Worst difference on a reporting set: {worst:+.3f} (target: no more than 0.02 "
@@ -352,14 +358,14 @@ def main() -> int:
                  f"Measured {time.strftime('%Y-%m-%d')} on {platform.machine()}. Reproduce: `python -m "
                  "tests.bench.scope --shared ../shared --out doc/benchmarks/scope.md` (`make bench`).", ""]
         if args.only in (None, "quality"):
-            semantic_lines, worst = quality(engine, pooled_sets(args.shared), tune=True,
+            semantic_lines, worst = quality(engine, pooled_sets(args.shared), both=True,
                                             options={"limit": 50, "snippets": False})
             lines += ["## Ranking with every stage (whole corpora)", "", *semantic_lines, "",
-                      f"Worst difference on a reporting pool: {worst:+.3f} (target: no more than 0.02 lower).", ""]
-            words_lines, worst = quality(engine, pooled_sets(args.shared), tune=False, options=OPTIONS)
+                      f"Worst difference on a reporting pool: {worst:+.4f} (target: no more than 0.02 lower).", ""]
+            words_lines, worst = quality(engine, pooled_sets(args.shared), both=False, options=OPTIONS)
             lines += ["## Ranking, words only (whole corpora; as while no workspace has its vectors yet)", "",
                       *words_lines, "",
-                      f"Worst difference on a reporting pool: {worst:+.3f} (target: no more than 0.02 lower).", ""]
+                      f"Worst difference on a reporting pool: {worst:+.4f} (target: no more than 0.02 lower).", ""]
         if args.only in (None, "speed"):
             lines += ["## Speed", "", "### Every stage, whole corpora", "", *every_stage_speed(engine, args.shared),
                       "", "### Words only, whole corpora", "", *words_speed(engine, args.shared), ""]
