@@ -206,7 +206,7 @@ def _round_robin(answers: dict[str, SearchAnswer]) -> list:
 
 MERGES = {"each hit's match, raised to any below it, times its workspace's prevalence factor (the product)":
           lambda answers, share, power: scope_merge._merged_hits(answers, 50, share, prevalence_power=power),
-          "the same without the prevalence factor (the product before)":
+          "the same without the prevalence factor":
           lambda answers, share, power: scope_merge._merged_hits(answers, 50, share, prevalence_power=0.0),
           "each hit's match, capped by the one above it": lambda answers, share, power: scope_merge._merged_hits(
               answers, 50, share, capped_from_above=True, prevalence_power=0.0),
