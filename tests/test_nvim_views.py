@@ -25,6 +25,15 @@ def two_workspaces(tmp_path: Path) -> str:
     return f"require('autodoc').setup({{ db = {lua_string(tmp_path / 'a.db')}, workspaces = {workspaces} }})"
 
 
+def semantic_state(nvim, workspace: str) -> str | None:
+    """The workspace's semantic state as workspace.status says it (None until it answers)."""
+    nvim.exec_lua("""_G.semantic_of = nil
+        require('autodoc.rpc').request('workspace.status', { ... }, function(err, result)
+          _G.semantic_of = err and 'error' or result.semantic
+        end)""", workspace)
+    return wait_for(lambda: nvim.exec_lua("return _G.semantic_of"), timeout=60)
+
+
 def clear_prompt(nvim) -> None:
     """Empty the prompt the same way in every view (<C-u> scrolls telescope's preview)."""
     nvim.input("<BS>" * len(picker_state(nvim)["prompt"]))
@@ -198,6 +207,32 @@ def test_an_answer_to_an_older_prompt_is_never_drawn(tmp_path: Path, notes: Path
         after = drawn[drawn.index(["yeast", "final"]):]
         assert all(prompt == "yeast" for prompt, _ in after), drawn
         assert picker_state(nvim)["prompt"] == "yeast"
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_semantic_stays_on_while_one_workspace_of_several_has_no_model(tmp_path: Path, view: str) -> None:
+    """Every workspace is searched by default: one indexed by words alone (no embedding model) made the merged
+    answer's semantic state "off", the session took that for "no workspace can", and the next keystroke dropped
+    the semantic stage for all of them (<M-s> was refused: "no embedding model")."""
+    from autodoc_core.service.engine import Engine
+
+    setup = two_workspaces(tmp_path)
+    with Engine(tmp_path / "a.db") as engine:  # as a user who turned the model off for one workspace
+        engine.workspace_add("other", str(tmp_path / "other"))
+        engine.workspace_configure("other", {"embedder": {"provider": "none"}})
+    with neovim(tmp_path, view_init(tmp_path, view, setup)) as nvim:
+        indexed_both(nvim)
+        wait_for(lambda: semantic_state(nvim, "kb") == "ready", timeout=120, what="kb's vectors")
+        open_view(nvim, view)
+        nvim.input("bread")
+        wait_for(lambda: (picker_state(nvim) or {}).get("level") == "final" and shows(nvim, "notes/cooking.md"),
+                 timeout=60)
+        nvim.input("s")
+        wait_for(lambda: picker_state(nvim)["prompt"] == "breads" and picker_state(nvim)["level"] == "final",
+                 timeout=60)
+        state = picker_state(nvim)
+        assert state["available"].get("semantic") is not False and "semantic" in state["requested"], state
+        assert "semantic" in state["performed"], state
 
 
 @pytest.mark.parametrize("view", VIEWS)

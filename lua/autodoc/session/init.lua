@@ -150,6 +150,19 @@ local function search_in(self, scope)
   end
 end
 
+--- Whether some workspace of the answer has an embedding model: a search of several says the least ready state
+--- ('off' when one of them has none), and each workspace's own in `workspaces`.
+---@param answer autodoc.Answer
+---@return boolean
+local function can_embed(answer)
+  for _, part in pairs(type(answer.workspaces) == 'table' and answer.workspaces or {}) do
+    if type(part) == 'table' and type(part.semantic) == 'string' and part.semantic ~= 'off' then
+      return true
+    end
+  end
+  return answer.semantic ~= 'off'
+end
+
 ---@param self autodoc.Session
 ---@param answer autodoc.Answer
 ---@param level autodoc.SessionLevel
@@ -157,7 +170,7 @@ local function take(self, answer, level)
   local answered = vim.uv.hrtime()
   self.answer, self.level, self.message = answer, level, nil
   if not answer.empty_prompt then -- an empty prompt asked nothing: it says nothing about the stages
-    self.available.semantic = answer.semantic ~= 'off'
+    self.available.semantic = can_embed(answer)
     self.available.rerank = (answer.rank or {}).state ~= 'off'
     self.rank_model = answer.rank and rpc.value(answer.rank.model)
   end
