@@ -275,20 +275,48 @@ def test_a_pasted_identifier_no_section_holds_is_said_once(engine: Engine, tmp_p
     write(code, "mgmt.md", "# Management ConfigMap\n\n## Keys\n\n`usage-report-proxy-host` is where reports go.\n")
     for n in range(3):
         write(prose, f"note-{n}.md", f"# Note {n}\n\n## Host\n\nThe proxy host sends a usage report, report {n}.\n")
+    plain = tmp_path / "plain"  # searched by words alone: its holders are counted all the same
+    write(plain, "proxy.md", "# Proxy\n\n## Reports\n\nThe usage report goes through the proxy host.\n")
     said = "no section holds `usage-report-proxy-hots` as written: these hits only share its words or meaning"
     with model_server("tei") as server:
         for name, folder in (("code", code), ("prose", prose)):
             engine.workspace_add(name, str(folder))
             engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
             assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        engine.workspace_add("plain", str(plain))
+        engine.workspace_configure("plain", NO_EMBEDDER)
+        engine.workspace_index("plain")
+        by_words = engine.search_query("plain", "usage-report-proxy-hots").to_wire()
         typo_alone = engine.search_query("code", "usage-report-proxy-hots").to_wire()
         typo_everywhere = engine.search_query("*", "usage-report-proxy-hots").to_wire()
         held = engine.search_query("*", "usage-report-proxy-host").to_wire()
         held_elsewhere = engine.search_query("prose", "usage-report-proxy-host").to_wire()
     assert typo_alone["hits"] and typo_alone["query"]["problems"] == [said]
+    assert by_words["hits"] and by_words["query"]["problems"] == [said]
     assert typo_everywhere["hits"] and typo_everywhere["query"]["problems"] == [said]
     assert where(held)[0] == ("code", "mgmt.md") and held["query"]["problems"] == []
     assert held_elsewhere["query"]["problems"] == [said.replace("hots", "host")]
+
+
+def test_a_pasted_identifier_s_holder_keeps_its_relevance_beside_a_workspace_searched_by_words(
+        engine: Engine, tmp_path: Path) -> None:
+    """A workspace without a model compares every hit by its words: an identifier is a phrase to the word search,
+    which the vocabulary cannot count, so no hit had a words figure and every row read 0.00, the holder too."""
+    code, words = tmp_path / "code", tmp_path / "words"
+    write(code, "guide.md", "# Guide\n\n## Election\n\nSet `raft.election_timeout_ms` to 300 on slow networks.\n")
+    for n in range(4):
+        write(code, f"note-{n}.md", f"# Note {n}\n\n## Leaders\n\nA leader election in raft takes a while, {n}.\n")
+        write(words, f"words-{n}.md", f"# Words {n}\n\n## Timeouts\n\nAn election timeout in ms, {n}.\n")
+    with model_server("tei") as server:
+        engine.workspace_add("code", str(code))
+        engine.workspace_configure("code", {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
+        assert engine.workspace_index("code", {"wait": "semantic"})["semantic"] == "ready"
+        engine.workspace_add("words", str(words))
+        engine.workspace_configure("words", NO_EMBEDDER)
+        engine.workspace_index("words")
+        answer = engine.search_query("*", "raft.election_timeout_ms", {"limit": 5}).to_wire()
+    assert answer["stages"]["skipped"]["semantic"].startswith("words: ")
+    assert where(answer)[0] == ("code", "guide.md") and answer["hits"][0]["relevance"] == 1.0, answer["hits"]
 
 
 def test_a_pasted_line_s_holders_come_before_another_workspace_s_loose_matches(engine: Engine,

@@ -65,12 +65,30 @@ class DocumentFrequencies:
         text, lone_cjk = query_text(term.text)
         if term.phrase or term.prefix or lone_cjk:
             return 0
+        stem = self._one_stem(conn, text)
+        return 0 if stem is None else self.stem_count(conn, ws_id, stem)
+
+    def matching(self, conn: apsw.Connection, ws_id: int, term: Term) -> int:
+        """Chunks a term matches as the word search matches it, phrases and prefixes too (``count`` reads the
+        vocabulary, which knows single stems only); counted up to half the chunks: a term in more has no weight
+        in BM25 (its IDF is clamped)."""
+        text, lone_cjk = query_text(term.text)
+        if not (term.phrase or term.prefix or lone_cjk) and self._one_stem(conn, text) is not None:
+            return self.count(conn, ws_id, term)
+        now = time.monotonic()
+        most = self.total(conn, ws_id) // 2 + 1
+        key = f"\x01{most}\x01{term.fts()}"
+        found = self._cached(ws_id, key, now)
+        if found is None:
+            found = self._store(ws_id, key, now, chunks.matching_up_to(conn, ws_id, term.fts(), most))
+        return found
+
+    @staticmethod
+    def _one_stem(conn: apsw.Connection, text: str) -> str | None:
         stems = conn.fts5_tokenizer("porter", ["unicode61"])(
             text.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False
         )
-        if len(stems) != 1:
-            return 0
-        return self.stem_count(conn, ws_id, stems[0][0])
+        return stems[0][0] if len(stems) == 1 else None
 
     def stem_count(self, conn: apsw.Connection, ws_id: int, stem: str) -> int:
         """Chunks containing a stem as the index's tokenizer wrote it."""
@@ -179,12 +197,13 @@ BM25_K1 = 1.2  # FTS5's bm25() constant: a word's score approaches its IDF times
 
 
 def attainable(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies: DocumentFrequencies) -> float | None:
-    """The most BM25 any chunk of this workspace could score for these words (every word, repeated): a chunk's BM25
-    over it is 0..1 and, unlike BM25 itself, comparable between workspaces (each has its own word statistics). A
-    word no chunk holds counts at its full IDF: a workspace without it cannot match the query as well. None when
-    no word can be counted (phrases and prefixes alone)."""
+    """The most BM25 any chunk of this workspace could score for these terms (every term, repeated): a chunk's
+    BM25 over it is 0..1 and, unlike BM25 itself, comparable between workspaces (each has its own word
+    statistics). A term no chunk holds counts at its full IDF: a workspace without it cannot match the query as
+    well. Phrases (a pasted identifier is one), prefixes and CJK runs count as the word search matches them. None
+    without a term."""
     total = frequencies.total(conn, ws_id)
-    counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
+    counted = [frequencies.matching(conn, ws_id, term) for term in terms]
     # A count cached since the workspace shrank can pass the total: such a word is everywhere.
     most = sum(max(math.log((max(total - n, 0) + 0.5) / (n + 0.5)), 1e-6) for n in counted) * (BM25_K1 + 1)
     return most if most > 0 else None
