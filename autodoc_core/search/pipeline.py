@@ -279,15 +279,16 @@ def _fused_hits(run: SearchRun, found: dict[Stage, Candidates]) -> Fused:
     fused = fuse.keep_leaders(fused, found, found[Stage.SEMANTIC].scores if linear else None,
                               one_word=one_word(query), pasted=run.shape.pasted, sentence=sentence)
     holding = pasted_holders(run, found, [f.chunk_id for f in fused])
-    if holding is not None:
-        fused = fuse.holders_first(fused, holding)
+    leading = holding if holding is not None and Stage.SEMANTIC in found else None  # words alone keep their order
+    if leading is not None:
+        fused = fuse.holders_first(fused, leading)
     if sentence:
         fused = fuse.symbol_only_last(fused)
     shown = hits.cap_per_document([hits.section_hit(rows[f.chunk_id], f.relevance, f.score, f.via) for f in fused])
     bm25, cosines = (found[stage].scores if stage in found else {} for stage in (Stage.LEXICAL, Stage.SEMANTIC))
     for hit in shown:
         hit.bm25, hit.cosine = bm25.get(hit.chunk_id), cosines.get(hit.chunk_id)
-        hit.holds_pasted = holding is not None and hit.chunk_id in holding
+        hit.holds_pasted = leading is not None and hit.chunk_id in leading
     return Fused(shown, None if holding is None else len(holding), weight_used)
 
 
@@ -335,11 +336,12 @@ def _wider(run: SearchRun, found: dict[Stage, Candidates], nearest: SemanticFoun
 
 def pasted_holders(run: SearchRun, found: dict[Stage, Candidates], chunk_ids: list[int]) -> set[int] | None:
     """The candidates whose text holds what was pasted (``fuse.holders_first``): an identifier alone, or a
-    query of ``symbols.PHRASE_MIN_WORDS`` or more words word for word (an error or log line), when both
-    retrievers took part; None where the rule does not apply (a retriever alone keeps its own order). For a
-    phrase only the first lexical candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk holding the
-    line holds all of its words."""
-    if not (Stage.LEXICAL in found and Stage.SEMANTIC in found):
+    query of ``symbols.PHRASE_MIN_WORDS`` or more words word for word (an error or log line), when the word
+    search took part (they come first when the semantic stage did too: a retriever alone keeps its own order;
+    by words alone they are counted, to say when none holds a pasted identifier); None where the rule does not
+    apply. For a phrase only the first lexical candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk
+    holding the line holds all of its words."""
+    if Stage.LEXICAL not in found:
         return None
     if run.shape.literal:
         return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
