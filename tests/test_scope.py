@@ -438,6 +438,19 @@ def test_a_workspace_s_hits_are_scaled_by_how_common_the_query_s_words_are_there
     assert [hit.workspace for hit in scope._merged_hits({"notes": notes, "rfcs": rfcs}, 4)][:2] == ["notes", "rfcs"]
 
 
+def test_a_stage_skipped_for_one_reason_by_several_workspaces_says_it_once() -> None:
+    """`autodoc search` of a Chinese query printed the English-only model's 300-character sentence once for each
+    of four workspaces: each reason is said once, after the workspaces that gave it."""
+    english, none = "the default model is English-only", "no embedding model is configured for this workspace"
+    answers = {}
+    for name, why in (("adr", english), ("notes", english), ("techdocs", none), ("zh", english)):
+        answers[name] = listed(5.0)
+        answers[name].report = StageReport([Stage.LEXICAL, Stage.SEMANTIC], [Stage.LEXICAL], {Stage.SEMANTIC: why})
+    assert scope._skipped(answers) == {Stage.SEMANTIC: f"adr, notes, zh: {english}; techdocs: {none}"}
+    del answers["techdocs"]
+    assert scope._skipped(answers) == {Stage.SEMANTIC: english}
+
+
 def test_a_workspace_s_first_hits_stand_for_its_best_match_below_them() -> None:
     """A workspace's fusion put a weakly matching hit above its strongest (it weighs more than the words): the
     list keeps that order, and both stand for the strongest match, before another workspace's middling hits

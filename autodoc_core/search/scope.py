@@ -292,15 +292,20 @@ def _rank_of(answers: dict[str, SearchAnswer]) -> RankState:
 
 
 def _skipped(answers: dict[str, SearchAnswer]) -> dict[Stage, str]:
+    """Each stage some workspace skipped, and why: the reason as is when every workspace gave that one, else each
+    reason once, after the workspaces that gave it ("adr, notes: the default model is English-only...;
+    techdocs: no embedding model is configured")."""
     skipped: dict[Stage, str] = {}
     stages = dict.fromkeys(stage for answer in answers.values() for stage in answer.report.skipped)
     for stage in stages:
-        reasons = {name: answer.report.skipped[stage] for name, answer in answers.items()
-                   if stage in answer.report.skipped}
-        if len(reasons) == len(answers) and len(set(reasons.values())) == 1:
-            skipped[stage] = next(iter(reasons.values()))
+        by_reason: dict[str, list[str]] = {}
+        for name, answer in answers.items():
+            if stage in answer.report.skipped:
+                by_reason.setdefault(answer.report.skipped[stage], []).append(name)
+        if len(by_reason) == 1 and len(next(iter(by_reason.values()))) == len(answers):
+            skipped[stage] = next(iter(by_reason))
         else:
-            skipped[stage] = "; ".join(f"{name}: {why}" for name, why in reasons.items())
+            skipped[stage] = "; ".join(f"{', '.join(names)}: {why}" for why, names in by_reason.items())
     return skipped
 
 
