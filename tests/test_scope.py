@@ -315,8 +315,11 @@ def test_a_pasted_identifier_s_holder_keeps_its_relevance_beside_a_workspace_sea
         engine.workspace_configure("words", NO_EMBEDDER)
         engine.workspace_index("words")
         answer = engine.search_query("*", "raft.election_timeout_ms", {"limit": 5}).to_wire()
+        related = engine.search_related("*", "guide.md", {"line": 5}).to_wire()
     assert answer["stages"]["skipped"]["semantic"].startswith("words: ")
     assert where(answer)[0] == ("code", "guide.md") and answer["hits"][0]["relevance"] == 1.0, answer["hits"]
+    # related sections say the same reason (they said "code embeds with another model than this workspace")
+    assert related["stages"]["skipped"]["semantic"] == "words: no embedding model is configured for this workspace"
 
 
 def test_a_pasted_line_s_holders_come_before_another_workspace_s_loose_matches(engine: Engine,

@@ -297,8 +297,8 @@ def _nothing_in(source: Source) -> str | None:
 
 def _vector_from(run: SearchRun, elsewhere: Elsewhere) -> tuple[np.ndarray | None, StageNote]:
     """The vector of a source in another workspace, when this one can search it (the note says why not)."""
-    why = run.semantic.why_not()
-    reason = elsewhere.why_not or (why[0] if why is not None else None)
+    why = run.semantic.why_not()  # this workspace's own reason (no model at all) first
+    reason = (why[0] if why is not None else None) or elsewhere.why_not
     if reason is None and run.semantic.index is None:
         reason = "no vectors are loaded"
     if reason is not None or elsewhere.vector is None:
