@@ -384,7 +384,7 @@ def test_without_a_workspace_search_and_related_cover_every_workspace(tmp_path: 
     """Issue 49: search and related without `workspace` search every workspace (they asked for a name before);
     each hit names its workspace in the text and the structured result, and read takes it."""
     db = tmp_path / "a.db"
-    setup_workspace(db, "kb", notes)
+    setup_workspace(db, "kb", notes, embedder="local")
     other = tmp_path / "other"
     write(other, "x.md", "# X\n\nThe gecko elsewhere: geckos climb glass with their toe pads.\n")
     setup_workspace(db, "other", other)
@@ -399,6 +399,10 @@ def test_without_a_workspace_search_and_related_cover_every_workspace(tmp_path: 
         assert ("other", "x.md") in found and any(ws == "kb" for ws, _ in found)
         text = result.content[0].text
         assert "in workspaces kb, other" in text and "other: x.md:" in text
+        # each workspace's state, where the least ready alone said "off" though kb searched by meaning
+        states = answer["semantic_by_workspace"]
+        assert states["other"] == "off" and states["kb"] in ("partial", "ready") and answer["semantic"] == "off"
+        assert f"Semantic index: {states['kb']} in kb; off in other." in text, text
         hit = next(hit for hit in answer["hits"] if hit["workspace"] == "other")
         assert "toe pads" in hit["text"]
         read = await call(session, "read", {"path": hit["path"], "workspace": hit["workspace"]})

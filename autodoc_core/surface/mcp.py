@@ -271,7 +271,9 @@ class Tools:
         hits = [hit_with_text(rank, hit, files[hit.workspace or ""], budget) for rank, hit in enumerate(answer.hits, 1)]
         if any(hit.get("text_problem") for hit in hits):  # edited or deleted since indexing
             self.engines.file_changed()
+        states = {name: part.get("semantic") for name, part in (answer.workspaces or {}).items()}
         return {"hits": hits, "workspaces": searched, "stages": answer.stages_to_wire(), "semantic": answer.semantic,
+                **({"semantic_by_workspace": states} if len(set(states.values())) > 1 else {}),
                 **filling(engine, answer),
                 "mode_used": answer.mode_used, "max_tokens": budget.total, "text_tokens": budget.used,
                 "trimmed": budget.trimmed, "notes": query_notes(answer),

@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 
-def _stages_line(stages: dict[str, Any], semantic: str) -> str:
+def _stages_line(stages: dict[str, Any], semantic: str, by_workspace: dict[str, str | None] | None = None) -> str:
     parts = [f"{', '.join(stages['performed']) or 'nothing'} ran"]
     parts += [f"{stage} skipped: {why}" for stage, why in stages["skipped"].items()]
-    return f"Stages: {'; '.join(parts)}. Semantic index: {semantic}."
+    return f"Stages: {'; '.join(parts)}. Semantic index: {_states(semantic, by_workspace)}."
+
+
+def _states(semantic: str, by_workspace: dict[str, str | None] | None) -> str:
+    """The semantic state, or each one with its workspaces when the workspaces searched differ ("ready in adr,
+    notes; off in techdocs"): the least ready alone read "off" where four of five workspaces searched by meaning."""
+    if not by_workspace:
+        return semantic
+    names: dict[str, list[str]] = {}
+    for name, state in by_workspace.items():
+        names.setdefault(state or "not searched", []).append(name)
+    return "; ".join(f"{state} in {', '.join(found)}" for state, found in names.items())
 
 
 def _count(number: int, noun: str) -> str:
@@ -35,7 +46,7 @@ def render_search(result: dict[str, Any]) -> str:
     where = f"workspace {searched[0]}" if len(searched) == 1 else f"workspaces {', '.join(searched)}"
     lines = [*filling_line(result),
              f"{_count(len(hits), 'hit')} for {result['query']!r} in {where}. "
-             + _stages_line(result["stages"], result["semantic"])]
+             + _stages_line(result["stages"], result["semantic"], result.get("semantic_by_workspace"))]
     lines += [f"Note: {note}." for note in result.get("notes", [])]
     for hit in hits:
         named = f"{hit['workspace']}: " if len(searched) > 1 and hit.get("workspace") else ""

@@ -122,6 +122,9 @@ SEARCH_OUTPUT = _object({
                        "skipped": {"type": "object", "additionalProperties": {"type": "string"}}},
                       ["requested", "performed", "skipped"], closed=False),
     "semantic": STATE,
+    "semantic_by_workspace": {"type": "object", "description": "only when the workspaces searched differ: each "
+                              "one's semantic state (semantic above is the least ready of them)",
+                              "additionalProperties": {"type": ["string", "null"]}},
     "embedding": {"type": "object", "description": "only while semantic is partial or switching: how many "
                   "sections have a vector so far (embedded of total); a search by meaning cannot find the rest yet",
                   "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"}}},
