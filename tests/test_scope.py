@@ -454,6 +454,28 @@ def test_a_stage_skipped_for_one_reason_by_several_workspaces_says_it_once() -> 
     assert scope._skipped(answers) == {Stage.SEMANTIC: english}
 
 
+def both(cosines: list[float], best_cosine: float) -> SearchAnswer:
+    """A workspace's answer by both retrievers (one encoder), its hits' raw cosines in its order, the best of its
+    semantic candidates ``best_cosine`` (listed or not)."""
+    answer = listed(*[5.0] * len(cosines))
+    for hit, cosine in zip(answer.hits, cosines, strict=True):
+        hit.cosine = cosine
+    info = QueryInfo(lexical_attainable=10.0, lexical_match=0.5, semantic_match=best_cosine, encoder="e")
+    answer.report = StageReport([Stage.LEXICAL, Stage.SEMANTIC], [Stage.LEXICAL, Stage.SEMANTIC], query_info=info)
+    return answer
+
+
+def test_a_hit_s_merged_relevance_does_not_move_with_the_limit() -> None:
+    """The same search at 5 hits and at 10 showed a hit at 0.91, then 0.72: each figure was scaled by the best
+    cosine among the hits listed, and another workspace's eighth hit had the best. The scale is the best
+    candidate's, listed or not."""
+    ours, theirs = [0.6, 0.5, 0.45, 0.4, 0.35], [0.55, 0.5, 0.45, 0.4, 0.35, 0.3, 0.3, 0.9, 0.2, 0.2]
+    five = scope._merged_hits({"notes": both(ours, 0.6), "rfcs": both(theirs[:5], 0.9)}, 10)
+    ten = scope._merged_hits({"notes": both(ours, 0.6), "rfcs": both(theirs, 0.9)}, 20)
+    first = [hit.relevance for hit in five if hit.workspace == "notes"]
+    assert first == [hit.relevance for hit in ten if hit.workspace == "notes"] and first[0] < 1.0
+
+
 def test_a_workspace_s_first_hits_stand_for_its_best_match_below_them() -> None:
     """A workspace's fusion put a weakly matching hit above its strongest (it weighs more than the words): the
     list keeps that order, and both stand for the strongest match, before another workspace's middling hits
