@@ -107,6 +107,25 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
         typed["workspaces"]["notes"]["note"]
     excluded = engine.search_query("*", "gecko -status:final", {"limit": 40}).to_wire()  # excludes nothing there
     assert ("notes", "gecko.md") in where(excluded) and ("rfcs", "rfc-00.md") not in where(excluded)
+    assert excluded["query"]["problems"] == []  # nor is it said ("notes: 'status' is not a filter field ...")
+    misspelt = engine.search_query("*", "gecko -statu:final").to_wire()  # a field no workspace has: still said
+    said = misspelt["query"]["problems"]
+    assert [problem.split(":")[0] for problem in said] == ["notes", "rfcs"], said
+    assert all("so '-statu:final' was left out" in problem for problem in said)
+    assert "(did you mean status:?)" in said[1]
+
+
+def test_workspaces_left_out_for_one_reason_are_said_once(engine: Engine, two: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    """`type:adr` over five workspaces listed "X: not searched: none of its documents has the field 'type'..."
+    once for each workspace without the field."""
+    write(tmp_path / "misc", "a.md", "# A\n\nA gecko note.\n")
+    engine.workspace_add("misc", str(tmp_path / "misc"))
+    engine.workspace_configure("misc", NO_EMBEDDER)
+    engine.workspace_index("misc")
+    answer = engine.search_query("*", "gecko status:draft").to_wire()
+    assert answer["query"]["problems"] == [
+        "misc, notes: not searched: none of its documents has the field 'status' that status:draft filters on"]
 
 
 def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: Engine,

@@ -91,6 +91,10 @@ class ParsedQuery:
     typed_text: str = ""  # the same with the typed characters between tokens kept (a pasted line as pasted)
     any_word: bool = False  # the lexical stage ORs the words at once, none pruned (a related section's words)
     terms_left_out: int = 0  # terms past MAX_TERMS, not searched (said in problems and in the picker's title)
+    # An excluding filter on a field this workspace does not have ("-status:superseded"): field name -> the
+    # problem that says it was left out. It excludes nothing here; a search of several workspaces where another
+    # has the field does not say it (search.scope).
+    excluded_unknown: dict[str, str] = field(default_factory=dict)
 
     @property
     def words(self) -> list[str]:
@@ -204,8 +208,9 @@ def _facet(token: str, schema: FacetSchema, query: ParsedQuery) -> FacetFilter |
     if not kind and negated and _FIELD_LIKE.fullmatch(name) and _VALUE_LIKE.fullmatch(value):
         # As words, "-status:superseded" would search for "status superseded", what it excludes. A pasted
         # flag (-XX:+UseG1GC, -std::move, -Dkey.name:true) or a time (-05:00) does not look like a field.
-        query.problems.append(f"{name!r} is not a filter field{_where_fields_come_from(schema)}, so {token!r} "
-                              f"was left out{hint}")
+        problem = f"{name!r} is not a filter field{_where_fields_come_from(schema)}, so {token!r} was left out{hint}"
+        query.problems.append(problem)
+        query.excluded_unknown[name.lower()] = problem
         return LEFT_OUT
     if not kind and near:
         query.problems.append(f"{name!r} is not a filter field, so {token!r} was searched as words{hint}")

@@ -316,14 +316,24 @@ def _skipped(answers: dict[str, SearchAnswer]) -> dict[Stage, str]:
 
 
 def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[str]:
+    """The workspaces' problems, each once (named with the workspaces that have it when not all do). An excluding
+    filter on a field a workspace lacks excludes nothing there: not said when another workspace has the field
+    (said everywhere, it is a misspelt field)."""
     every: dict[str, list[str]] = {}
+    unknown_everywhere = set.intersection(*(set(answer.query.excluded_unknown) for answer in answers.values()))
     for name, answer in answers.items():
+        fine = {problem for field, problem in answer.query.excluded_unknown.items() if field not in unknown_everywhere}
         for problem in answer.query.problems:
-            every.setdefault(problem, []).append(name)
+            if problem not in fine:
+                every.setdefault(problem, []).append(name)
     said = [problem if len(names) == len(answers) else f"{', '.join(names)}: {problem}"
             for problem, names in every.items()]
+    unsearched: dict[str, list[str]] = {}  # a filter three workspaces lack: said once, after their names
+    for part in parts:
+        if part.error is not None:
+            unsearched.setdefault(part.error.reason, []).append(part.name)
     return said + _held_nowhere(answers) \
-        + [f"{part.name}: not searched: {part.error.reason}" for part in parts if part.error is not None] \
+        + [f"{', '.join(names)}: not searched: {reason}" for reason, names in unsearched.items()] \
         + [f"{part.name}: folder {part.folder}, its hits come from its index" for part in parts
            if part.folder != "ok" and part.answer is not None]
 
