@@ -83,7 +83,12 @@ def test_bad_scopes_are_refused_with_what_to_do(engine: Engine, two: tuple[Path,
     with pytest.raises(AutodocError) as unknown:
         engine.search_query(["notes", "nope"], "gecko")
     assert unknown.value.code == UNKNOWN_WORKSPACE and "'nope'" in unknown.value.reason
-    assert "notes, rfcs" in unknown.value.reason
+    assert "notes, rfcs" in unknown.value.reason and "did you mean" not in unknown.value.reason
+    for asked in ("nots", ["rfcs", "nots"]):  # a typo is named as one ("add it with workspace.add" alone misled)
+        with pytest.raises(AutodocError) as typo:
+            engine.search_query(asked, "gecko")
+        assert "no workspace named 'nots' (did you mean 'notes'? this database has notes, rfcs)" in \
+            typo.value.reason, typo.value.reason
     with pytest.raises(AutodocError) as empty:
         engine.search_query([], "gecko")
     assert empty.value.code == INVALID_PARAMS and "empty list" in empty.value.reason

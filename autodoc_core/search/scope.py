@@ -25,6 +25,7 @@ from autodoc_core.rank.hits import Hit
 from autodoc_core.retrieve.symbols import held_nowhere
 from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
 from autodoc_core.search.stages import Stage
+from autodoc_core.store.workspace import did_you_mean
 
 EVERY = "*"
 READINESS = ("off", "switching", "partial", "ready")  # least ready first
@@ -76,7 +77,8 @@ def resolve(asked: Any, known: list[str]) -> Scope:
     names = tuple(dict.fromkeys(asked))  # a name given twice is searched once
     unknown = [name for name in names if name not in known]
     if unknown:
-        listed = f"this database has {', '.join(known)}" if known else "this database has none yet"
+        near = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
+        listed = f"{near}this database has {', '.join(known)}" if known else "this database has none yet"
         raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {', '.join(map(repr, unknown))} ({listed}); "
                            "add one with workspace.add", name=unknown[0], unknown=unknown, workspaces=known)
     return Scope(asked, names)

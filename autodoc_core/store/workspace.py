@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -167,10 +168,18 @@ def get(conn: apsw.Connection, name: Any) -> Workspace:
     row = conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE name = ?", (name,)).fetchone()
     if row is None:
         names = [known for (known,) in conn.execute("SELECT name FROM workspaces ORDER BY name")]
-        listed = f" (this database has {', '.join(names)})" if names else ""
+        listed = f" ({did_you_mean(name, names)}this database has {', '.join(names)})" if names else ""
         raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}{listed}; add it with workspace.add",
                            name=name)
     return _row(row)
+
+
+def did_you_mean(name: str, known: list[str]) -> str:
+    """The known workspace name closest to a misspelt one, as "did you mean 'notes'? " ("" when none is close):
+    a typo's error said only "add it with workspace.add", as if the name were a new one."""
+    folded = {known_name.lower(): known_name for known_name in known}
+    near = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.75)
+    return f"did you mean {folded[near[0]]!r}? " if near else ""
 
 
 def all_workspaces(conn: apsw.Connection) -> list[Workspace]:
