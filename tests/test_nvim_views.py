@@ -76,6 +76,18 @@ def test_every_workspace_then_each_then_the_prompt_s(tmp_path: Path, view: str) 
         assert wait_for(lambda: shows(nvim, "no workspace 'nope' (there are @kb @other; @* is every one)"))
 
 
+def test_m_w_refused_for_a_prompt_s_workspace_is_said_whole_at_80_columns(tmp_path: Path) -> None:
+    """The walk: `autodoc: the prompt names …kspace (@name): edit it to search another`, cut in its middle."""
+    with neovim(tmp_path, view_init(tmp_path, "builtin", two_workspaces(tmp_path), columns=80)) as nvim:
+        indexed_both(nvim)
+        open_view(nvim, "builtin")
+        nvim.input("@kb bread")
+        wait_for(lambda: shows(nvim, "AutoDoc · kb", "notes/cooking.md:3-5"))
+        nvim.input("<M-w>")
+        said = wait_for(lambda: picker_state(nvim)["notice"])
+        assert wait_for(lambda: shows(nvim, said)), (said, screen(nvim))
+
+
 @pytest.mark.parametrize("view", VIEWS)
 def test_a_hit_of_another_workspace_previews_and_opens_its_own_file(tmp_path: Path, view: str) -> None:
     """A search of every workspace: the hit's file is its workspace's root joined with its path, not the first

@@ -190,7 +190,7 @@ function M.next_refusal(prompt, names)
   if #names < 2 then
     return 'autodoc: there is one workspace; add another with :AutodocWorkspaceAdd'
   elseif select(4, M.parse(prompt, nil, names)) then
-    return 'autodoc: the prompt names its workspace (@name): edit it to search another'
+    return 'autodoc: the prompt names its workspace (@name): edit it instead'
   end
 end
 
