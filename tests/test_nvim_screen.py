@@ -186,3 +186,21 @@ def test_the_pickers_error_is_kept_while_progress_comes(tmp_path: Path) -> None:
             wait_for(lambda: len(nvim.exec_lua("return _G.fill")) >= seen + 2, timeout=60, what="2 more updates")
             assert nvim.exec_lua("return _G.fill")[seen:] == [False] * (len(nvim.exec_lua("return _G.fill")) - seen)
         server.behaviour.release.set()
+
+
+def test_a_kept_message_s_float_breaks_its_lines_between_words(tmp_path: Path) -> None:
+    """The float's 'linebreak' broke after '@' too ('breakat' is global): `@notes @techdocs @` / `zh; @* is every
+    one)`. Its lines are broken between words, to the editor's width."""
+    names = " ".join(f"@workspace{n}" for n in range(12)) + " @zh"
+    message = f"autodoc: no workspace 'nmae' (there are {names}; @* is every one)"
+    with child_nvim("--clean", "--cmd", f"set rtp^={PROJECT}") as nvim:
+        nvim.command("set columns=80 lines=24")
+        nvim.exec_lua("require('autodoc.screen').say(..., vim.log.levels.ERROR, true)", message)
+        rows = wait_for(lambda: nvim.exec_lua("""
+            for _, win in ipairs(vim.api.nvim_list_wins()) do
+              if vim.api.nvim_win_get_config(win).relative ~= '' then
+                return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+              end
+            end"""))
+    assert " ".join(rows) == message and all(len(row) <= 78 for row in rows), rows
+    assert all(not row.endswith("@") for row in rows) and any(row.endswith("@zh;") or " @zh;" in row for row in rows)

@@ -100,20 +100,22 @@ end
 
 local HIGHLIGHT = { [vim.log.levels.ERROR] = 'ErrorMsg', [vim.log.levels.WARN] = 'WarningMsg' }
 
---- `lines` in a float just above the message area, wrapped to the editor's width.
+--- `lines` in a float just above the message area, broken between words to the editor's width.
 ---@param lines string[]
 ---@param level integer
 local function open_float(lines, level)
   close_float()
+  local room_across = math.max(vim.o.columns - 2, 1)
+  lines = require('autodoc.wrap').between_words(table.concat(lines, '\n'), room_across)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].bufhidden = 'wipe'
   local widest = math.max(unpack(vim.tbl_map(vim.fn.strdisplaywidth, lines)))
-  local width = math.max(math.min(widest, vim.o.columns - 2), 1)
+  local width = math.max(math.min(widest, room_across), 1)
   local room = math.max(vim.o.lines - vim.o.cmdheight - 4, 1) -- its border, and the last window's status line
   float = vim.api.nvim_open_win(buf, false, { relative = 'editor', row = 0, col = 0, width = width, height = 1,
     style = 'minimal', border = 'rounded', title = ' autodoc ', focusable = false, zindex = 200, noautocmd = true })
-  vim.wo[float].wrap, vim.wo[float].linebreak = true, true -- a command's name is never cut in two
+  vim.wo[float].wrap = true -- its lines fit, broken between words (a name is never cut in two)
   vim.wo[float].winhighlight = HIGHLIGHT[level] and 'NormalFloat:' .. HIGHLIGHT[level] or ''
   local height = math.min(vim.api.nvim_win_text_height(float, {}).all, room)
   vim.api.nvim_win_set_config(float, { relative = 'editor', row = vim.o.lines - vim.o.cmdheight - height - 3, col = 0,
