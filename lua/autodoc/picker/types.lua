@@ -22,6 +22,7 @@
 ---@field scope table|nil { asked, workspaces = string[] } what the search covered
 ---@field workspaces table<string, table>|nil per workspace searched: { root, hits, semantic, folder, note }
 ---@field counted string|nil what its rows are, for its count ('document', 'folder'; nil: 'hit')
+---@field more boolean|nil there are more rows than listed (the list stopped at its limit: '30+ documents')
 
 ---@class autodoc.PickerState the open picker's windows and what they show; what is listed is its session's
 ---@field mode autodoc.PickerMode

@@ -18,17 +18,20 @@ function M.hits(documents, workspace)
 end
 
 ---@param hits autodoc.Hit[]
+---@param more boolean there are more documents than listed (the list stopped at its limit)
 ---@return autodoc.Answer
-local function answer_of(hits)
-  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} }, counted = 'document' }
+local function answer_of(hits, more)
+  return { hits = hits, semantic = 'off', rank = { state = 'off' }, query = { terms = {} }, counted = 'document',
+    more = more }
 end
 
---- The answer listing doc.list's `documents` of `workspace`.
+--- The answer listing doc.list's `documents` of `workspace`, asked for at most `limit`.
 ---@param documents table[]
 ---@param workspace string
+---@param limit integer
 ---@return autodoc.Answer
-function M.answer(documents, workspace)
-  return answer_of(M.hits(documents, workspace))
+function M.answer(documents, workspace, limit)
+  return answer_of(M.hits(documents, workspace), #documents >= limit)
 end
 
 --- How a document matches `query`, as doc.list orders them: 0 its title or an alias is the query, 1 begins
@@ -70,7 +73,9 @@ function M.merged(lists, names, query, limit)
     end
     return false
   end)
-  local answer = answer_of(vim.list_slice(hits, 1, limit))
+  local answer = answer_of(vim.list_slice(hits, 1, limit), #hits > limit or vim.iter(names):any(function(name)
+    return #lists[name] >= limit
+  end))
   answer.scope, answer.workspaces = { workspaces = names }, {}
   for _, name in ipairs(names) do
     answer.workspaces[name] = { root = require('autodoc').workspaces[name] }

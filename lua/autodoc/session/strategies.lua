@@ -92,7 +92,7 @@ function M.documents(session, prompt)
   end
   return { scope = scope, query = query, method = 'doc.list', lane = 'documents',
     params = { names[1], query, { limit = limit } },
-    shape = function(listed) return documents.answer(listed, names[1]) end }
+    shape = function(listed) return documents.answer(listed, names[1], limit) end }
 end
 
 ---@type autodoc.SessionStrategy

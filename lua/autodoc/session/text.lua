@@ -277,7 +277,8 @@ function M.summary(answer, folders_said)
     table.insert(parts, problem)
   end
   local noun = answer.counted or 'hit' -- what the list holds: hits, or :AutodocOpen's documents, folders
-  local count = string.format('%d %s%s', #answer.hits, noun, #answer.hits == 1 and '' or 's')
+  local count = string.format('%d%s %s%s', #answer.hits, answer.more and '+' or '', noun,
+    #answer.hits == 1 and not answer.more and '' or 's') -- '30+ documents': the list stopped at its limit
   local coming = M.still_to_come(answer)
   if coming then -- a list that is not final says so, whatever else is said
     table.insert(parts, 1, count .. ' so far, ' .. coming)
