@@ -257,7 +257,8 @@ def test_bad_input_is_a_tool_error_with_the_engine_code(tmp_path: Path, notes: P
     write(tmp_path, "outside.md", "# Outside\n")
     bad_calls = [
         ("search", {"query": "gecko", "workspace": "nope"}, -32060, "workspaces tool"),
-        ("search", {"query": "gecko", "workspace": "KB"}, -32060, "no workspace named 'KB' (did you mean 'kb'? this database has kb)"),
+        ("search", {"query": "gecko", "workspace": "KB"}, -32060,
+         "no workspace named 'KB' (did you mean 'kb'? this database has kb)"),
         ("search", {"query": "gecko", "facets": {"owner": "ops"}}, -32602, "is not in any document's frontmatter"),
         ("search", {"query": "gecko", "limit": 51}, -32602, "from 1 to 50"),
         ("search", {"query": "gecko", "limit": 0}, -32602, "from 1 to 50"),
