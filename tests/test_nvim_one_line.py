@@ -117,5 +117,10 @@ def test_a_hit_whose_folder_is_gone_says_so_in_one_kept_message(tmp_path: Path, 
         term.wait_for_screen("note-1.md:3-5")
         kb.rename(tmp_path / "moved")
         term.keys("Enter")
-        screen = term.wait_for_screen("kb is not there (a drive not mounted?)")
+        # the float breaks its lines between words: read its rows as one text
+        def float_says() -> str | None:
+            rows = [line.strip("│ ") for line in term.screen().splitlines() if line.startswith("│")]
+            return term.screen() if f"{kb} is not there (a drive not mounted?)" in " ".join(rows) else None
+
+        screen = wait_for(float_says, 120, what="the float saying the root is not there")
         assert "Press ENTER" not in screen and mode(term) == "i" and "AutoDoc · kb" in screen, screen
