@@ -328,8 +328,8 @@ def test_in_hybrid_search_the_pages_holding_a_pasted_line_come_first(engine, kb:
         assert answer["query_shape"]["phrase"] == "upstream sent too big header while reading response header"
         assert answer["query"]["holding_pasted"] == 1
         assert answer["hits"][0]["path"] == "reference/errors.md", query
-        assert "holding_pasted" not in search(engine, query, stages=["semantic"])["query"]
-        assert search(engine, query, stages=["lexical"])["query"]["holding_pasted"] == 1
+        for alone in ("lexical", "semantic"):  # by words alone only a pasted identifier's holders are counted
+            assert "holding_pasted" not in search(engine, query, stages=[alone])["query"]
     monkeypatch.setattr(symbols, "PHRASE_MIN_WORDS", 99)
     control = search(engine, line)
     assert control["query_shape"]["phrase"] == "" and control["hits"][0]["path"] != "reference/errors.md"

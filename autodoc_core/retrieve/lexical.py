@@ -73,8 +73,9 @@ class DocumentFrequencies:
         vocabulary, which knows single stems only); counted up to half the chunks: a term in more has no weight
         in BM25 (its IDF is clamped)."""
         text, lone_cjk = query_text(term.text)
-        if not (term.phrase or term.prefix or lone_cjk) and self._one_stem(conn, text) is not None:
-            return self.count(conn, ws_id, term)
+        stem = None if term.phrase or term.prefix or lone_cjk else self._one_stem(conn, text)
+        if stem is not None:
+            return self.stem_count(conn, ws_id, stem)
         now = time.monotonic()
         most = self.total(conn, ws_id) // 2 + 1
         key = f"\x01{most}\x01{term.fts()}"

@@ -338,11 +338,11 @@ def pasted_holders(run: SearchRun, found: dict[Stage, Candidates], chunk_ids: li
     """The candidates whose text holds what was pasted (``fuse.holders_first``): an identifier alone, or a
     query of ``symbols.PHRASE_MIN_WORDS`` or more words word for word (an error or log line), when the word
     search took part (they come first when the semantic stage did too: a retriever alone keeps its own order;
-    by words alone they are counted, to say when none holds a pasted identifier); None where the rule does not
+    by words alone a pasted identifier's are counted, to say when none holds it); None where the rule does not
     apply. For a phrase only the first lexical candidates are read (``symbols.PHRASE_CANDIDATES``): a chunk
     holding the line holds all of its words."""
-    if Stage.LEXICAL not in found:
-        return None
+    if Stage.LEXICAL not in found or (Stage.SEMANTIC not in found and not run.shape.literal):
+        return None  # by words alone only an identifier's holders are counted (what says it is held nowhere)
     if run.shape.literal:
         return symbols.holding(run.conn, run.shape.literal, chunk_ids, run.folded)
     if run.shape.phrase:
