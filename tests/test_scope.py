@@ -26,6 +26,23 @@ from tests.model_servers import model_server
 NO_EMBEDDER = {"embedder": {"provider": "none"}}
 
 
+def by_words(engine: Engine, *named: tuple[str, Path]) -> None:
+    """Add and index these workspaces, (name, folder) each, with no embedding model: searched by words alone."""
+    for name, folder in named:
+        engine.workspace_add(name, str(folder))
+        engine.workspace_configure(name, NO_EMBEDDER)
+        engine.workspace_index(name)
+
+
+def by_meaning(engine: Engine, url: str, *named: tuple[str, Path]) -> None:
+    """Add these workspaces with the TEI server at ``url`` as their model, and wait until every section has a
+    vector."""
+    for name, folder in named:
+        engine.workspace_add(name, str(folder))
+        engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": url, "timeout": 120}})
+        assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+
+
 @pytest.fixture
 def two(tmp_path: Path, engine: Engine) -> tuple[Path, Path]:
     """Workspace "notes" (one note on the store) and "rfcs" (many documents that mention geckos in passing, one
@@ -45,10 +62,7 @@ def two(tmp_path: Path, engine: Engine) -> tuple[Path, Path]:
                                       "and a long list of other words about protocols, servers and clients.\n")
     write(rfcs, "geckos.md", "---\nstatus: draft\n---\n# Geckos\n\n## Toe pads\n\n"
                              "Geckos climb glass: gecko toe pads hold by van der Waals forces.\n")
-    for name, folder in (("notes", notes), ("rfcs", rfcs)):
-        engine.workspace_add(name, str(folder))
-        engine.workspace_configure(name, NO_EMBEDDER)
-        engine.workspace_index(name)
+    by_words(engine, ("notes", notes), ("rfcs", rfcs))
     return notes, rfcs
 
 
@@ -125,9 +139,7 @@ def test_workspaces_left_out_for_one_reason_are_said_once(engine: Engine, two: t
     """`type:adr` over five workspaces listed "X: not searched: none of its documents has the field 'type'..."
     once for each workspace without the field."""
     write(tmp_path / "misc", "a.md", "# A\n\nA gecko note.\n")
-    engine.workspace_add("misc", str(tmp_path / "misc"))
-    engine.workspace_configure("misc", NO_EMBEDDER)
-    engine.workspace_index("misc")
+    by_words(engine, ("misc", tmp_path / "misc"))
     answer = engine.search_query("*", "gecko status:draft").to_wire()
     assert answer["query"]["problems"] == [
         "misc, notes: not searched: none of its documents has the field 'status' that status:draft filters on"]
@@ -279,10 +291,7 @@ def test_an_identifier_word_for_word_comes_before_another_workspace_s_loose_matc
         write(prose, f"note-{n}.md", f"# Note {n}\n\n## Host\n\nThe host of the proxy sends a report on usage; usage "
                                      f"of the proxy host, report {n}.\n")
     with model_server("tei") as server:
-        for name, folder in (("code", code), ("prose", prose)):
-            engine.workspace_add(name, str(folder))
-            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
-            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        by_meaning(engine, server.url, ("code", code), ("prose", prose))
         alone = engine.search_query("code", "usage-report-proxy-host", {"limit": 5}).to_wire()
         answer = engine.search_query("*", "usage-report-proxy-host", {"limit": 5}).to_wire()
     assert where(alone)[0] == ("code", "mgmt.md") and "symbol" in alone["hits"][0]["via"]
@@ -303,20 +312,15 @@ def test_a_pasted_identifier_no_section_holds_is_said_once(engine: Engine, tmp_p
     write(plain, "proxy.md", "# Proxy\n\n## Reports\n\nThe usage report goes through the proxy host.\n")
     said = "no section holds `usage-report-proxy-hots` as written: these hits only share its words or meaning"
     with model_server("tei") as server:
-        for name, folder in (("code", code), ("prose", prose)):
-            engine.workspace_add(name, str(folder))
-            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
-            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
-        engine.workspace_add("plain", str(plain))
-        engine.workspace_configure("plain", NO_EMBEDDER)
-        engine.workspace_index("plain")
-        by_words = engine.search_query("plain", "usage-report-proxy-hots").to_wire()
+        by_meaning(engine, server.url, ("code", code), ("prose", prose))
+        by_words(engine, ("plain", plain))
+        plain_typo = engine.search_query("plain", "usage-report-proxy-hots").to_wire()
         typo_alone = engine.search_query("code", "usage-report-proxy-hots").to_wire()
         typo_everywhere = engine.search_query("*", "usage-report-proxy-hots").to_wire()
         held = engine.search_query("*", "usage-report-proxy-host").to_wire()
         held_elsewhere = engine.search_query("prose", "usage-report-proxy-host").to_wire()
     assert typo_alone["hits"] and typo_alone["query"]["problems"] == [said]
-    assert by_words["hits"] and by_words["query"]["problems"] == [said]
+    assert plain_typo["hits"] and plain_typo["query"]["problems"] == [said]
     assert typo_everywhere["hits"] and typo_everywhere["query"]["problems"] == [said]
     assert where(held)[0] == ("code", "mgmt.md") and held["query"]["problems"] == []
     assert held_elsewhere["query"]["problems"] == [said.replace("hots", "host")]
@@ -332,12 +336,8 @@ def test_a_pasted_identifier_s_holder_keeps_its_relevance_beside_a_workspace_sea
         write(code, f"note-{n}.md", f"# Note {n}\n\n## Leaders\n\nA leader election in raft takes a while, {n}.\n")
         write(words, f"words-{n}.md", f"# Words {n}\n\n## Timeouts\n\nAn election timeout in ms, {n}.\n")
     with model_server("tei") as server:
-        engine.workspace_add("code", str(code))
-        engine.workspace_configure("code", {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
-        assert engine.workspace_index("code", {"wait": "semantic"})["semantic"] == "ready"
-        engine.workspace_add("words", str(words))
-        engine.workspace_configure("words", NO_EMBEDDER)
-        engine.workspace_index("words")
+        by_meaning(engine, server.url, ("code", code))
+        by_words(engine, ("words", words))
         answer = engine.search_query("*", "raft.election_timeout_ms", {"limit": 5}).to_wire()
         related = engine.search_related("*", "guide.md", {"line": 5}).to_wire()
     assert answer["stages"]["skipped"]["semantic"].startswith("words: ")
@@ -360,10 +360,7 @@ def test_a_pasted_line_s_holders_come_before_another_workspace_s_loose_matches(e
                                      f"the connection while a batch is reclaimed; connection reset, peer, batch {n}.\n")
     line = "connection reset by peer while reclaiming the batch"
     with model_server("tei") as server:
-        for name, folder in (("ops", ops), ("prose", prose)):
-            engine.workspace_add(name, str(folder))
-            engine.workspace_configure(name, {"embedder": {"provider": "tei", "url": server.url, "timeout": 120}})
-            assert engine.workspace_index(name, {"wait": "semantic"})["semantic"] == "ready"
+        by_meaning(engine, server.url, ("ops", ops), ("prose", prose))
         alone = engine.search_query("ops", line, {"limit": 5}).to_wire()
         answer = engine.search_query("*", line, {"limit": 5}).to_wire()
     assert alone["query_shape"]["phrase"] == line and alone["query"]["holding_pasted"] == 1
@@ -387,10 +384,7 @@ def test_an_identifier_in_a_sentence_does_not_put_its_holders_first(engine: Engi
     for folder in (guide, code):
         for topic in ("stoves", "kites", "boats", "maps", "clocks", "fences"):
             write(folder, f"misc/{topic}.md", f"# {topic.title()}\n\nA note about {topic} and nothing else.\n")
-    for name, folder in (("guide", guide), ("code", code)):
-        engine.workspace_add(name, str(folder))
-        engine.workspace_configure(name, NO_EMBEDDER)
-        engine.workspace_index(name)
+    by_words(engine, ("guide", guide), ("code", code))
     query = "how are failed calls retried by fetchBatch"
     own = engine.search_query("code", query, {"limit": 5}).to_wire()
     assert own["query_shape"]["identifiers"] == ["fetchBatch"] and not own["query_shape"]["pasted"]
@@ -443,10 +437,7 @@ def test_a_workspace_full_of_the_query_s_words_comes_before_one_that_matches_as_
                                        "gateway and its upstreams.\n")
     write(designs, "kep-gateway.md", "# KEP 9: NGINX gateway websockets\n\n" + section)  # its title says them too
     write(guides, "guide-gateway.md", "# Upstreams\n\n" + section)
-    for name, folder in (("designs", designs), ("guides", guides)):
-        engine.workspace_add(name, str(folder))
-        engine.workspace_configure(name, NO_EMBEDDER)
-        engine.workspace_index(name)
+    by_words(engine, ("designs", designs), ("guides", guides))
     answer = engine.search_query("*", "nginx gateway websockets", {"limit": 4}).to_wire()
     assert where(answer)[:2] == [("guides", "guide-gateway.md"), ("designs", "kep-gateway.md")], where(answer)
 
