@@ -317,11 +317,15 @@ def test_a_pasted_identifier_no_section_holds_is_said_once(engine: Engine, tmp_p
         plain_typo = engine.search_query("plain", "usage-report-proxy-hots").to_wire()
         typo_alone = engine.search_query("code", "usage-report-proxy-hots").to_wire()
         typo_everywhere = engine.search_query("*", "usage-report-proxy-hots").to_wire()
+        filtered = engine.search_query("code", "usage-report-proxy-host", {"paths": ["nothing-here/"]}).to_wire()
         held = engine.search_query("*", "usage-report-proxy-host").to_wire()
         held_elsewhere = engine.search_query("prose", "usage-report-proxy-host").to_wire()
     assert typo_alone["hits"] and typo_alone["query"]["problems"] == [said]
     assert plain_typo["hits"] and plain_typo["query"]["problems"] == [said]
     assert typo_everywhere["hits"] and typo_everywhere["query"]["problems"] == [said]
+    # a filter may have left the holder out: said so (a paths prefix that names nothing is said too)
+    assert any(problem.startswith("no section the filters let through holds `usage-report-proxy-host`")
+               for problem in filtered["query"]["problems"]), filtered["query"]["problems"]
     assert where(held)[0] == ("code", "mgmt.md") and held["query"]["problems"] == []
     assert held_elsewhere["query"]["problems"] == [said.replace("hots", "host")]
 
@@ -440,6 +444,22 @@ def test_a_workspace_full_of_the_query_s_words_comes_before_one_that_matches_as_
     by_words(engine, ("designs", designs), ("guides", guides))
     answer = engine.search_query("*", "nginx gateway websockets", {"limit": 4}).to_wire()
     assert where(answer)[:2] == [("guides", "guide-gateway.md"), ("designs", "kep-gateway.md")], where(answer)
+
+
+def test_a_workspace_holding_none_of_the_query_s_words_keeps_a_share(engine: Engine, two: tuple[Path, Path]) -> None:
+    """Its hits are found by meaning alone: a share of 0 made their factor 0 and every one of them read 0.00 below
+    the other workspaces' weakest. Each word's share counts half a section more (as BM25's IDF does)."""
+    from autodoc_core.retrieve import lexical
+    from autodoc_core.retrieve.query import parse_query as parse
+    from autodoc_core.store import workspace as workspaces
+
+    frequencies = lexical.DocumentFrequencies()
+    with engine.store.snapshot() as conn:
+        notes = workspaces.get(conn, "notes")
+        total = frequencies.total(conn, notes.id)
+        none = lexical.prevalence(conn, notes.id, parse("postgres vacuum", FacetSchema()).terms, frequencies)
+        some = lexical.prevalence(conn, notes.id, parse("gecko vacuum", FacetSchema()).terms, frequencies)
+    assert none == 0.5 / (total + 0.5) and some > none > 0
 
 
 def test_a_workspace_s_hits_are_scaled_by_how_common_the_query_s_words_are_there() -> None:

@@ -214,12 +214,14 @@ def prevalence(conn: apsw.Connection, ws_id: int, terms: list[Term], frequencies
     """The mean share of this workspace's chunks that hold each of the query's words: how much the workspace is
     about them (in a workspace of NGINX guides "nginx" is everywhere, in one of Kubernetes design documents it is
     rare), a resource-selection cue of federated search that BM25 cannot give (its IDF scores a word its
-    workspace is full of as worth little there). None without a word to count (phrases and prefixes alone)."""
+    workspace is full of as worth little there). Each share counts half a section more, as BM25's IDF does: a
+    workspace that holds none of the words still has a share (its hits found by meaning are not all zeroed by
+    the factor made of it). None without a word to count (phrases and prefixes alone)."""
     total = frequencies.total(conn, ws_id)
     counted = [frequencies.count(conn, ws_id, term) for term in terms if not (term.phrase or term.prefix)]
     if not counted or not total:
         return None
-    return sum(min(count / total, 1.0) for count in counted) / len(counted)
+    return sum(min((count + 0.5) / (total + 0.5), 1.0) for count in counted) / len(counted)
 
 
 def match_share(scores: dict[int, float], most: float | None) -> float | None:
