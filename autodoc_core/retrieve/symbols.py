@@ -155,10 +155,12 @@ def classify(query: str, typed: str | None = None) -> QueryShape:
     return QueryShape("identifier", kinds, tokens, pasted, _literal(lone, found) if pasted else "", phrase)
 
 
-def held_nowhere(literal: str) -> str:
+def held_nowhere(literal: str, filtered: bool = False) -> str:
     """What an answer says when no candidate holds a pasted identifier as written (a typo, or a name the notes
-    never use): its hits are guesses by its pieces and meaning."""
-    return f"no section holds `{literal}` as written: these hits only share its words or meaning"
+    never use): its hits are guesses by its pieces and meaning. ``filtered``: the search's filters may have left
+    out the sections that hold it."""
+    sections = "section the filters let through" if filtered else "section"
+    return f"no {sections} holds `{literal}` as written: these hits only share its words or meaning"
 
 
 def _name(token: str, kind: str) -> str:

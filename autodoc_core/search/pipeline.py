@@ -111,7 +111,7 @@ def run_search(conn: apsw.Connection, ws: Workspace, schema: FacetSchema, text: 
     fused = _fused_and_filled(run, found, pool, frequencies, nearest)
     notes.append(fused.note)
     if fused.holding_pasted == 0 and run.shape.literal and not run.several:  # several: said once merged
-        notes.append(StageNote(problems=(symbols.held_nowhere(run.shape.literal),)))
+        notes.append(StageNote(problems=(symbols.held_nowhere(run.shape.literal, bool(run.filters.document)),)))
     ranked = fused.hits
     timer.lap("fuse")
     if ranker is not None and Stage.RERANK in options.stages:

@@ -347,4 +347,4 @@ def _held_nowhere(answers: dict[str, SearchAnswer]) -> list[str]:
     literal = infos[0].shape.literal if infos[0].shape is not None else ""
     if not literal or any(info.holding_pasted != 0 for info in infos):
         return []
-    return [held_nowhere(literal)]
+    return [held_nowhere(literal, any(answer.facets for answer in answers.values()))]
