@@ -375,9 +375,13 @@ def test_open_picker_and_workspace_add_picker(nvim, tmp_path: Path) -> None:
     assert lua(nvim, title).strip() == f"{count} document" + ("s" if count > 1 else "")  # the list's own noun
     nvim.input("<CR>")
     wait_for(lambda: nvim.current.buffer.name.endswith("adr/0002.md"))
-    lua(nvim, "require('autodoc').config.limit = 2")  # a list cut at its limit says there are more
-    nvim.command("AutodocOpen")
-    wait_for(lambda: lua(nvim, title) == " 2+ documents ", what="the title of a list cut at its limit")
+    lua(nvim, f"require('autodoc').config.limit = {count - 1}")  # a list cut at its limit says there are more
+    nvim.command("AutodocOpen keep the index")
+    wait_for(lambda: lua(nvim, title) == f" {count - 1}+ documents ", what="the title of a list cut at its limit")
+    nvim.input("<Esc>")
+    lua(nvim, f"require('autodoc').config.limit = {count}")  # all of them, and not one more: no '+'
+    nvim.command("AutodocOpen keep the index")
+    wait_for(lambda: lua(nvim, title) == f" {count} document" + ("s " if count > 1 else " "))
     nvim.input("<Esc>")
     lua(nvim, "require('autodoc').config.limit = 30")
     other = tmp_path / "second-kb"

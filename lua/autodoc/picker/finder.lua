@@ -63,7 +63,8 @@ function M.folders(query)
         left = left - seen
         count = complete and tostring(#files) or (#files .. '+')
       end
-      table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. (count == '1' and ' Markdown file' or ' Markdown files'),
+      local noun = count == '1' and ' Markdown file' or ' Markdown files'
+      table.insert(hits, { path = path, line_start = 1, line_end = 1, breadcrumb = count .. noun,
         relevance = 1, via = { 'folder' }, folder = true })
     end
   end

@@ -25,13 +25,14 @@ local function answer_of(hits, more)
     more = more }
 end
 
---- The answer listing doc.list's `documents` of `workspace`, asked for at most `limit`.
+--- The answer listing doc.list's `documents` of `workspace` up to `limit` (asked for one more: whether there are
+--- more than it lists).
 ---@param documents table[]
 ---@param workspace string
 ---@param limit integer
 ---@return autodoc.Answer
 function M.answer(documents, workspace, limit)
-  return answer_of(M.hits(documents, workspace), #documents >= limit)
+  return answer_of(vim.list_slice(M.hits(documents, workspace), 1, limit), #documents > limit)
 end
 
 --- How a document matches `query`, as doc.list orders them: 0 its title or an alias is the query, 1 begins
@@ -73,9 +74,7 @@ function M.merged(lists, names, query, limit)
     end
     return false
   end)
-  local answer = answer_of(vim.list_slice(hits, 1, limit), #hits > limit or vim.iter(names):any(function(name)
-    return #lists[name] >= limit
-  end))
+  local answer = answer_of(vim.list_slice(hits, 1, limit), #hits > limit)
   answer.scope, answer.workspaces = { workspaces = names }, {}
   for _, name in ipairs(names) do
     answer.workspaces[name] = { root = require('autodoc').workspaces[name] }
@@ -84,7 +83,7 @@ function M.merged(lists, names, query, limit)
 end
 
 --- A request's `fetch` for the documents of the workspaces `names`: each one's doc.list (a lane each, asked at
---- once), then one merged answer, or the first error.
+--- once, for one more than `limit`: whether there are more), then one merged answer, or the first error.
 ---@param session autodoc.Session
 ---@param names string[]
 ---@param query string
@@ -94,7 +93,7 @@ function M.fetch_all(session, names, query, limit)
   return function(done)
     local lists, left, failed = {}, #names, false
     for _, name in ipairs(names) do
-      session:request('doc.list', { name, query, { limit = limit } }, function(err, documents)
+      session:request('doc.list', { name, query, { limit = limit + 1 } }, function(err, documents)
         if failed then
           return
         end

@@ -91,7 +91,7 @@ function M.documents(session, prompt)
     return { scope = scope, query = query, fetch = documents.fetch_all(session, names, query, limit) }
   end
   return { scope = scope, query = query, method = 'doc.list', lane = 'documents',
-    params = { names[1], query, { limit = limit } },
+    params = { names[1], query, { limit = limit + 1 } },
     shape = function(listed) return documents.answer(listed, names[1], limit) end }
 end
 
