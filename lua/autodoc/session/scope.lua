@@ -49,7 +49,44 @@ local function read_words(words, names)
   return all and M.ALL or picked
 end
 
---- What an unknown name (or a lone `@`) says: the name and the workspaces there are.
+--- The edits (a character added, dropped or changed) that turn `a` into `b`, case aside.
+---@param a string
+---@param b string
+---@return integer
+local function edits(a, b)
+  a, b = a:lower(), b:lower()
+  local row = {}
+  for j = 0, #b do
+    row[j] = j
+  end
+  for i = 1, #a do
+    local diagonal, previous = row[0], row[0] + 1
+    row[0] = previous
+    for j = 1, #b do
+      local here = math.min(row[j] + 1, previous + 1, diagonal + (a:sub(i, i) == b:sub(j, j) and 0 or 1))
+      diagonal, previous, row[j] = row[j], here, here
+    end
+  end
+  return row[#b]
+end
+
+--- The workspace a misspelt name most likely meant: one edit away for a short name, one in four characters for a
+--- longer one (`@nots`: notes); nil when none is that close.
+---@param name string
+---@param names string[]
+---@return string|nil
+local function meant(name, names)
+  local best, fewest = nil, math.max(1, math.floor(#name / 4))
+  for _, candidate in ipairs(names) do
+    local count = edits(name, candidate)
+    if count <= fewest and (best == nil or count < edits(name, best)) then
+      best = candidate
+    end
+  end
+  return best
+end
+
+--- What an unknown name (or a lone `@`) says: the name, the one it likely meant and the workspaces there are.
 ---@param name string
 ---@param names string[]
 ---@return string
@@ -58,7 +95,9 @@ function M.unknown(name, names)
     return require('autodoc.session.text').NO_WORKSPACE
   end
   local what = name == '' and "'@' names no workspace" or string.format("no workspace '%s'", name)
-  return string.format('autodoc: %s (there are %s; @* is every one)', what, known(names))
+  local guess = name ~= '' and meant(name, names)
+  return string.format('autodoc: %s%s (there are %s; @* is every one)', what,
+    guess and string.format(' (did you mean @%s?)', guess) or '', known(names))
 end
 
 --- `prompt` as its scope and its query: leading `@name` words (`@a @b`, `@a,b`, `@*`) name the workspaces; a
