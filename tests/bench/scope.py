@@ -226,7 +226,7 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]]
     alone = {name: figures([ranked(a[workspace].hits, workspace) for a in answers], queries, workspace)
              for name, (workspace, queries, answers, _) in captures.items()}
 
-    def together(name: str, merge: str, share: float, power: float) -> tuple[float, float]:
+    def together(name: str, merge: str, share: float, power: float | None) -> tuple[float, float]:
         workspace, queries, answers, _ = captures[name]
         return figures([ranked(MERGES[merge](a, share, power)) for a in answers], queries, workspace)
 
@@ -236,6 +236,7 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]]
 
     share = scope_merge.LEXICAL_SHARE
     power = scope_merge.PREVALENCE_POWER if both else scope_merge.PREVALENCE_POWER_WORDS
+    product = None  # the product's rule: the power of the scales the query's workspaces share
     shares = SHARES if both else (share,)
     losses = {(s, p): tuning_loss(s, p) for s in shares for p in POWERS}
     chosen = min(losses, key=lambda key: (round(losses[key], 4), key[1], abs(key[0] - 0.5)))
@@ -248,7 +249,7 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]]
     lines += ["| query set | queries | Recall@3 alone | together | diff | nDCG@10 alone | together | diff |",
               "|---|---|---|---|---|---|---|---|"]
     for name, (_, queries, _, _) in captures.items():
-        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share, power)
+        (r1, n1), (r2, n2) = alone[name], together(name, PRODUCT, share, product)
         lines.append(f"| {name} | {len(queries)} | {r1:.3f} | {r2:.3f} | {r2 - r1:+.3f} | {n1:.3f} | {n2:.3f} | "
                      f"{n2 - n1:+.3f} |")
     others = [m for m in MERGES if m != PRODUCT]
@@ -256,9 +257,9 @@ def quality(engine: Engine, sets: list[tuple[str, str, list[dict], bool | None]]
               f"| query set | {' | '.join(others)} |", "|---|" + "---|" * len(others)]
     for name in captures:
         r1, n1 = alone[name]
-        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share, power) for m in others)]
+        cells = [f"{r - r1:+.3f} / {n - n1:+.3f}" for r, n in (together(name, m, share, product) for m in others)]
         lines.append(f"| {name} | {' | '.join(cells)} |")
-    worst = min(min(together(n, PRODUCT, share, power)[i] - alone[n][i] for i in (0, 1))
+    worst = min(min(together(n, PRODUCT, share, product)[i] - alone[n][i] for i in (0, 1))
                 for n, c in captures.items() if c[3] is False)
     return lines, worst
 
@@ -299,7 +300,7 @@ def speed(engine: Engine, queries: list[tuple[str, str]], scopes: dict[str, list
                 singles[name].append(timed(name, text)[0])
     reference = statistics.median(times[next(iter(scopes))])
     pooled = statistics.median([ms for values in singles.values() for ms in values])
-    cores = len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     lines = ["| workspaces searched | median ms | ratio to the first row | ratio to any one workspace's median | "
              f"median CPU ms | floor on {cores} cores (CPU ms / {cores}), ratio to the first row |",
              "|---|---|---|---|---|---|"]
