@@ -466,9 +466,12 @@ def test_a_workspace_s_hits_are_scaled_by_how_common_the_query_s_words_are_there
     """Hits that match as well are ordered by their workspace's prevalence factor: its words' mean share of its
     sections over the most of any workspace, to PREVALENCE_POWER_WORDS by words alone; unmeasured, no factor."""
     notes, rfcs = listed(6.0, 3.0), listed(6.0, 3.0)
-    notes.report.query_info.lexical_prevalence, rfcs.report.query_info.lexical_prevalence = 0.01, 0.16
+    for answer, share in ((notes, 0.01), (rfcs, 0.16)):
+        answer.report.query_info.lexical_prevalence, answer.report.query_info.lexical_sections = share, 20_000
     merged = scope._merged_hits({"notes": notes, "rfcs": rfcs}, 4)
-    factor = (0.01 / 0.16) ** scope.PREVALENCE_POWER_WORDS  # 0.33: below the rfcs' second hit
+    shrunk = scope._shrunk({"notes": (0.01, 20_000), "rfcs": (0.16, 20_000)})
+    factor = (shrunk["notes"] / shrunk["rfcs"]) ** scope.PREVALENCE_POWER_WORDS  # 0.34: below the rfcs' second hit
+    assert abs(shrunk["notes"] - 0.01) < 0.001 and abs(shrunk["rfcs"] - 0.16) < 0.001  # large: barely drawn in
     assert [(hit.workspace, hit.path, hit.relevance) for hit in merged] == [
         ("rfcs", "0.md", 1.0), ("rfcs", "1.md", 0.5), ("notes", "0.md", round(factor, 4)),
         ("notes", "1.md", round(0.5 * factor, 4))]
@@ -509,6 +512,17 @@ def test_a_hit_s_merged_relevance_does_not_move_with_the_limit() -> None:
     ten = scope._merged_hits({"notes": both(ours, 0.6), "rfcs": both(theirs, 0.9)}, 20)
     first = [hit.relevance for hit in five if hit.workspace == "notes"]
     assert first == [hit.relevance for hit in ten if hit.workspace == "notes"] and first[0] < 1.0
+
+
+def test_a_workspace_of_a_few_sections_is_not_taken_to_be_about_the_query_s_words() -> None:
+    """The bundled knowledge base (28 sections) holding a word in most of them beside a workspace of 20,000 holding
+    it in 400: the small one's share is drawn towards the two's together (0.8 -> 0.19), and the large one's hits
+    keep 0.41 of their figure by words alone, where the shares as measured left them 0.23."""
+    small, large = listed(6.0), listed(6.0)
+    for answer, share, sections in ((small, 0.8, 28), (large, 0.02, 20_000)):
+        answer.report.query_info.lexical_prevalence, answer.report.query_info.lexical_sections = share, sections
+    merged = scope._merged_hits({"small": small, "large": large}, 2)
+    assert [hit.workspace for hit in merged] == ["small", "large"] and merged[1].relevance == 0.4051
 
 
 def test_a_workspace_s_first_hits_stand_for_its_best_match_below_them() -> None:

@@ -96,6 +96,7 @@ class QueryInfo:
     semantic_match: float | None = None
     lexical_attainable: float | None = None  # a hit's BM25 over it is its own match (lexical.attainable)
     lexical_prevalence: float | None = None  # how common the query's words are here (lexical.prevalence)
+    lexical_sections: int | None = None  # the sections that share is of
 
     def to_wire(self) -> dict[str, Any]:
         figures = {"strategy": self.strategy, "candidates": self.candidates,

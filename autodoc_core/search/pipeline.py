@@ -194,14 +194,15 @@ def _ids(found: dict[Stage, Candidates], stage: Stage) -> list[int]:
 
 def _lexical(run: SearchRun, frequencies: lexical.DocumentFrequencies, pool: int) -> tuple[Candidates, StageNote]:
     result = _lexical_ranking(run, frequencies, pool)
-    attainable = match = prevalence = None
+    attainable = match = prevalence = sections = None
     if run.several:
         attainable = lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies)
         match = lexical.match_share(result.scores, attainable)
         prevalence = lexical.prevalence(run.conn, run.ws.id, run.query.terms, frequencies)
+        sections = frequencies.total(run.conn, run.ws.id)
     note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
                          common_terms_left_out=result.common_terms_left_out, lexical_attainable=attainable,
-                         lexical_match=match, lexical_prevalence=prevalence)
+                         lexical_match=match, lexical_prevalence=prevalence, lexical_sections=sections)
     return Candidates(result.chunk_ids, result.scores), note
 
 

@@ -40,6 +40,11 @@ LEXICAL_SHARE = 0.2
 # with LEXICAL_SHARE).
 PREVALENCE_POWER = 0.15
 PREVALENCE_POWER_WORDS = 0.4
+# A workspace's share counts as much as this many sections' worth of the share of every workspace searched
+# together: a workspace of 28 sections (the bundled knowledge base) holding a word in 8 of them is not taken to be
+# about it as surely as one of 20,000 holding it in 6,000. Not tuned: the corpora measured have 5,000 sections and
+# more, whose shares it moves by 2% at most.
+PREVALENCE_PRIOR_SECTIONS = 100
 NO_WORKSPACE = ("no workspace to search yet: add a folder once, from a shell: autodoc --call workspace.add "
                 "'[\"NAME\", \"/path/to/folder\"]' (in Neovim: :AutodocWorkspaceAdd NAME PATH)")
 
@@ -209,11 +214,21 @@ def _prevalence_factors(answers: dict[str, SearchAnswer], power: float) -> dict[
     they are in any, to ``power``. A question about NGINX's gateway asked of NGINX guides and Kubernetes design
     documents matches sections of both as well by its words' BM25 and its meaning, but its words fill the
     guides. 1 for every workspace when one was not measured (no word to count, or no word search)."""
-    found = {name: answer.report.query_info.lexical_prevalence for name, answer in answers.items()}
-    most = max((share for share in found.values() if share is not None), default=None)
-    if not most or any(share is None for share in found.values()):
+    infos = {name: answer.report.query_info for name, answer in answers.items()}
+    if any(info.lexical_prevalence is None or not info.lexical_sections for info in infos.values()):
         return dict.fromkeys(answers, 1.0)
-    return {name: (share / most) ** power for name, share in found.items()}
+    found = _shrunk({name: (info.lexical_prevalence, info.lexical_sections) for name, info in infos.items()})
+    most = max(found.values())
+    return {name: (share / most) ** power for name, share in found.items()} if most else dict.fromkeys(answers, 1.0)
+
+
+def _shrunk(shares: dict[str, tuple[float, int]]) -> dict[str, float]:
+    """Each workspace's share (of its sections, ``shares`` maps a name to both), drawn towards the share of all the
+    workspaces together by ``PREVALENCE_PRIOR_SECTIONS`` sections' worth: a few sections say little."""
+    pooled = sum(share * sections for share, sections in shares.values()) / sum(n for _, n in shares.values())
+    prior = PREVALENCE_PRIOR_SECTIONS
+    return {name: (share * sections + prior * pooled) / (sections + prior)
+            for name, (share, sections) in shares.items()}
 
 
 def merged(scope: Scope, parts: list[Searched], limit: int, timing: dict[str, float]) -> SearchAnswer:
