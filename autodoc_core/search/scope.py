@@ -39,7 +39,7 @@ LEXICAL_SHARE = 0.2
 # both retrievers and when they are compared by their words alone: chosen on the same tuning pools (the first
 # with LEXICAL_SHARE).
 PREVALENCE_POWER = 0.15
-PREVALENCE_POWER_WORDS = 0.4
+PREVALENCE_POWER_WORDS = 0.3
 # A workspace's share counts as much as this many sections' worth of the share of every workspace searched
 # together: a workspace of 28 sections (the bundled knowledge base) holding a word in 8 of them is not taken to be
 # about it as surely as one of 20,000 holding it in 6,000. Not tuned: the corpora measured have 5,000 sections and
