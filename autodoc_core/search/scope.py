@@ -17,6 +17,7 @@ a pasted identifier or line word for word lead the merged list, as they lead the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,38 +319,38 @@ def _skipped(answers: dict[str, SearchAnswer]) -> dict[Stage, str]:
     """Each stage some workspace skipped, and why: the reason as is when every workspace gave that one, else each
     reason once, after the workspaces that gave it ("adr, notes: the default model is English-only...;
     techdocs: no embedding model is configured")."""
-    skipped: dict[Stage, str] = {}
     stages = dict.fromkeys(stage for answer in answers.values() for stage in answer.report.skipped)
-    for stage in stages:
-        by_reason: dict[str, list[str]] = {}
-        for name, answer in answers.items():
-            if stage in answer.report.skipped:
-                by_reason.setdefault(answer.report.skipped[stage], []).append(name)
-        if len(by_reason) == 1 and len(next(iter(by_reason.values()))) == len(answers):
-            skipped[stage] = next(iter(by_reason))
-        else:
-            skipped[stage] = "; ".join(f"{', '.join(names)}: {why}" for why, names in by_reason.items())
-    return skipped
+    return {stage: "; ".join(_each_once(_grouped((name, answer.report.skipped[stage])
+                                                 for name, answer in answers.items()
+                                                 if stage in answer.report.skipped), len(answers)))
+            for stage in stages}
+
+
+def _grouped(said: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each text said by workspaces, (name, text) pairs, with the names that said it, in the order first said."""
+    names: dict[str, list[str]] = {}
+    for name, text in said:
+        names.setdefault(text, []).append(name)
+    return names
+
+
+def _each_once(names: dict[str, list[str]], everyone: int) -> list[str]:
+    """Each text once (``_grouped``): as it is when all ``everyone`` workspaces said it, else after their names."""
+    return [text if len(said_by) == everyone else f"{', '.join(said_by)}: {text}" for text, said_by in names.items()]
 
 
 def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[str]:
     """The workspaces' problems, each once (named with the workspaces that have it when not all do). An excluding
     filter on a field a workspace lacks excludes nothing there: not said when another workspace has the field
     (said everywhere, it is a misspelt field)."""
-    every: dict[str, list[str]] = {}
     unknown_everywhere = set.intersection(*(set(answer.query.excluded_unknown) for answer in answers.values()))
+    said = []
     for name, answer in answers.items():
         fine = {problem for field, problem in answer.query.excluded_unknown.items() if field not in unknown_everywhere}
-        for problem in answer.query.problems:
-            if problem not in fine:
-                every.setdefault(problem, []).append(name)
-    said = [problem if len(names) == len(answers) else f"{', '.join(names)}: {problem}"
-            for problem, names in every.items()]
-    unsearched: dict[str, list[str]] = {}  # a filter three workspaces lack: said once, after their names
-    for part in parts:
-        if part.error is not None:
-            unsearched.setdefault(part.error.reason, []).append(part.name)
-    return said + _held_nowhere(answers) \
+        said += [(name, problem) for problem in answer.query.problems if problem not in fine]
+    # a filter three workspaces lack: said once, after their names
+    unsearched = _grouped((part.name, part.error.reason) for part in parts if part.error is not None)
+    return _each_once(_grouped(said), len(answers)) + _held_nowhere(answers) \
         + [f"{', '.join(names)}: not searched: {reason}" for reason, names in unsearched.items()] \
         + [f"{part.name}: folder {part.folder}, its hits come from its index" for part in parts
            if part.folder != "ok" and part.answer is not None]

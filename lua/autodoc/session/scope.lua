@@ -76,11 +76,11 @@ end
 ---@param names string[]
 ---@return string|nil
 local function meant(name, names)
-  local best, fewest = nil, math.max(1, math.floor(#name / 4))
+  local best, fewest = nil, math.max(1, math.floor(#name / 4)) + 1
   for _, candidate in ipairs(names) do
     local count = edits(name, candidate)
-    if count <= fewest and (best == nil or count < edits(name, best)) then
-      best = candidate
+    if count < fewest then
+      best, fewest = candidate, count
     end
   end
   return best
