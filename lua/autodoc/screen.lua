@@ -137,6 +137,15 @@ local function into_history(lines, level)
   local inserting = vim.api.nvim_get_mode().mode:match('^i') ~= nil
   local win, cursor = vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0)
   vim.api.nvim_echo({ { table.concat(lines, '\n'), HIGHLIGHT[level] } }, true, {})
+  -- The wait draws 'Press ENTER or type command to continue' before it ends, and nothing redraws that row (not
+  -- even :redraw): the words stayed under the float with no prompt behind them. An empty message clears the row,
+  -- now (the wait came inside this echo) and after this event (it came once the event ended).
+  vim.api.nvim_echo({ { '' } }, false, {})
+  vim.schedule(function()
+    if float then
+      vim.api.nvim_echo({ { '' } }, false, {})
+    end
+  end)
   -- In insert mode the wait moves the cursor a character left, as leaving insert mode does: the next key typed
   -- went before the last character (a prompt's `@nosuch foo` became `@nosuch foXo`).
   if inserting and vim.api.nvim_get_current_win() == win then
