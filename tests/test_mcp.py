@@ -449,6 +449,10 @@ def test_texts_are_trimmed_to_the_token_budget_at_line_ends(tmp_path: Path, kb: 
     talk(db, tmp_path / "server.log", scenario)
 
 
+def file_lines_of(text: str, first: int, last: int) -> str:
+    return "\n".join(text.splitlines()[first - 1 : last])
+
+
 def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Path, notes: Path) -> None:
     db = tmp_path / "a.db"
     setup_workspace(db, "kb", notes)
@@ -460,7 +464,10 @@ def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Pa
         assert not result.is_error
         hits = {hit["breadcrumb"]: hit for hit in result.structured_content["hits"]}
         gone, short, whole = hits["Network › Transport"], hits["Storage › Write-ahead log"], hits["Storage"]
-        assert gone["text"] == "" and not gone["text_complete"] and "does not exist" in gone["text_problem"]
+        # the deleted file's section as the index keeps it (it said "does not exist" with no text: the agent had a
+        # hit it could not read), said to be the index's copy
+        assert gone["text"] == file_lines_of(NETWORK, gone["line_start"], gone["line_end"])
+        assert not gone["text_complete"] and "the index's copy" in gone["text_problem"]
         assert not short["text_complete"] and "shorter than when it was indexed" in short["text_problem"]
         assert short["text"] == file_lines(notes / "storage.md", 9, 11) and short["text_line_end"] == 11
         assert whole["text_complete"] and "changed since it was indexed" in whole["text_problem"]

@@ -157,6 +157,19 @@ def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: En
     assert "notes: folder gone, its hits come from its index" in answer["query"]["problems"]
 
 
+def test_a_hit_whose_folder_is_gone_is_read_from_the_index_s_copy(engine: Engine, two: tuple[Path, Path]) -> None:
+    """Its hits are still searched, and reading one said it did not exist: an agent was handed a hit it could not
+    open. The index's copy of the document is read instead, at the same lines, and the answer says so."""
+    shutil.rmtree(two[0])
+    hit = next(h for h in engine.search_query("*", "relational store").to_wire()["hits"] if h["workspace"] == "notes")
+    read = engine.doc_read("notes", hit["path"], {"line_start": hit["line_start"], "line_end": hit["line_end"]})
+    assert "We keep every workspace in one embedded relational store." in read["text"]
+    assert read["line_start"] == hit["line_start"] and "is gone" in read["text_source"]
+    with pytest.raises(AutodocError) as never_indexed:
+        engine.doc_read("notes", "adr/0003.md")
+    assert "does not exist" in never_indexed.value.reason
+
+
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:
     source = two[1] / "geckos.md"
     answer = engine.search_related("*", str(source), {"line": 7}).to_wire()

@@ -113,8 +113,9 @@ def test_schema_and_gitignore_symlinked_outside_the_root_are_not_read(engine, kb
 
 
 def test_doc_texts_gives_what_doc_read_gives_each_file_read_once(engine, kb: Path, tmp_path: Path, indexed) -> None:
-    """The MCP's hit texts: every file's lines and its changed-since-indexed flag as doc_read says them, or
-    the reason doc_read refuses it (outside the root, deleted), for all of a search's files in one call."""
+    """The MCP's hit texts: every file's lines and its changed-since-indexed flag as doc_read says them (a deleted
+    one's from the index), or the reason doc_read refuses it (outside the root), for all of a search's files in
+    one call."""
     write(kb, "a.md", "# A\n\nalpha\r\nbeta\n")
     write(kb, "b.md", "# B\n\ngamma\n")
     write(kb, "gone.md", "# Gone\n")
@@ -130,7 +131,10 @@ def test_doc_texts_gives_what_doc_read_gives_each_file_read_once(engine, kb: Pat
         assert texts[path].lines == read["text"].split("\n")
         assert texts[path].changed_since_indexed == read["changed_since_indexed"]
     assert texts["b.md"].changed_since_indexed and not texts["a.md"].changed_since_indexed
-    for path in ("gone.md", "../outside.md"):
-        with pytest.raises(AutodocError) as refused:
-            engine.doc_read("kb", path)
-        assert texts[path] == refused.value.reason
+    # deleted since it was indexed: the index's copy, in both, said to be one
+    gone = engine.doc_read("kb", "gone.md")
+    assert texts["gone.md"].lines == gone["text"].split("\n") == ["# Gone"]
+    assert texts["gone.md"].source == gone["text_source"] and "is gone" in gone["text_source"]
+    with pytest.raises(AutodocError) as refused:
+        engine.doc_read("kb", "../outside.md")
+    assert texts["../outside.md"] == refused.value.reason

@@ -22,17 +22,28 @@ MAX_LIST = 1000
 DEFAULT_LIST = 50
 
 
+StoredLines = Callable[[str], list[str] | None]  # a document's lines as the index stores them (stored_lines)
+
+
 def read(ws: Workspace, path: Any, opts: Any = None,
-         indexed_hash: Callable[[str], str | None] = lambda relpath: None) -> dict[str, Any]:
+         indexed_hash: Callable[[str], str | None] = lambda relpath: None,
+         index_copy: StoredLines = lambda relpath: None) -> dict[str, Any]:
     """Lines ``line_start``..``line_end`` (default: all) of a Markdown file inside the root. The file
     actually opened is checked too, so a symlink swapped in after the check is refused. ``indexed_hash``
     gives the content hash the index holds for a path (None: not indexed): the answer says whether the
-    file changed since, when line numbers from a search may no longer hold."""
+    file changed since, when line numbers from a search may no longer hold. A file that is gone but still
+    indexed (deleted, or its workspace's folder is: its hits are still searched) is read from ``index_copy``, and
+    ``text_source`` says so."""
     abspath, relpath = resolve_inside(ws.root, path)
     opts = opts or {}
     if not isinstance(opts, dict):
         raise invalid_params("read options must be an object")
-    raw = _raw(ws, abspath, relpath)
+    try:
+        raw = _raw(ws, abspath, relpath)
+    except AutodocError as exc:
+        if exc.code != NOT_FOUND or (lines := index_copy(relpath)) is None:
+            raise
+        return _lines_wanted(relpath, lines, opts, {"changed_since_indexed": None, "text_source": GONE_TEXT})
     stored = indexed_hash(relpath)
     return _lines_wanted(relpath, text_lines(raw), opts,
                          {"changed_since_indexed": None if stored is None else stored != content_hash(raw)})
@@ -55,6 +66,8 @@ def _lines_wanted(relpath: str, lines: list[str], opts: dict[str, Any], extra: d
 # blocks the index leaves out, such as HTML comments, left out here too).
 STORED_TEXT = ("the text the index stores (this replica has no Markdown folder): each section's indexed text at "
                "its lines, without what indexing leaves out")
+GONE_TEXT = ("the file is gone (deleted, or its workspace's folder is) and still indexed: the text the index stores, "
+             "each section's indexed text at its lines, without what indexing leaves out")
 NOT_STORED = "this document's text is not stored in the database (a replica has no Markdown folder to read it from)"
 
 
@@ -97,18 +110,21 @@ class FileText:
 
     lines: list[str]
     changed_since_indexed: bool | None
+    source: str | None = None  # not the file's own lines: the index's copy (STORED_TEXT, GONE_TEXT)
 
 
-def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | None]) -> dict[str, FileText | str]:
-    """Each file's lines as ``read`` gives them whole, or why it cannot be read: the texts of a search's hits,
-    each file read once."""
+def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | None],
+          index_copy: StoredLines = lambda relpath: None) -> dict[str, FileText | str]:
+    """Each file's lines as ``read`` gives them whole (a gone file's from ``index_copy``, as ``read``), or why it
+    cannot be read: the texts of a search's hits, each file read once."""
     found: dict[str, FileText | str] = {}
     for path in dict.fromkeys(paths):
         try:
             abspath, relpath = resolve_inside(ws.root, path)
             raw = _raw(ws, abspath, relpath)
         except AutodocError as exc:  # deleted, or grown too large, since it was indexed
-            found[path] = exc.reason
+            lines = index_copy(exc.data.get("path", path)) if exc.code == NOT_FOUND else None
+            found[path] = exc.reason if lines is None else FileText(lines, None, GONE_TEXT)
             continue
         stored = indexed_hash(relpath)
         found[path] = FileText(text_lines(raw), None if stored is None else stored != content_hash(raw))
@@ -120,7 +136,7 @@ def stored_texts(conn: apsw.Connection, ws: Workspace, paths: list[str]) -> dict
     found: dict[str, FileText | str] = {}
     for path in dict.fromkeys(paths):
         lines = stored_lines(conn, ws, path)
-        found[path] = NOT_STORED if lines is None else FileText(lines, None)
+        found[path] = NOT_STORED if lines is None else FileText(lines, None, STORED_TEXT)
     return found
 
 

@@ -576,7 +576,11 @@ class Engine:
             with self.store.snapshot() as conn:
                 return document_rows.content_hash_at(conn, ws.id, relpath)
 
-        return documents.read(ws, path, opts, indexed_hash)
+        def stored(relpath: str) -> list[str] | None:
+            with self.store.snapshot() as conn:
+                return documents.stored_lines(conn, ws, relpath)
+
+        return documents.read(ws, path, opts, indexed_hash, stored)
 
     def doc_texts(self, name: Any, paths: list[str]) -> dict[str, documents.FileText | str]:
         """Whole files' lines for a search's hits (MCP), each file read once, one snapshot for all: what
@@ -585,7 +589,8 @@ class Engine:
         with self.store.snapshot() as conn:
             if self.store.replica is not None:
                 return documents.stored_texts(conn, ws, paths)
-            return documents.texts(ws, paths, lambda relpath: document_rows.content_hash_at(conn, ws.id, relpath))
+            return documents.texts(ws, paths, lambda relpath: document_rows.content_hash_at(conn, ws.id, relpath),
+                                   lambda relpath: documents.stored_lines(conn, ws, relpath))
 
     def doc_list(self, name: Any, query: Any = "", opts: Any = None) -> list[dict[str, Any]]:
         """Documents whose title, an alias or the path contains ``query`` (case-insensitive): exact

@@ -58,6 +58,8 @@ class Budget:
         return self.total - self.left
 
 
+GONE_FILE = ("the file is gone (deleted, or its workspace's folder is): these lines are the index's copy of the "
+             "section, as it was when indexed")
 STALE_FILE = ("the file changed since it was indexed: these lines may not be the section any more; read the "
               "file, or search again in a few seconds (the server re-indexes changed files; started with "
               "--scan-seconds 0 it does not, and the index tool or `autodoc --call workspace.index` does)")
@@ -76,11 +78,15 @@ class FileLines:
 
     def section(self, path: str, first: int, last: int) -> tuple[list[str], str | None]:
         """The lines first..last, and what went wrong when not all of them could be read, or when the file
-        changed since it was indexed (the lines may no longer be the hit's section)."""
+        changed since it was indexed (the lines may no longer be the hit's section) or is gone (they are the
+        index's copy)."""
+        from autodoc_core.service.documents import GONE_TEXT  # the engine's modules: loaded once it is open
+
         read = self.files[path]
         if isinstance(read, str):
             return [], read
-        lines, changed = read.lines, STALE_FILE if read.changed_since_indexed else None
+        lines = read.lines
+        changed = GONE_FILE if read.source == GONE_TEXT else STALE_FILE if read.changed_since_indexed else None
         wanted = lines[first - 1 : last]
         if len(wanted) < last - first + 1:
             return wanted, "the file is shorter than when it was indexed; re-index it"
