@@ -186,6 +186,9 @@ def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[P
     with pytest.raises(AutodocError) as unsaid:
         engine.search_related("*", "geckos.md")
     assert unsaid.value.code == INVALID_PARAMS and "notes, rfcs each hold geckos.md" in unsaid.value.reason
+    # a list names the workspaces that count: only rfcs of these holds it (the walk: refused, naming others)
+    listed = engine.search_related(["rfcs"], "geckos.md", {"line": 7}).to_wire()
+    assert listed["related"]["path"] == "geckos.md" and {w for w, _ in where(listed)} == {"rfcs"}
 
 
 def test_related_sections_of_several_workspaces_keep_their_own_relevance(engine: Engine,

@@ -459,7 +459,7 @@ class Engine:
         ``scope``. With several, the source's workspace is ``opts.workspace`` or the one whose folder holds an
         absolute ``path``, and the others are searched with its vector and words (``run_related_elsewhere``)."""
         found = self._scope(name)
-        home, opts = self._related_home(name, path, opts)
+        home, opts = self._related_home(name, found.names, path, opts)
         parts = [self._part(name) for name in found.names]
         if found.names == (home,):
             def related_here(part: Searched, _: SearchStream | None) -> SearchAnswer:
@@ -478,8 +478,9 @@ class Engine:
             answer.related = {**about, "workspace": home}
         return answer
 
-    def _related_home(self, scope: Any, path: Any, opts: Any) -> tuple[str, Any]:
-        """The source's workspace, and the options without ``workspace``."""
+    def _related_home(self, scope: Any, names: tuple[str, ...], path: Any, opts: Any) -> tuple[str, Any]:
+        """The source's workspace, and the options without ``workspace``. A workspace-relative path is the one
+        workspace of the scope (``names``) that holds it, else the one workspace of any that does."""
         named_here = isinstance(opts, dict) and opts.get("workspace") is not None
         if isinstance(scope, str) and scope != EVERY and not named_here:
             return scope, opts
@@ -498,8 +499,10 @@ class Engine:
         with self.store.snapshot() as conn:  # a workspace-relative path: the workspaces holding a document there
             holding = [ws.name for ws in wsmod.all_workspaces(conn) if isinstance(path, str)
                        and document_rows.content_hash_at(conn, ws.id, path) is not None]
-        if len(holding) == 1:
-            return holding[0], rest
+        in_scope = [name for name in holding if name in names]
+        if len(in_scope) == 1 or not in_scope and len(holding) == 1:
+            return (in_scope or holding)[0], rest
+        holding = in_scope or holding
         which = f"{', '.join(holding)} each hold {path}" if holding else f"no workspace holds {path}"
         raise invalid_params(f"a related search of several workspaces needs the source's workspace ({which}): "
                              "name it (opts.workspace), or give the file's absolute path", path=str(path)[:200],
