@@ -53,8 +53,9 @@ def test_a_prompt_without_at_words_keeps_the_session_s_scope(nvim: pynvim.Nvim) 
     ("@kb @nope crash", "no workspace 'nope'"),
     ("@nope,kb crash", "no workspace 'nope'"),
     ("@ crash", "'@' names no workspace"),
-    ("@rfc @kb crash", "no workspace 'rfc' (did you mean @rfcs?)"),  # a typo is named as one
-    ("@KB crash", "no workspace 'KB' (did you mean @kb?)"),
+    ("@rfc @kb crash", "no workspace 'rfc': did you mean @rfcs?"),  # a typo is named as one
+    ("@KB crash", "no workspace 'KB': did you mean @kb?"),
+    ("@rfsc crash", "no workspace 'rfsc': did you mean @rfcs?"),  # two letters swapped (the walk: `@kesp`)
 ])
 def test_a_name_that_is_no_workspace_is_said_with_the_names_there_are(
         nvim: pynvim.Nvim, prompt: str, unknown: str) -> None:

@@ -109,6 +109,14 @@ def test_bad_scopes_are_refused_with_what_to_do(engine: Engine, two: tuple[Path,
     with pytest.raises(AutodocError) as wrong:
         engine.search_query(7, "gecko")
     assert wrong.value.code == INVALID_PARAMS
+    for asked, said in ((None, "got null"), (["notes", 3], 'got ["notes", 3]')):  # as sent, not as Python has it
+        with pytest.raises(AutodocError) as odd:
+            engine.search_query(asked, "gecko")
+        assert said in odd.value.reason, odd.value.reason
+    with pytest.raises(AutodocError) as every:  # a call of one workspace given "*" suggested adding one named "*"
+        engine.doc_read("*", "gecko.md")
+    assert every.value.code == INVALID_PARAMS and "name it (a hit's 'workspace')" in every.value.reason
+    assert "add it" not in typo.value.reason  # a misspelt name is not one to add
     with Engine(tmp_path / "empty.db") as nothing, pytest.raises(AutodocError) as none:
         nothing.search_query("*", "gecko")
     assert none.value.code == UNKNOWN_WORKSPACE and "autodoc --call workspace.add" in none.value.reason
@@ -122,7 +130,7 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
     # In the query, the same: a workspace without the field is not searched for the filter's words instead.
     typed = engine.search_query("*", "gecko status:draft").to_wire()
     assert where(typed) == [("rfcs", "geckos.md")]
-    assert "none of its documents has the field 'status' that status:draft filters on" in \
+    assert "no document there has the field 'status' that status:draft filters on" in \
         typed["workspaces"]["notes"]["note"]
     excluded = engine.search_query("*", "gecko -status:final", {"limit": 40}).to_wire()  # excludes nothing there
     assert ("notes", "gecko.md") in where(excluded) and ("rfcs", "rfc-00.md") not in where(excluded)
@@ -136,13 +144,13 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
 
 def test_workspaces_left_out_for_one_reason_are_said_once(engine: Engine, two: tuple[Path, Path],
                                                           tmp_path: Path) -> None:
-    """`type:adr` over five workspaces listed "X: not searched: none of its documents has the field 'type'..."
+    """`type:adr` over five workspaces listed "X: not searched: no document there has the field 'type'..."
     once for each workspace without the field."""
     write(tmp_path / "misc", "a.md", "# A\n\nA gecko note.\n")
     by_words(engine, ("misc", tmp_path / "misc"))
     answer = engine.search_query("*", "gecko status:draft").to_wire()
     assert answer["query"]["problems"] == [
-        "misc, notes: not searched: none of its documents has the field 'status' that status:draft filters on"]
+        "misc, notes: not searched: no document there has the field 'status' that status:draft filters on"]
 
 
 def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: Engine,
@@ -506,6 +514,12 @@ def test_a_stage_skipped_for_one_reason_by_several_workspaces_says_it_once() -> 
     assert scope._skipped(answers) == {Stage.SEMANTIC: f"adr, notes, zh: {english}; techdocs: {none}"}
     del answers["techdocs"]
     assert scope._skipped(answers) == {Stage.SEMANTIC: english}
+    # a reason every workspace gave of itself is said of them all (the walk: "rerank: no ranker is configured for
+    # this workspace" in an answer of eight)
+    for answer in answers.values():
+        answer.report = StageReport([Stage.LEXICAL, Stage.RERANK], [Stage.LEXICAL],
+                                    {Stage.RERANK: "no ranker is configured for this workspace"})
+    assert scope._skipped(answers) == {Stage.RERANK: "no ranker is configured for any workspace searched"}
 
 
 def both(cosines: list[float], best_cosine: float) -> SearchAnswer:

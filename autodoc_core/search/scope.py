@@ -17,6 +17,7 @@ a pasted identifier or line word for word lead the merged list, as they lead the
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -72,12 +73,12 @@ def resolve(asked: Any, known: list[str]) -> Scope:
         return Scope(asked, (asked,))
     if not isinstance(asked, list):
         raise invalid_params(f"the scope must be a workspace name, a list of names or \"*\" (every workspace), "
-                             f"got {asked!r}")
+                             f"got {json.dumps(asked, default=repr)}")
     if not asked:
         raise invalid_params("the scope is an empty list: name at least one workspace, or pass \"*\" to search "
                              "every workspace")
     if not all(isinstance(name, str) for name in asked):
-        raise invalid_params(f"the scope's names must be strings, got {asked!r}")
+        raise invalid_params(f"the scope's names must be strings, got {json.dumps(asked, default=repr)}")
     if EVERY in asked:
         return resolve(EVERY, known)
     names = tuple(dict.fromkeys(asked))  # a name given twice is searched once
@@ -103,7 +104,7 @@ def lacking_filters(filters: dict[str, dict[str, str]]) -> dict[str, list[str]]:
 def lacking_error(typed: list[str]) -> AutodocError:
     """Why a workspace was not searched: a filter of the query names a field none of its documents has."""
     fields = ", ".join(repr(filter_.partition(":")[0]) for filter_ in typed)
-    return AutodocError(INVALID_PARAMS, f"none of its documents has the field {fields} that "
+    return AutodocError(INVALID_PARAMS, f"no document there has the field {fields} that "
                         f"{' '.join(typed)} filters on", filters=typed)
 
 
@@ -335,8 +336,16 @@ def _grouped(said: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 def _each_once(names: dict[str, list[str]], everyone: int) -> list[str]:
-    """Each text once (``_grouped``): as it is when all ``everyone`` workspaces said it, else after their names."""
-    return [text if len(said_by) == everyone else f"{', '.join(said_by)}: {text}" for text, said_by in names.items()]
+    """Each text once (``_grouped``): as it is when all ``everyone`` workspaces said it (a workspace's own words
+    made to speak of them all), else after their names."""
+    return [_of_all(text) if len(said_by) == everyone else f"{', '.join(said_by)}: {text}"
+            for text, said_by in names.items()]
+
+
+def _of_all(text: str) -> str:
+    """What each workspace said of itself, said of every workspace searched ("no ranker is configured for this
+    workspace" -> "... for any workspace searched")."""
+    return text.replace("for this workspace", "for any workspace searched")
 
 
 def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[str]:

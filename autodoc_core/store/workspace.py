@@ -164,13 +164,18 @@ def _row(row: tuple) -> Workspace:
 
 def get(conn: apsw.Connection, name: Any) -> Workspace:
     if not isinstance(name, str):
-        raise invalid_params(f"workspace name must be a string, got {name!r}")
+        raise invalid_params(f"workspace name must be a string, got {json.dumps(name, default=repr)}")
+    if name == "*":  # a scope, which only a search takes
+        raise invalid_params("'*' (every workspace) is a scope, which search.query, search.stream and search.related "
+                             "take; this call reads one workspace: name it (a hit's 'workspace')", name=name)
     row = conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE name = ?", (name,)).fetchone()
     if row is None:
         names = [known for (known,) in conn.execute("SELECT name FROM workspaces ORDER BY name")]
-        listed = f" ({did_you_mean(name, names)}this database has {', '.join(names)})" if names else ""
-        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}{listed}; add it with workspace.add",
-                           name=name)
+        guess = did_you_mean(name, names)
+        listed = f" ({guess}this database has {', '.join(names)})" if names else ""
+        # a misspelt name is not a new one to add
+        raise AutodocError(UNKNOWN_WORKSPACE, f"no workspace named {name!r}{listed}"
+                           + ("" if guess else "; add it with workspace.add"), name=name)
     return _row(row)
 
 

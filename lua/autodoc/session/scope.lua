@@ -49,25 +49,30 @@ local function read_words(words, names)
   return all and M.ALL or picked
 end
 
---- The edits (a character added, dropped or changed) that turn `a` into `b`, case aside.
+--- The edits (a character added, dropped or changed, or two side by side swapped: `@kesp`) that turn `a` into `b`,
+--- case aside.
 ---@param a string
 ---@param b string
 ---@return integer
 local function edits(a, b)
   a, b = a:lower(), b:lower()
-  local row = {}
-  for j = 0, #b do
-    row[j] = j
-  end
-  for i = 1, #a do
-    local diagonal, previous = row[0], row[0] + 1
-    row[0] = previous
+  local rows = {} ---@type integer[][] rows[i][j]: the edits from a's first i characters to b's first j
+  for i = 0, #a do
+    rows[i] = { [0] = i }
     for j = 1, #b do
-      local here = math.min(row[j] + 1, previous + 1, diagonal + (a:sub(i, i) == b:sub(j, j) and 0 or 1))
-      diagonal, previous, row[j] = row[j], here, here
+      if i == 0 then
+        rows[i][j] = j
+      else
+        local same = a:sub(i, i) == b:sub(j, j)
+        local here = math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + (same and 0 or 1))
+        if i > 1 and j > 1 and a:sub(i, i) == b:sub(j - 1, j - 1) and a:sub(i - 1, i - 1) == b:sub(j, j) then
+          here = math.min(here, rows[i - 2][j - 2] + 1)
+        end
+        rows[i][j] = here
+      end
     end
   end
-  return row[#b]
+  return rows[#a][#b]
 end
 
 --- The workspace a misspelt name most likely meant: one edit away for a short name, one in four characters for a
@@ -97,7 +102,7 @@ function M.unknown(name, names)
   local what = name == '' and "'@' names no workspace" or string.format("no workspace '%s'", name)
   local guess = name ~= '' and meant(name, names)
   return string.format('autodoc: %s%s (there are %s; @* is every one)', what,
-    guess and string.format(' (did you mean @%s?)', guess) or '', known(names))
+    guess and string.format(': did you mean @%s?', guess) or '', known(names))
 end
 
 --- `prompt` as its scope and its query: leading `@name` words (`@a @b`, `@a,b`, `@*`) name the workspaces; a
