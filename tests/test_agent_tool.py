@@ -137,6 +137,19 @@ def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: E
             "Semantic search covers 2 of 7 sections so far (embedding is still filling): a paraphrase may miss "
             "sections; try again later or search by words.")
         assert answer["text"] == Tools(Handle(engine), allow_index=False).run("search", args)[1]
+        # of several workspaces, the line names the one filling (one with no model made the answer "off", and no
+        # line said the fill); paused, it says so (the walk: "still filling" while nothing filled)
+        write(kb.parent / "words", "w.md", "# Words\n\nA relational database of words alone.\n")
+        engine.workspace_add("words", str(kb.parent / "words"))
+        engine.workspace_configure("words", {"embedder": "none"})
+        engine.workspace_index("words")
+        engine.embedding_pause()
+        both = call(engine, "agent.tool", ["search", args])
+        assert both["result"]["embedding"] == {"embedded": 2, "total": 7, "workspaces": ["kb"], "paused": True}
+        assert both["text"].splitlines()[0].startswith(
+            "Semantic search covers 2 of 7 sections of kb so far (embedding is paused: embedding.resume fills on)")
+        engine.embedding_resume()
+        engine.workspace_remove("words")
         server.behaviour.release.set()
         wait_until(lambda: engine.workspace_status("kb")["semantic"] == "ready", what="the vectors to fill")
         answer = call(engine, "agent.tool", ["search", args])

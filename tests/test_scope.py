@@ -295,7 +295,7 @@ def test_a_workspace_still_embedding_is_named_with_its_state_and_searched(engine
         server.behaviour.release.set()
         wait_until(lambda: engine.workspace_status("rfcs")["semantic"] == "ready", what="the vectors to fill")
     rfcs = wire["workspaces"]["rfcs"]
-    assert rfcs["semantic"] == "partial" and "still embedding (2 of " in rfcs["note"]
+    assert rfcs["semantic"] == "partial" and "not all embedded yet: 2 of " in rfcs["note"]
     assert wire["semantic"] == "off"  # notes has no embedder: the least ready of off and partial
     assert where(wire)[0] == ("rfcs", "geckos.md")
     assert wire["stages"]["skipped"]["semantic"].startswith("notes: ")

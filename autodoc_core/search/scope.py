@@ -120,6 +120,7 @@ class Searched:
     answer: SearchAnswer | None = None
     error: AutodocError | None = None
     embedded: tuple[int, int] | None = None  # (embedded, total) while its vectors fill
+    paused: bool = False  # embedding.pause holds every fill (the vectors fill again after embedding.resume)
     partial: bool = False  # the answer is a streamed partial one
 
     def note(self) -> str | None:
@@ -130,8 +131,10 @@ class Searched:
         if self.folder_problem:
             said.append(self.folder_problem)
         if self.answer is not None and self.answer.semantic == "partial" and self.embedded is not None:
-            said.append(f"still embedding ({self.embedded[0]} of {self.embedded[1]} sections have a vector): "
-                        "its search by meaning covers those")
+            # "still embedding" was said while nothing embedded: paused, or no editor or server running to fill
+            state = "embedding paused (embedding.resume fills on)" if self.paused else "not all embedded yet"
+            said.append(f"{state}: {self.embedded[0]} of {self.embedded[1]} sections have a vector, and its "
+                        "search by meaning covers those")
         return "; ".join(said) or None
 
     def to_wire(self, hits: int) -> dict[str, Any]:

@@ -153,6 +153,9 @@ class Engine:
             self._filler.wake()  # its look after the batch under way says "paused" in workspace.status
         return {"paused": True}
 
+    def embedding_paused(self) -> bool:
+        return self._paused.is_set()
+
     def embedding_resume(self) -> dict[str, Any]:
         self._paused.clear()
         if self._filler is not None:
@@ -432,6 +435,7 @@ class Engine:
         """``answer``, and in ``part`` how far its workspace's vectors reach while they fill (for its note)."""
         if answer.semantic == SemanticState.PARTIAL:
             part.embedded = self.embedding_counts(part.name)
+            part.paused = self.embedding_paused()
         return answer
 
     def _search_one(self, name: Any, query: Any, opts: Any = None, stream: SearchStream | None = None,

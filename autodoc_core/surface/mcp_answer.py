@@ -120,13 +120,20 @@ FILLING_STATES = ("partial", "switching")
 
 def filling(engine: Engine, answer: SearchAnswer) -> dict[str, Any]:
     """While the vectors fill, how far they reach (``{"embedding": {"embedded", "total"}}``, over the workspaces
-    searched that fill): a search by meaning cannot find what has no vector yet, and an agent that is not told
-    takes a miss for an answer."""
-    if answer.semantic not in FILLING_STATES:
+    searched that fill, named when several were searched, and ``paused`` while embedding.pause holds them): a
+    search by meaning cannot find what has no vector yet, and an agent that is not told takes a miss for an
+    answer."""
+    searched = answer.workspaces or {}
+    names = [name for name, state in searched.items() if state.get("semantic") in FILLING_STATES]
+    if not names:  # a workspace of several with no model makes the answer's own state "off"
         return {}
-    counts = [engine.embedding_counts(name) for name, state in (answer.workspaces or {}).items()
-              if state.get("semantic") in FILLING_STATES]
-    return {"embedding": {"embedded": sum(c[0] for c in counts), "total": sum(c[1] for c in counts)}}
+    counts = [engine.embedding_counts(name) for name in names]
+    embedding: dict[str, Any] = {"embedded": sum(c[0] for c in counts), "total": sum(c[1] for c in counts)}
+    if len(searched) > 1:
+        embedding["workspaces"] = names
+    if engine.embedding_paused():
+        embedding["paused"] = True
+    return {"embedding": embedding}
 
 
 def query_notes(answer: SearchAnswer) -> list[str]:

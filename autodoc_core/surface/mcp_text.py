@@ -32,11 +32,14 @@ def filling_line(result: dict[str, Any]) -> list[str]:
     embedding = result.get("embedding")
     if not embedding:
         return []
-    so_far = f"{embedding['embedded']} of {embedding['total']} sections so far"
+    of = f" of {', '.join(embedding['workspaces'])}" if embedding.get("workspaces") else ""
+    so_far = f"{embedding['embedded']} of {embedding['total']} sections{of} so far"
+    state = "embedding is paused: embedding.resume fills on" if embedding.get("paused") else \
+        "embedding is still filling"
     if result["semantic"] == "switching":
         covers = f"Semantic search is off while a new embedding model fills ({so_far})"
     else:
-        covers = f"Semantic search covers {so_far} (embedding is still filling)"
+        covers = f"Semantic search covers {so_far} ({state})"
     return [f"{covers}: a paraphrase may miss sections; try again later or search by words."]
 
 

@@ -125,9 +125,13 @@ SEARCH_OUTPUT = _object({
     "semantic_by_workspace": {"type": "object", "description": "only when the workspaces searched differ: each "
                               "one's semantic state (semantic above is the least ready of them)",
                               "additionalProperties": {"type": ["string", "null"]}},
-    "embedding": {"type": "object", "description": "only while semantic is partial or switching: how many "
-                  "sections have a vector so far (embedded of total); a search by meaning cannot find the rest yet",
-                  "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"}}},
+    "embedding": {"type": "object", "description": "only while a workspace searched is partial or switching: how "
+                  "many of its sections have a vector so far (embedded of total; workspaces: which ones, when "
+                  "several were searched; paused: embedding.pause holds the fill); a search by meaning cannot "
+                  "find the rest yet",
+                  "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"},
+                                 "workspaces": {"type": "array", "items": {"type": "string"}},
+                                 "paused": {"type": "boolean"}}},
     "mode_used": {"type": "string"},
     "max_tokens": {"type": "integer"},
     "text_tokens": {"type": "integer", "description": "estimated tokens of all hit texts"},

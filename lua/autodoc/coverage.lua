@@ -80,18 +80,20 @@ local function filling(answer)
   return names
 end
 
---- The answer's semantic state for a title: `semantic 54%` while the vectors fill and their share is known (of
---- several workspaces, each filling one by name: `semantic rfcs 54%`), else `semantic partial` (or
+--- The answer's semantic state for a title: `semantic 54%` while the vectors fill and their share is known (of a
+--- search of several workspaces, each filling one by name: `semantic rfcs 54%`), else `semantic partial` (or
 --- `switching`), and each filling workspace is followed from now on so that the share comes.
 ---@param answer table a search answer whose `semantic` is 'partial' or 'switching'
 ---@return string
 function M.text(answer)
   listen()
   local names = filling(answer)
+  -- of several workspaces, the one filling is named even alone: `semantic 0%` read as the whole search's share
+  local several = type(answer.workspaces) == 'table' and vim.tbl_count(answer.workspaces) > 1
   local shares = {}
   for _, name in ipairs(names) do
     if percents[name] then
-      table.insert(shares, #names == 1 and string.format('%d%%', percents[name])
+      table.insert(shares, (#names == 1 and not several) and string.format('%d%%', percents[name])
         or string.format('%s %d%%', name, percents[name]))
     else
       vim.schedule(function() require('autodoc.watch').semantic(name) end) -- already followed: nothing new
