@@ -178,6 +178,19 @@ def test_a_hit_whose_folder_is_gone_is_read_from_the_index_s_copy(engine: Engine
     assert "does not exist" in never_indexed.value.reason
 
 
+def test_the_merged_query_says_every_filter_applied_whatever_the_order(engine: Engine,
+                                                                       two: tuple[Path, Path]) -> None:
+    """The merged answer's query was the first workspace's: `-status:draft` over notes (no such field) and rfcs
+    said no filter when notes came first, though rfcs applied it (found by a walk)."""
+    for asked in ("*", ["notes", "rfcs"], ["rfcs", "notes"]):
+        wire = engine.search_query(asked, "gecko -status:draft").to_wire()
+        assert {"field": "status", "value": "draft", "negated": True} in wire["query"]["facets"], (asked, wire)
+    # related across workspaces: the words chosen from the source, as its own workspace's answer says them
+    alone = engine.search_related("rfcs", "geckos.md", {"line": 7}).to_wire()
+    every = engine.search_related("*", "geckos.md", {"line": 7}).to_wire()
+    assert every["query"]["terms"] == alone["query"]["terms"]
+
+
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:
     source = two[1] / "geckos.md"
     answer = engine.search_related("*", str(source), {"line": 7}).to_wire()

@@ -24,6 +24,7 @@ from typing import Any
 
 from autodoc_core.errors import INVALID_PARAMS, UNKNOWN_WORKSPACE, AutodocError, invalid_params
 from autodoc_core.rank.hits import Hit
+from autodoc_core.retrieve.query import FacetFilter
 from autodoc_core.retrieve.symbols import held_nowhere
 from autodoc_core.search.answer import QueryInfo, RankState, SearchAnswer, StageReport
 from autodoc_core.search.stages import Stage
@@ -300,13 +301,24 @@ def _whole(answers: dict[str, SearchAnswer], hits: list[Hit], parts: list[Search
                          first.report.query_info)
     pending = [stage for answer in answers.values() for stage in answer.pending or []]
     modes = {answer.mode_used for answer in answers.values()}
-    query = dataclasses.replace(first.query, problems=_problems(answers, parts))
+    # each workspace parses the query with its own fields: a filter it lacks is no filter there
+    query = dataclasses.replace(first.query, problems=_problems(answers, parts),
+                                facets=_each_filter([answer.query.facets for answer in answers.values()]))
     whole = SearchAnswer(hits, modes.pop() if len(modes) == 1 else report.mode_used,
                          min((a.semantic for a in answers.values()), key=_readiness), report, query,
-                         list(first.facets), timing, related=first.related)
+                         _each_filter([answer.facets for answer in answers.values()]), timing, related=first.related)
     if any(answer.pending is not None for answer in answers.values()):
         whole.pending = list(dict.fromkeys(pending))
     return whole
+
+
+def _each_filter(lists: list[list[FacetFilter]]) -> list[FacetFilter]:
+    """The filters any workspace applied, each once, in the order first met."""
+    seen: dict[tuple[str, str, bool], FacetFilter] = {}
+    for facets in lists:
+        for facet in facets:
+            seen.setdefault((facet.field, facet.value, facet.negated), facet)
+    return list(seen.values())
 
 
 def _readiness(state: str) -> int:

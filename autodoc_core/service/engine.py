@@ -480,6 +480,9 @@ class Engine:
 
             answer = search_scope(found, parts, related_in, limit_of(opts))
             answer.related = {**about, "workspace": home}
+            source_answer = next((part.answer for part in parts if part.name == home and part.answer), None)
+            if source_answer is not None:  # the words chosen from the source, not the first workspace's share
+                answer.query = dataclasses.replace(source_answer.query, problems=answer.query.problems)
         return answer
 
     def _related_home(self, scope: Any, names: tuple[str, ...], path: Any, opts: Any) -> tuple[str, Any]:
