@@ -219,3 +219,25 @@ def test_the_documents_list_of_both_workspaces_follows_their_index(tmp_path: Pat
         wait_for(lambda: nvim.exec_lua(title) == " AutoDoc open · kb " and list_lines(nvim)
                  and all(line.startswith(("adr/", "notes/")) for line in list_lines(nvim)), timeout=60)
         assert nvim.exec_lua(f"return {STATE}.scope") == ["kb"]
+
+
+def test_a_workspace_another_process_adds_is_searched_by_name_and_counted(tmp_path: Path) -> None:
+    """A walk: a workspace added from a shell while the editor ran was searched by `@*` (the engine knows it) but
+    `@name` said there was no such workspace and the title counted the ones the editor had started with."""
+    from autodoc_core.service.engine import Engine
+
+    with neovim(tmp_path, two_workspaces(tmp_path)) as nvim:
+        indexed_both(nvim)
+        write(tmp_path / "later", "sourdough.md", "# Sourdough\n\nA starter of rye flour keeps for years.\n")
+        with Engine(tmp_path / "a.db") as engine:
+            engine.workspace_add("later", str(tmp_path / "later"))
+            engine.workspace_configure("later", {"embedder": "none"})
+            engine.workspace_index("later", lease_wait=60)
+        nvim.command("AutodocSearch @later rye starter")
+        wait_for(lambda: [hit["path"] for hit in nvim.exec_lua(f"return {STATE}.hits or {{}}")] == ["sourdough.md"])
+        nvim.input("<Esc>")
+        nvim.command("AutodocSearch @* rye starter")
+        state = "require('autodoc.picker').state"
+        wait_for(lambda: nvim.exec_lua(f"local s = {STATE}; return s and s.level == 'final' and s.prompt ~= ''"))
+        title = nvim.exec_lua(f"return vim.api.nvim_win_get_config({state}.prompt_win).title[1][1]")
+        assert "3 workspaces" in title or "journal, kb, later" in title, title

@@ -34,6 +34,29 @@ function M.add(name, path, callback)
   end)
 end
 
+--- Read again the workspaces the database holds: another process (`autodoc --call workspace.add`, a second
+--- editor) may have added or removed some since this editor opened it; `@name` and the titles count them.
+---@param done fun()|nil called once known
+function M.refresh(done)
+  rpc.request('workspace.list', {}, function(err, list)
+    if not err and type(list) == 'table' then
+      local held = {}
+      for _, ws in ipairs(list) do
+        held[ws.name] = ws.root
+      end
+      for name in pairs(state.workspaces) do
+        state.workspaces[name] = held[name]
+      end
+      for name, root in pairs(held) do
+        state.workspaces[name] = root
+      end
+    end
+    if done then
+      done()
+    end
+  end)
+end
+
 --- Warn about configured names that share one folder: each is indexed and searched on its own, twice the work
 --- for the same documents, which is seldom what was meant.
 ---@param configured { name: string, root: string }[]

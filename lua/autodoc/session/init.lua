@@ -168,6 +168,11 @@ end
 ---@param level autodoc.SessionLevel
 local function take(self, answer, level)
   local answered = vim.uv.hrtime()
+  for name, part in pairs(type(answer.workspaces) == 'table' and answer.workspaces or {}) do
+    if autodoc.workspaces[name] == nil and type(part) == 'table' and type(part.root) == 'string' then
+      autodoc.workspaces[name] = part.root -- added by another process: `@*` searched it, the title counts it
+    end
+  end
   self.answer, self.level, self.message = answer, level, nil
   if not answer.empty_prompt then -- an empty prompt asked nothing: it says nothing about the stages
     self.available.semantic = can_embed(answer)
@@ -332,7 +337,7 @@ end
 ---@param ready fun(session: autodoc.Session)
 ---@param on_failure fun(message: string)|nil
 function Session:start(ready, on_failure)
-  autodoc.when_ready(function()
+  local function go()
     if self.closed then
       return
     end
@@ -341,6 +346,15 @@ function Session:start(ready, on_failure)
       self:settle_scope() -- the folders and related-live lists have no scope
     end
     ready(self)
+  end
+  autodoc.when_ready(function()
+    -- The workspaces another process added or removed since: a scope naming one this editor does not know waits
+    -- for them; else they come while the first answer is made.
+    local _, unknown = scope_of.resolve(self.asked_scope, scope_of.names())
+    require('autodoc.workspaces').refresh(unknown and go or nil)
+    if not unknown then
+      go()
+    end
   end, function(message)
     self.message = message
     if on_failure then
