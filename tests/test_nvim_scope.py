@@ -146,6 +146,19 @@ def test_rows_keep_the_file_name_and_span_before_the_badges(nvim: pynvim.Nvim, w
         assert "2025-weekly-calls.md:22-26" in text, text  # the file name whole while the badges can give way
 
 
+def test_badges_never_stay_while_the_file_name_is_cut(nvim: pynvim.Nvim) -> None:
+    """A walk at 80 columns: `kb  adr/0001-i…-as-json-files.md:22-26  0.77  [S+L+K]  (superseded)`: with room for
+    the file name but not for `…/` before it, the name lost its middle and the badges stayed."""
+    hit = {"path": "adr/0001-index-as-json-files.md", "line_start": 22, "line_end": 26, "breadcrumb": "",
+           "relevance": 0.77, "via": ["semantic", "lexical", "link"], "superseded": True, "workspace": "kb"}
+    for width in range(40, 90):
+        text = nvim.exec_lua("local hit, width = ...; return require('autodoc.session.text').row(hit, width, 'kb')",
+                             hit, width)
+        assert nvim.funcs.strdisplaywidth(text) <= width, (width, text)
+        if "[" in text:
+            assert "0001-index-as-json-files.md:22-26" in text, (width, text)
+
+
 def test_a_hit_s_file_is_its_workspace_s_root_and_its_path(nvim: pynvim.Nvim) -> None:
     file = "local answer, hit = ...; return require('autodoc.session.scope').file(hit, answer, '/fallback')"
     assert nvim.exec_lua(file, ANSWER, HIT) == "/srv/handbook/notes/cooking/2025-weekly-calls.md"

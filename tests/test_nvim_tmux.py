@@ -245,14 +245,14 @@ def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Pat
         for picker in ("builtin", "mini.pick", "fzf-lua"):
             if picker == "fzf-lua" and shutil.which("fzf") is None:
                 break
-            shown = term.wait_for_screen("kb   adr/0002.md:", "rfcs text/2025-we", "calls.md:3-5",
-                                    "[L+S]")  # the full answer: both stages
+            shown = term.wait_for_screen("kb   adr/0002.md:", "rfcs ", "2025-we", "calls.md:3-5",
+                                         "[L+S]")  # the full answer: both stages
             rows = [line for line in shown.splitlines() if ".md:" in line and ("kb   " in line or "rfcs " in line)]
             assert len(rows) == 3, shown
             for row in rows:  # the span and the relevance whole, then the badges, whole or in letters
                 assert re.search(r"\.md:\d+-\d+ .*\d\.\d\d(  \[([a-z+]+|[A-Z+]+)\])?", row), row
-            if picker == "mini.pick":  # 48 cells: the badges go before the name loses its middle
-                assert re.search(r"rfcs text/2025-we…[a-z-]*calls\.md:3-5  \d\.\d\d *│", shown), shown
+            if picker == "mini.pick":  # 48 cells: the badges and then the folders go before the name loses its middle
+                assert re.search(r"rfcs 2025-weekly-…[a-z-]*calls\.md:3-5  \d\.\d\d *│", shown), shown
                 assert re.search(r"kb   notes/cooking\.md:3-5  (.*  )?\d\.\d\d  \[L\+S\]", shown), shown
             else:  # the long name whole, its badges in letters
                 assert re.search(rf"rfcs text/{long_name}:3-5  \d\.\d\d  \[L\+S\]", shown), shown
@@ -262,7 +262,7 @@ def test_a_search_of_every_workspace_labels_each_row_at_80_columns(tmp_path: Pat
             label, rest = row_looks(term, "kb   notes/cooking", 4)  # "kb" padded to "rfcs"
             assert len(label) == 1 and label.isdisjoint(rest), (picker, label, rest)
             term.keys("Escape")
-            wait_for(lambda: "rfcs text/" not in term.screen(), what=f"{picker} closed")
+            wait_for(lambda: "calls.md:3-5" not in term.screen(), what=f"{picker} closed")
             if picker != "fzf-lua":  # indexed and embedded: mini.pick holds the editor in its own key loop
                 view = {"builtin": "mini.pick", "mini.pick": "fzf-lua"}[picker]
                 term.keys(f":AutodocPick {view} relational store", literal=True)

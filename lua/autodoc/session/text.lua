@@ -84,14 +84,18 @@ local function file_name(path)
   return slash and path:sub(slash + 1) or path
 end
 
---- `path` in `width` cells, its file name kept whole while it fits: the folders lose their middle first.
+--- `path` in `width` cells, its file name kept whole while it fits: the folders lose their middle first, then
+--- go (`…name`, or the name alone), and only then does the name lose its middle.
 ---@param path string
 ---@param width integer
 ---@return string
 local function shorten_path(path, width)
   local name = file_name(path)
-  if #name == #path or cells(name) + 2 > width then
+  if #name == #path then
     return M.shorten_middle(path, width)
+  end
+  if cells(name) + 2 > width then -- no room for `…/`: the name, whole while it fits (it cut the name's middle)
+    return cells(name) < width and '…' .. name or M.shorten_middle(name, width)
   end
   return M.shorten_middle(path:sub(1, #path - #name), width - cells(name)) .. name
 end
