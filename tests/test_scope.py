@@ -191,6 +191,17 @@ def test_the_merged_query_says_every_filter_applied_whatever_the_order(engine: E
     assert every["query"]["terms"] == alone["query"]["terms"]
 
 
+def test_what_was_searched_is_said_before_each_workspace_s_problems(engine: Engine, two: tuple[Path, Path]) -> None:
+    """A walk at 80 columns: the picker's footer has room for one problem, and showed a gone workspace's hint on a
+    facet value while four workspaces were not searched at all. Which workspaces were searched, and how, come
+    first."""
+    shutil.rmtree(two[1])
+    problems = engine.search_query("*", "gecko status:draftt").to_wire()["query"]["problems"]
+    assert problems[0].startswith("notes: not searched: no document there has the field 'status'"), problems
+    assert problems[1] == "rfcs: folder gone, its hits come from its index", problems
+    assert "draftt" in problems[2], problems
+
+
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:
     source = two[1] / "geckos.md"
     answer = engine.search_related("*", str(source), {"line": 7}).to_wire()

@@ -374,10 +374,11 @@ def _problems(answers: dict[str, SearchAnswer], parts: list[Searched]) -> list[s
         said += [(name, problem) for problem in answer.query.problems if problem not in fine]
     # a filter three workspaces lack: said once, after their names
     unsearched = _grouped((part.name, part.error.reason) for part in parts if part.error is not None)
-    return _each_once(_grouped(said), len(answers)) + _held_nowhere(answers) \
-        + [f"{', '.join(names)}: not searched: {reason}" for reason, names in unsearched.items()] \
+    # which workspaces were searched, and how, first: a picker's footer has room for one problem at 80 columns
+    return [f"{', '.join(names)}: not searched: {reason}" for reason, names in unsearched.items()] \
         + [f"{part.name}: folder {part.folder}, its hits come from its index" for part in parts
-           if part.folder != "ok" and part.answer is not None]
+           if part.folder != "ok" and part.answer is not None] \
+        + _each_once(_grouped(said), len(answers)) + _held_nowhere(answers)
 
 
 def _held_nowhere(answers: dict[str, SearchAnswer]) -> list[str]:
