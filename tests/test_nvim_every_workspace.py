@@ -119,6 +119,7 @@ def test_the_live_list_shows_every_workspace_s_sections_labelled(tmp_path: Path)
         nvim.command("AutodocRelatedLive")
         wait_for(lambda: live(nvim, "s and s.shown ~= nil and #s.session:hits() > 0"))
         lines = live(nvim, "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false)")
+        assert lines[0].endswith(" · all: journal, kb"), lines[0]  # what is searched, as the picker's title says
         row = [line for line in lines if line.startswith("journal 2026/monday.md:3-5")]
         assert row and ROW.search(row[0]), lines
         assert "journal" in labels(nvim, "require('autodoc.related').live.state.buf")
