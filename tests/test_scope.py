@@ -202,6 +202,29 @@ def test_what_was_searched_is_said_before_each_workspace_s_problems(engine: Engi
     assert "draftt" in problems[2], problems
 
 
+def test_a_workspace_sharing_a_few_of_the_source_s_words_does_not_flood_its_related_sections(
+        engine: Engine, tmp_path: Path) -> None:
+    """A walk: a workspace of Chinese notes searched by words alone listed six sections above the source's own
+    related ones, for three English words of the source they held (`full`, `text`, `writes`): only the source's
+    words a workspace holds are searched there, and they were measured against themselves. What they could score
+    counts the words the source's own workspace chose too, each missing one at its full weight."""
+    kb, zh = tmp_path / "kb", tmp_path / "zh"
+    write(kb, "adr/0002.md", "# ADR 0002 Keep the index in SQLite\n\n## Decision\n\nWe keep every workspace in one "
+              "embedded relational store. Full text writes go through one writer with a write-ahead log.\n")
+    write(kb, "adr/0003.md", "# ADR 0003 Backups\n\n## Decision\n\nThe embedded relational store is copied with the "
+              "online backup API while the writer keeps its write-ahead log.\n")
+    write(kb, "notes/bread.md", "# Bread\n\nFlour, water, salt and yeast make bread.\n")
+    for n in range(4):
+        write(zh, f"fmt{n}.md", f"# 格式化输出 {n}\n\n打印 full text 的时候，程序 writes 到标准输出，第 {n} 章。\n")
+    with model_server("tei") as server:
+        by_meaning(engine, server.url, ("kb", kb))
+        by_words(engine, ("zh", zh))
+        answer = engine.search_related("*", "adr/0002.md", {"line": 5, "workspace": "kb"}).to_wire()
+    assert where(answer)[0] == ("kb", "adr/0003.md")
+    weak = [hit["relevance"] for hit in answer["hits"] if hit["workspace"] == "zh"]
+    assert weak and max(weak) < 0.2, answer["hits"]  # each was 0.90 to 0.95
+
+
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:
     source = two[1] / "geckos.md"
     answer = engine.search_related("*", str(source), {"line": 7}).to_wire()

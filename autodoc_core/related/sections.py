@@ -47,6 +47,7 @@ from autodoc_core.search.search_run import (
 )
 from autodoc_core.search.stages import Candidates, Stage
 from autodoc_core.store import chunks, documents
+from autodoc_core.store import workspace as workspaces
 from autodoc_core.store.chunks import Section
 from autodoc_core.store.workspace import Workspace
 
@@ -198,12 +199,16 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
     least = 1 if source.section is not None else DOCUMENT_LEAST_FREQUENCY
     foreign = elsewhere.workspace is not None
     terms = [Term(w.word) for w in related_lexical.words(run, source, frequencies, least, foreign)]
+    # Here, only the source's words some section holds are searched; what they could score is measured against
+    # the words its own workspace chose too, each one missing here at its full weight: a workspace of Chinese
+    # notes holding three English words of the source matched them as well as the source's own workspace did.
+    measured = _source_own_words(run, source, frequencies, least, elsewhere) if foreign else []
     timer.lap("words")
     run = dataclasses.replace(run, query=dataclasses.replace(run.query, terms=terms,
                                                              raw=" ".join(t.text for t in terms)))
     if Stage.LEXICAL in run.options.stages:
         found.rankings[Stage.LEXICAL], found.bm25, note = related_lexical.search_words(run, source, frequencies,
-                                                                                       pool)
+                                                                                       pool, measured)
         notes.append(note)
         timer.lap("lexical")
     lexical_ids = found.rankings.get(Stage.LEXICAL, [])
@@ -219,6 +224,22 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
         found.cosines.update(run.semantic.index.exact_cosines(vector, missing))
     about["linked_documents"] = len(found.rankings[Stage.LINK])
     return run, found
+
+
+def _source_own_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies, least: int,
+                      elsewhere: Elsewhere) -> list[Term]:
+    """The source's distinctive words as its own workspace chooses them (memoised there: its own related search
+    reads the same)."""
+    home = run_in(run, elsewhere.workspace)
+    return [] if home is None else [Term(w.word) for w in related_lexical.words(home, source, frequencies, least)]
+
+
+def run_in(run: SearchRun, name: str | None) -> SearchRun | None:
+    """``run`` as if of workspace ``name`` (one database holds every workspace), or None when it is gone."""
+    try:
+        return dataclasses.replace(run, ws=workspaces.get(run.conn, name))
+    except AutodocError:
+        return None
 
 
 def _nothing_to_relate(conn: apsw.Connection, ws: Workspace, source: Source) -> str | None:

@@ -4,10 +4,12 @@ memoised per index generation) searched as a query, the source's own sections le
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from autodoc_core.retrieve import lexical, more_like_this
 from autodoc_core.retrieve.lexical import Filters
+from autodoc_core.retrieve.query import Term
 from autodoc_core.search.answer import StageNote
 from autodoc_core.search.search_run import SearchRun
 from autodoc_core.search.stages import Stage
@@ -21,10 +23,11 @@ OWN_SECTIONS_SKIPPED = 200  # the lexical stage asks for this many more candidat
 
 
 def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequencies,
-                 pool: int) -> tuple[list[int], dict[int, float], StageNote]:
+                 pool: int, measured: Sequence[Term] = ()) -> tuple[list[int], dict[int, float], StageNote]:
     """The lexical ranking for the source's distinctive words, its own sections left out afterwards (a filter
     on the document would take FTS5 off its fast path of scoring the index alone), their BM25, and the stage's
-    note."""
+    note. Of a search of several workspaces, the note's match is measured against what the words searched and
+    ``measured`` (the source's own workspace's choice) could score together."""
     own = {s.chunk_id for s in source.sections}
     wanted = pool + min(len(own), OWN_SECTIONS_SKIPPED)
     if not run.filters.document and run.filters.chunk == [NOT_ABSTRACT]:
@@ -35,7 +38,8 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     scores = {c: result.scores[c] for c in ranked if c in result.scores}
     match = None
     if run.several:
-        match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, run.query.terms, frequencies))
+        terms = list({term.text: term for term in [*run.query.terms, *measured]}.values())
+        match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, terms, frequencies))
     note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
                          common_terms_left_out=result.common_terms_left_out, lexical_match=match)
     return ranked, scores, note
