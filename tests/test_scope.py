@@ -223,6 +223,12 @@ def test_a_workspace_sharing_a_few_of_the_source_s_words_does_not_flood_its_rela
     assert where(answer)[0] == ("kb", "adr/0003.md")
     weak = [hit["relevance"] for hit in answer["hits"] if hit["workspace"] == "zh"]
     assert weak and max(weak) < 0.2, answer["hits"]  # each was 0.90 to 0.95
+    # a workspace holding the same notes matches as well as the source's own (a review: not held down)
+    shutil.copytree(kb, tmp_path / "copy")
+    by_words(engine, ("copy", tmp_path / "copy"))
+    both = engine.search_related(["kb", "copy"], "adr/0002.md", {"line": 5, "workspace": "kb"}).to_wire()
+    figure = {(hit["workspace"], hit["path"]): hit["relevance"] for hit in both["hits"]}
+    assert figure[("copy", "adr/0003.md")] >= 0.9 * figure[("kb", "adr/0003.md")], both["hits"]
 
 
 def test_related_sections_come_from_every_workspace(engine: Engine, two: tuple[Path, Path]) -> None:

@@ -202,7 +202,8 @@ def _retrieve(run: SearchRun, source: Source, frequencies: lexical.DocumentFrequ
     # Here, only the source's words some section holds are searched; what they could score is measured against
     # the words its own workspace chose too, each one missing here at its full weight: a workspace of Chinese
     # notes holding three English words of the source matched them as well as the source's own workspace did.
-    measured = _source_own_words(run, source, frequencies, least, elsewhere) if foreign else []
+    measured = _source_own_words(run, source, frequencies, least, elsewhere) \
+        if foreign and Stage.LEXICAL in run.options.stages else []
     timer.lap("words")
     run = dataclasses.replace(run, query=dataclasses.replace(run.query, terms=terms,
                                                              raw=" ".join(t.text for t in terms)))

@@ -26,8 +26,9 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
                  pool: int, measured: Sequence[Term] = ()) -> tuple[list[int], dict[int, float], StageNote]:
     """The lexical ranking for the source's distinctive words, its own sections left out afterwards (a filter
     on the document would take FTS5 off its fast path of scoring the index alone), their BM25, and the stage's
-    note. Of a search of several workspaces, the note's match is measured against what the words searched and
-    ``measured`` (the source's own workspace's choice) could score together."""
+    note. Of a search of several workspaces, the note's match is measured against what the words searched could
+    score together with the words of ``measured`` (the source's own workspace's choice) that no section here
+    holds, at their full weight."""
     own = {s.chunk_id for s in source.sections}
     wanted = pool + min(len(own), OWN_SECTIONS_SKIPPED)
     if not run.filters.document and run.filters.chunk == [NOT_ABSTRACT]:
@@ -38,8 +39,13 @@ def search_words(run: SearchRun, source: Source, frequencies: lexical.DocumentFr
     scores = {c: result.scores[c] for c in ranked if c in result.scores}
     match = None
     if run.several:
-        terms = list({term.text: term for term in [*run.query.terms, *measured]}.values())
-        match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, terms, frequencies))
+        searched = {term.text for term in run.query.terms}
+        # a word of the source's own choice that some section here holds but this search did not ask for (it was
+        # not among this workspace's most distinctive) cannot be scored here: it is left out, not held against it
+        missing = [term for term in measured if term.text not in searched
+                   and frequencies.matching(run.conn, run.ws.id, term) == 0]
+        match = lexical.match_share(scores, lexical.attainable(run.conn, run.ws.id, [*run.query.terms, *missing],
+                                                               frequencies))
     note = StageNote.ran(Stage.LEXICAL, strategy=result.strategy, candidates=len(result.chunk_ids),
                          common_terms_left_out=result.common_terms_left_out, lexical_match=match)
     return ranked, scores, note
