@@ -467,7 +467,10 @@ def test_a_file_changed_since_indexing_gives_its_hit_a_text_problem(tmp_path: Pa
         # the deleted file's section as the index keeps it (it said "does not exist" with no text: the agent had a
         # hit it could not read), said to be the index's copy
         assert gone["text"] == file_lines_of(NETWORK, gone["line_start"], gone["line_end"])
-        assert not gone["text_complete"] and "the index's copy" in gone["text_problem"]
+        assert gone["text_complete"] and "the index's copy" in gone["text_problem"]  # reading it gives no more
+        read = await call(session, "read", {"path": "net/network.md"})
+        assert "is gone" in read.structured_content["text_source"]
+        assert "is gone" in read.content[0].text.splitlines()[0]  # an agent given the text alone reads it too
         assert not short["text_complete"] and "shorter than when it was indexed" in short["text_problem"]
         assert short["text"] == file_lines(notes / "storage.md", 9, 11) and short["text_line_end"] == 11
         assert whole["text_complete"] and "changed since it was indexed" in whole["text_problem"]

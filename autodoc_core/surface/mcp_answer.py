@@ -103,7 +103,8 @@ def hit_with_text(rank: int, hit: Hit, files: FileLines, budget: Budget) -> dict
         "kind": hit.kind, "line_start": first, "line_end": last, "relevance": hit.relevance,
         "via": [str(v) for v in hit.via], "superseded_by": hit.superseded_by, "text": "\n".join(kept),
         "text_line_end": first + len(kept) - 1,
-        "text_complete": problem in (None, STALE_FILE) and len(kept) == len(lines),  # the span's lines, all
+        # the span's lines, all (a gone file's from the index's copy: reading it again gives the same)
+        "text_complete": problem in (None, STALE_FILE, GONE_FILE) and len(kept) == len(lines),
     }
     if problem:
         shaped["text_problem"] = problem

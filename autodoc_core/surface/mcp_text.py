@@ -88,6 +88,8 @@ def render_read(result: dict[str, Any], budget: int) -> str:
     header = f"{result['path']} lines {result['line_start']}-{result['line_end']} of {result['total_lines']}"
     if result.get("changed_since_indexed"):
         header += " (changed since it was indexed: line numbers from a search may be off)"
+    if result.get("text_source"):  # the structured result says it; an agent given the text alone must read it too
+        header += f" ({result['text_source']})"
     text = f"{header}\n{result['text']}"
     if result.get("line_cut"):
         text += (f"\n(line {result['line_end']} is longer than {budget} tokens: only its start is given; "

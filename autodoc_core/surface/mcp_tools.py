@@ -109,7 +109,8 @@ HIT = _object({
     "text_line_end": {"type": "integer"},
     "text_complete": {"type": "boolean"},
     "text_problem": {"type": "string", "description": "why the text could not be read in full, or may not be "
-                                                      "the section: the file changed since it was indexed"},
+                                                      "the section: the file changed since it was indexed; or "
+                                                      "that it is gone and the text is the index's copy"},
 }, ["path", "breadcrumb", "line_start", "line_end", "relevance", "via", "text", "text_complete"], closed=False)
 
 SEARCH_OUTPUT = _object({
@@ -160,6 +161,8 @@ READ_OUTPUT = _object({
                                                    "start is in text, ending in ' …'"},
     "changed_since_indexed": {"type": ["boolean", "null"], "description": "true when the file changed since it "
                               "was indexed (line numbers from a search may be off); null when it is not indexed"},
+    "text_source": {"type": "string", "description": "only when the text is not the file's own: the index's copy "
+                    "(a replica has no folder; the file, or its workspace's folder, is gone)"},
 }, ["path", "line_start", "line_end", "total_lines", "text", "trimmed"], closed=False)
 
 DOCUMENTS_OUTPUT = _object({
