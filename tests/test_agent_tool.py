@@ -155,3 +155,20 @@ def test_a_search_while_the_vectors_fill_says_how_far_semantic_reaches(engine: E
         answer = call(engine, "agent.tool", ["search", args])
     assert answer["result"]["semantic"] == "ready" and "embedding" not in answer["result"]
     assert "Semantic search covers" not in answer["text"]
+
+
+def test_the_fill_line_says_which_workspaces_fill_and_which_switch_models() -> None:
+    """A review: the line chose its words from the answer's least ready state, so a workspace switching models
+    beside one with no model read as "covers N sections (still filling)" while its search by meaning was off."""
+    from autodoc_core.surface.mcp_text import filling_line
+
+    def line(embedding: dict, semantic: str = "off") -> str:
+        return filling_line({"embedding": embedding, "semantic": semantic})[0]
+
+    alone = line({"embedded": 2, "total": 7, "switching": ["kb"]}, "switching")
+    assert alone.startswith("Semantic search is off while a new embedding model fills (2 of 7 sections so far)")
+    beside_off = line({"embedded": 2, "total": 7, "workspaces": ["kb"], "switching": ["kb"]})
+    assert beside_off.startswith("Semantic search is off while a new embedding model fills (2 of 7 sections of kb")
+    mixed = line({"embedded": 5, "total": 20, "workspaces": ["kb", "rfcs"], "switching": ["kb"]}, "switching")
+    assert mixed.startswith("Semantic search covers 5 of 20 sections of kb, rfcs so far (embedding is still filling)"
+                            "; it is off in kb while a new embedding model fills there"), mixed

@@ -89,3 +89,28 @@ def test_a_ready_workspace_beside_a_filling_one_does_not_refresh_the_list_again_
             # model); the loop gave dozens in these three polls.
             assert nvim.exec_lua("return _G.events.ready") in ([], ["notes"])
         server.behaviour.release.set()
+
+
+def test_a_filling_workspace_beside_one_with_no_model_is_said(tmp_path: Path) -> None:
+    """A review: a search of several says the least ready state, 'off' when one workspace has no model, and the
+    title then said nothing of the other one's fill (the MCP answer did)."""
+    kb, words, db = tmp_path / "kb", tmp_path / "words", tmp_path / "autodoc.db"
+    for i in range(14):
+        write(kb, f"n{i:02}.md", f"# Note {i}\n\nFlour, water, salt and yeast make bread number {i}.\n")
+    write(words, "rye.md", "# Rye\n\nRye bread wants a sour starter.\n")
+    init, env = editor(tmp_path, db, {"kb": kb, "words": words}, "poll_ms = 100, scope = 'all'")
+    with model_server("tei", Behaviour(hold_after=1)) as server:
+        with Engine(db) as engine:
+            engine.workspace_add("kb", str(kb))
+            engine.workspace_configure("kb", {"embedder": {"provider": "tei", "url": server.url, "batch_size": 2,
+                                                           "timeout": 120}})
+            engine.workspace_add("words", str(words))
+            engine.workspace_configure("words", {"embedder": "none"})
+            for name in ("kb", "words"):
+                engine.workspace_index(name)
+        with child_nvim("-u", str(init), env=env) as nvim:
+            assert server.behaviour.holding.wait(timeout=60)
+            nvim.command("AutodocSearch bread")
+            wait_for(lambda: re.search(r"semantic kb (\d+%|partial)", nvim.exec_lua(LIST_TITLE)), timeout=60,
+                     what="the list's title saying kb's vectors fill")
+        server.behaviour.release.set()

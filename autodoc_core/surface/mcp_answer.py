@@ -132,6 +132,8 @@ def filling(engine: Engine, answer: SearchAnswer) -> dict[str, Any]:
     embedding: dict[str, Any] = {"embedded": sum(c[0] for c in counts), "total": sum(c[1] for c in counts)}
     if len(searched) > 1:
         embedding["workspaces"] = names
+    if switching := [name for name in names if searched[name].get("semantic") == "switching"]:
+        embedding["switching"] = switching  # a new model fills there: its search by meaning is off meanwhile
     if engine.embedding_paused():
         embedding["paused"] = True
     return {"embedding": embedding}

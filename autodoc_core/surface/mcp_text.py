@@ -36,10 +36,13 @@ def filling_line(result: dict[str, Any]) -> list[str]:
     so_far = f"{embedding['embedded']} of {embedding['total']} sections{of} so far"
     state = "embedding is paused: embedding.resume fills on" if embedding.get("paused") else \
         "embedding is still filling"
-    if result["semantic"] == "switching":
+    switching = embedding.get("switching") or []
+    if switching and len(switching) == len(embedding.get("workspaces") or switching):
         covers = f"Semantic search is off while a new embedding model fills ({so_far})"
     else:
         covers = f"Semantic search covers {so_far} ({state})"
+        if switching:
+            covers += f"; it is off in {', '.join(switching)} while a new embedding model fills there"
     return [f"{covers}: a paraphrase may miss sections; try again later or search by words."]
 
 

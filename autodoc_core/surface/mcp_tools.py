@@ -128,10 +128,12 @@ SEARCH_OUTPUT = _object({
                               "additionalProperties": {"type": ["string", "null"]}},
     "embedding": {"type": "object", "description": "only while a workspace searched is partial or switching: how "
                   "many of its sections have a vector so far (embedded of total; workspaces: which ones, when "
-                  "several were searched; paused: embedding.pause holds the fill); a search by meaning cannot "
+                  "several were searched; switching: those where a new model fills, their search by meaning off "
+                  "meanwhile; paused: embedding.pause holds the fill); a search by meaning cannot "
                   "find the rest yet",
                   "properties": {"embedded": {"type": "integer"}, "total": {"type": "integer"},
                                  "workspaces": {"type": "array", "items": {"type": "string"}},
+                                 "switching": {"type": "array", "items": {"type": "string"}},
                                  "paused": {"type": "boolean"}}},
     "mode_used": {"type": "string"},
     "max_tokens": {"type": "integer"},

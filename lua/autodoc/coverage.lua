@@ -80,6 +80,22 @@ local function filling(answer)
   return names
 end
 
+--- Whether some workspace of `answer` fills its vectors: its own state says so, or (of a search of several, whose
+--- state is the least ready: 'off' beside a workspace with no model) one of its `workspaces`.
+---@param answer table
+---@return boolean
+function M.filling_any(answer)
+  if answer.semantic == 'partial' or answer.semantic == 'switching' then
+    return true
+  end
+  for _, part in pairs(type(answer.workspaces) == 'table' and answer.workspaces or {}) do
+    if type(part) == 'table' and (part.semantic == 'partial' or part.semantic == 'switching') then
+      return true
+    end
+  end
+  return false
+end
+
 --- The answer's semantic state for a title: `semantic 54%` while the vectors fill and their share is known (of a
 --- search of several workspaces, each filling one by name: `semantic rfcs 54%`), else `semantic partial` (or
 --- `switching`), and each filling workspace is followed from now on so that the share comes.
@@ -99,7 +115,12 @@ function M.text(answer)
       vim.schedule(function() require('autodoc.watch').semantic(name) end) -- already followed: nothing new
     end
   end
-  return 'semantic ' .. (#shares > 0 and table.concat(shares, ', ') or answer.semantic)
+  local state = answer.semantic -- of several, 'off' beside a workspace with no model: the filling one's then
+  if state ~= 'partial' and state ~= 'switching' then
+    local parts = type(answer.workspaces) == 'table' and answer.workspaces or {}
+    state = #names > 0 and type(parts[names[1]]) == 'table' and parts[names[1]].semantic or state
+  end
+  return 'semantic ' .. (#shares > 0 and table.concat(shares, ', ') or state)
 end
 
 --- The share embedded of `workspace` while its vectors fill (nil when not filling or not known yet).

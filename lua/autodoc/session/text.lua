@@ -264,7 +264,7 @@ function M.summary(answer, folders_said)
   end
   local requested = answer.stages and answer.stages.requested
   local semantic_asked = not requested or vim.tbl_contains(requested, 'semantic')
-  if semantic_asked and (answer.semantic == 'partial' or answer.semantic == 'switching') then
+  if semantic_asked and require('autodoc.coverage').filling_any(answer) then
     table.insert(parts, require('autodoc.coverage').text(answer)) -- 'semantic 54%'; not news once off
   end
   local left_out = answer.query and tonumber(answer.query.terms_left_out) or 0
