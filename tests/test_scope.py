@@ -116,6 +116,9 @@ def test_bad_scopes_are_refused_with_what_to_do(engine: Engine, two: tuple[Path,
     with pytest.raises(AutodocError) as every:  # a call of one workspace given "*" suggested adding one named "*"
         engine.doc_read("*", "gecko.md")
     assert every.value.code == INVALID_PARAMS and "name it (a hit's 'workspace')" in every.value.reason
+    with pytest.raises(AutodocError) as source:  # related's source is in one workspace (a review)
+        engine.search_related("*", "gecko.md", {"workspace": "*"})
+    assert source.value.code == INVALID_PARAMS and "not a scope" in source.value.reason
     assert "add it" not in typo.value.reason  # a misspelt name is not one to add
     with Engine(tmp_path / "empty.db") as nothing, pytest.raises(AutodocError) as none:
         nothing.search_query("*", "gecko")

@@ -482,7 +482,8 @@ class Engine:
             answer.related = {**about, "workspace": home}
             source_answer = next((part.answer for part in parts if part.name == home and part.answer), None)
             if source_answer is not None:  # the words chosen from the source, not the first workspace's share
-                answer.query = dataclasses.replace(source_answer.query, problems=answer.query.problems)
+                answer.query = dataclasses.replace(source_answer.query, problems=answer.query.problems,
+                                                   facets=answer.query.facets)
         return answer
 
     def _related_home(self, scope: Any, names: tuple[str, ...], path: Any, opts: Any) -> tuple[str, Any]:
@@ -493,6 +494,9 @@ class Engine:
             return scope, opts
         rest = dict(opts) if isinstance(opts, dict) else opts
         named = rest.pop("workspace", None) if isinstance(rest, dict) else None
+        if named == EVERY:
+            raise invalid_params("opts.workspace names the one workspace that holds the source, not a scope ('*'): "
+                                 "the scope is the first parameter", path=str(path)[:200])
         if named is not None:
             return self._workspace(named).name, rest
         if isinstance(path, str) and os.path.isabs(path):

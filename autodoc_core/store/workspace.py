@@ -166,8 +166,9 @@ def get(conn: apsw.Connection, name: Any) -> Workspace:
     if not isinstance(name, str):
         raise invalid_params(f"workspace name must be a string, got {json.dumps(name, default=repr)}")
     if name == "*":  # a scope, which only a search takes
-        raise invalid_params("'*' (every workspace) is a scope, which search.query, search.stream and search.related "
-                             "take; this call reads one workspace: name it (a hit's 'workspace')", name=name)
+        raise invalid_params("'*' (every workspace) is a search's scope (search.query, search.stream, "
+                             "search.related; MCP search and related without a workspace); this call takes one "
+                             "workspace: name it (a hit's 'workspace')", name=name)
     row = conn.execute(f"SELECT {_COLUMNS} FROM workspaces WHERE name = ?", (name,)).fetchone()
     if row is None:
         names = [known for (known,) in conn.execute("SELECT name FROM workspaces ORDER BY name")]

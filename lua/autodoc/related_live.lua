@@ -57,8 +57,10 @@ local function list(state, answer, file)
   local render = require('autodoc.picker.render')
   local header = 'Related to ' .. (about.path or '?') .. (section and (' › ' .. section.breadcrumb) or '')
   local scope = require('autodoc.session.scope')
-  if #scope.labelled(answer) > 1 then -- of several workspaces: which (kept by the cut, which takes the middle)
-    header = header .. ' · ' .. scope.describe(state.session.searched or scope.ALL)
+  local searched = scope.labelled(answer)
+  if #searched > 1 then -- of several workspaces: which (kept by the cut, which takes the middle)
+    header = header .. ' · ' .. (#searched <= 3 and 'all: ' .. table.concat(searched, ', ')
+      or string.format('all %d workspaces', #searched))
   end
   local rows, label_cells = render.rows(answer, width)
   local lines = { render.shorten_middle(header, width) }
@@ -69,7 +71,7 @@ local function list(state, answer, file)
   show(state, lines)
   if vim.api.nvim_buf_is_valid(state.buf) then
     vim.api.nvim_buf_clear_namespace(state.buf, render.ns, 0, -1)
-    render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES, scope.labelled(answer))
+    render.mark_labels(state.buf, answer.hits, label_cells, HEADER_LINES, searched)
   end
   -- User AutodocRelatedLive: the list shows a new answer; `tick` is the ask it answers (each section asked
   -- takes the next), as picker_state's tick is a search's.

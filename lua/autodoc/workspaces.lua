@@ -38,14 +38,17 @@ end
 --- editor) may have added or removed some since this editor opened it; `@name` and the titles count them.
 ---@param done fun()|nil called once known
 function M.refresh(done)
+  local asked = vim.deepcopy(state.workspaces) -- one added while the list is made is not in it, and stays
   rpc.request('workspace.list', {}, function(err, list)
     if not err and type(list) == 'table' then
       local held = {}
       for _, ws in ipairs(list) do
         held[ws.name] = ws.root
       end
-      for name in pairs(state.workspaces) do
-        state.workspaces[name] = held[name]
+      for name in pairs(asked) do
+        if held[name] == nil then
+          state.workspaces[name] = nil
+        end
       end
       for name, root in pairs(held) do
         state.workspaces[name] = root
