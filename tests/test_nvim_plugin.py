@@ -453,10 +453,16 @@ def test_preview_of_a_file_that_shrank_since_indexing(nvim, kb: Path) -> None:
     assert hit_start > 1
     (kb / "notes" / "cooking.md").write_text("# Cooking\n")
     assert lua(nvim, "return pcall(require('autodoc.picker.render').preview, require('autodoc.picker').state)")
-    (kb / "notes" / "cooking.md").unlink()
+    (kb / "notes" / "cooking.md").unlink()  # deleted: the index's copy, at the hit's lines
     assert lua(nvim, "return pcall(require('autodoc.picker.render').preview, require('autodoc.picker').state)")
-    assert lua(nvim, "local s = require('autodoc.picker').state; "
-                     "return vim.api.nvim_buf_get_lines(s.preview_buf, 0, 1, false)[1]").startswith("cannot read")
+    shown = lua(nvim, "local s = require('autodoc.picker').state; "
+                      "return vim.api.nvim_buf_get_lines(s.preview_buf, 0, -1, false)")
+    assert shown[4] == "Flour, water, salt and yeast make bread.", shown
+    # a path the index never held has no copy: the preview says it cannot read it
+    assert lua(nvim, "local s = require('autodoc.picker').state; local hit = vim.deepcopy(s.session:hits()[1]); "
+                     "hit.path = 'notes/never-indexed.md'; "
+                     "return require('autodoc.picker.render').preview_lines(hit, s.session:file(hit))[1]"
+               ).startswith("cannot read")
 
 
 def test_an_empty_prompt_shows_no_rerank_box_without_a_ranker(nvim) -> None:

@@ -299,6 +299,11 @@ def test_a_folder_gone_while_the_picker_is_open_is_said_by_the_list(tmp_path: Pa
         nvim.input(" loaves")
         assert wait_for(lambda: shows(nvim, "other: folder gone, its hits come from its index"))
         assert picker_state(nvim).get("root_problem") is None  # the title's own check came before
+        # its hit's preview is the index's copy of the file, at its lines (it said "cannot read ...")
+        preview = "return vim.api.nvim_buf_get_lines(require('autodoc.picker').state.preview_buf, 0, -1, false)"
+        wait_for(lambda: picker_state(nvim)["hits"][0]["path"] == "bakery/loaves.md")
+        lines = wait_for(lambda: (got := nvim.exec_lua(preview)) and "A sourdough bread rises slowly." in got and got)
+        assert lines[4] == "A sourdough bread rises slowly.", lines
 
 
 @pytest.mark.parametrize("view", VIEWS)

@@ -287,6 +287,20 @@ end
 
 --- Send a notification to the plugin's AutodocRequest (the host must be ready).
 ---@param args any[]
+--- A gone file's lines as the index stores them (a preview of a hit whose folder is gone), asked while Neovim
+--- waits (a few milliseconds: only of an engine already open); nil when there are none or no host runs.
+---@param workspace string
+---@param path string relative to the workspace's root
+---@return string[]|nil
+function M.stored_lines(workspace, path)
+  local channel = M.state.channel
+  if not channel or channel <= 0 then
+    return nil
+  end
+  local ok, lines = pcall(vim.rpcrequest, channel, M.plugin_path .. ':function:AutodocStoredLines', { workspace, path })
+  return ok and type(lines) == 'table' and lines or nil
+end
+
 function M.notify(args)
   vim.rpcnotify(M.state.channel, M.method, args)
 end

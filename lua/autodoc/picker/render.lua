@@ -174,7 +174,12 @@ function M.preview_lines(hit, path)
     return files
   end
   local ok, lines = pcall(vim.fn.readfile, path)
-  return ok and lines or { 'cannot read ' .. path }
+  if ok then
+    return lines
+  end
+  -- gone (its workspace's folder, or the file since the last scan): the index's copy, at the same lines
+  local stored = hit.workspace and require('autodoc.host').stored_lines(hit.workspace, hit.path)
+  return stored or { 'cannot read ' .. path }
 end
 
 --- Put `win` on `line` of `buf` and centre it, once the window shows `buf`. A picker may put its new

@@ -73,6 +73,20 @@ class AutodocPlugin:
         pool = self._index_pool if method == "workspace.index" else self._pool
         pool.submit(self._run, request_id, method, params, stream)
 
+    @pynvim.function("AutodocStoredLines", sync=True)
+    def stored_lines(self, args: list) -> list[str] | None:
+        """The lines the index stores of a file that is gone (a picker's preview of a hit whose folder is gone), or
+        None. Neovim waits for the answer: only an engine already open is asked (opening one takes seconds)."""
+        engine = self._engine
+        if engine is None or len(args) < 2:
+            return None
+        try:
+            answer = engine.doc_read(args[0], args[1])
+        except Exception:  # the preview says it cannot read the file
+            LOG.exception("no stored lines for %r in %r", args[1], args[0])
+            return None
+        return answer["text"].split("\n") if answer.get("text_source") else None
+
     def _stream_for(self, request_id: int) -> SearchStream:
         """The stream a request's cancellation is read from; a streamed search also hands over through it."""
         from autodoc_core.search.stream import SearchStream
