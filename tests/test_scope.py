@@ -98,6 +98,12 @@ def test_bad_scopes_are_refused_with_what_to_do(engine: Engine, two: tuple[Path,
         engine.search_query(["notes", "nope"], "gecko")
     assert unknown.value.code == UNKNOWN_WORKSPACE and "'nope'" in unknown.value.reason
     assert "notes, rfcs" in unknown.value.reason and "did you mean" not in unknown.value.reason
+    write(tmp_path / "ops", "runbook.md", "# Runbook\n\nRestart the gecko service.\n")
+    by_words(engine, ("ops", tmp_path / "ops"))
+    with pytest.raises(AutodocError) as swapped:  # two letters swapped, as the picker guesses (a walk: `osp`)
+        engine.search_query("osp", "gecko")
+    assert "did you mean 'ops'?" in swapped.value.reason, swapped.value.reason
+    engine.workspace_remove("ops")
     for asked in ("nots", ["rfcs", "nots"]):  # a typo is named as one ("add it with workspace.add" alone misled)
         with pytest.raises(AutodocError) as typo:
             engine.search_query(asked, "gecko")
@@ -133,7 +139,7 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
     # In the query, the same: a workspace without the field is not searched for the filter's words instead.
     typed = engine.search_query("*", "gecko status:draft").to_wire()
     assert where(typed) == [("rfcs", "geckos.md")]
-    assert "no document there has the field 'status' that status:draft filters on" in \
+    assert "no document has a 'status' field (status:draft)" in \
         typed["workspaces"]["notes"]["note"]
     excluded = engine.search_query("*", "gecko -status:final", {"limit": 40}).to_wire()  # excludes nothing there
     assert ("notes", "gecko.md") in where(excluded) and ("rfcs", "rfc-00.md") not in where(excluded)
@@ -147,13 +153,13 @@ def test_facets_filter_each_workspace_by_its_own_fields(engine: Engine, two: tup
 
 def test_workspaces_left_out_for_one_reason_are_said_once(engine: Engine, two: tuple[Path, Path],
                                                           tmp_path: Path) -> None:
-    """`type:adr` over five workspaces listed "X: not searched: no document there has the field 'type'..."
+    """`type:adr` over five workspaces listed "X: not searched: no document has a 'type' field ..."
     once for each workspace without the field."""
     write(tmp_path / "misc", "a.md", "# A\n\nA gecko note.\n")
     by_words(engine, ("misc", tmp_path / "misc"))
     answer = engine.search_query("*", "gecko status:draft").to_wire()
     assert answer["query"]["problems"] == [
-        "misc, notes: not searched: no document there has the field 'status' that status:draft filters on"]
+        "misc, notes: not searched: no document has a 'status' field (status:draft)"]
 
 
 def test_a_workspace_whose_folder_is_gone_is_named_and_still_searched(engine: Engine,
@@ -200,7 +206,7 @@ def test_what_was_searched_is_said_before_each_workspace_s_problems(engine: Engi
     first."""
     shutil.rmtree(two[1])
     problems = engine.search_query("*", "gecko status:draftt").to_wire()["query"]["problems"]
-    assert problems[0].startswith("notes: not searched: no document there has the field 'status'"), problems
+    assert problems[0] == "notes: not searched: no document has a 'status' field (status:draftt)", problems
     assert problems[1] == "rfcs: folder gone, its hits come from its index", problems
     assert "draftt" in problems[2], problems
 

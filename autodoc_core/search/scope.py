@@ -105,8 +105,8 @@ def lacking_filters(filters: dict[str, dict[str, str]]) -> dict[str, list[str]]:
 def lacking_error(typed: list[str]) -> AutodocError:
     """Why a workspace was not searched: a filter of the query names a field none of its documents has."""
     fields = ", ".join(repr(filter_.partition(":")[0]) for filter_ in typed)
-    return AutodocError(INVALID_PARAMS, f"no document there has the field {fields} that "
-                        f"{' '.join(typed)} filters on", filters=typed)
+    # short: a picker's footer at 80 columns has room for "kb, ops, zh: not searched: " and this
+    return AutodocError(INVALID_PARAMS, f"no document has a {fields} field ({' '.join(typed)})", filters=typed)
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -181,11 +180,29 @@ def get(conn: apsw.Connection, name: Any) -> Workspace:
 
 
 def did_you_mean(name: str, known: list[str]) -> str:
-    """The known workspace name closest to a misspelt one, as "did you mean 'notes'? " ("" when none is close):
-    a typo's error said only "add it with workspace.add", as if the name were a new one."""
-    folded = {known_name.lower(): known_name for known_name in known}
-    near = difflib.get_close_matches(name.lower(), list(folded), n=1, cutoff=0.75)
-    return f"did you mean {folded[near[0]]!r}? " if near else ""
+    """The known workspace name a misspelt one most likely meant, as "did you mean 'notes'? " ("" when none is
+    close): one edit away for a short name, one in four characters for a longer one, two letters swapped counting
+    as one (`osp`: ops), case aside; the picker guesses alike (lua/autodoc/session/scope.lua). A typo's error said
+    only "add it with workspace.add", as if the name were a new one."""
+    fewest, best = max(1, len(name) // 4) + 1, None
+    for known_name in known:
+        count = _edits(name.lower(), known_name.lower())
+        if count < fewest:
+            fewest, best = count, known_name
+    return f"did you mean {best!r}? " if best is not None else ""
+
+
+def _edits(a: str, b: str) -> int:
+    """The characters added, dropped or changed, or two side by side swapped, that turn ``a`` into ``b``."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(rows[i - 1][j] + 1, row[j - 1] + 1, rows[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], rows[i - 2][j - 2] + 1)
+        rows.append(row)
+    return rows[len(a)][len(b)]
 
 
 def all_workspaces(conn: apsw.Connection) -> list[Workspace]:
