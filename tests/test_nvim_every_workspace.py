@@ -120,6 +120,11 @@ def test_the_live_list_shows_every_workspace_s_sections_labelled(tmp_path: Path)
         wait_for(lambda: live(nvim, "s and s.shown ~= nil and #s.session:hits() > 0"))
         lines = live(nvim, "vim.api.nvim_buf_get_lines(s.buf, 0, -1, false)")
         assert lines[0].endswith(" · all: journal, kb"), lines[0]  # what is searched, as the picker's title says
+        # drawn again at a new width (a walk: it kept the cuts of 80 columns at 200 until the cursor moved)
+        width = live(nvim, "vim.api.nvim_win_get_width(s.win)")
+        live(nvim, f"vim.api.nvim_win_set_width(s.win, {width // 2})")
+        wait_for(lambda: live(nvim, "vim.fn.strdisplaywidth(vim.api.nvim_buf_get_lines(s.buf, 1, 2, false)[1])")
+                 <= width // 2)
         row = [line for line in lines if line.startswith("journal 2026/monday.md:3-5")]
         assert row and ROW.search(row[0]), lines
         assert "journal" in labels(nvim, "require('autodoc.related').live.state.buf")

@@ -204,6 +204,12 @@ function M.start()
   vim.api.nvim_create_autocmd('WinClosed', { group = group, pattern = tostring(win), callback = function()
     vim.schedule(M.stop)
   end })
+  -- its rows are cut to the window's width: drawn again when that changes (they kept 80 columns' cuts at 200)
+  vim.api.nvim_create_autocmd({ 'VimResized', 'WinResized' }, { group = group, callback = function()
+    if M.state == state then
+      draw(state)
+    end
+  end })
   state.session:start(function()
     if M.state == state and vim.api.nvim_win_is_valid(origin) then
       vim.api.nvim_win_call(origin, M.moved)
