@@ -285,8 +285,6 @@ function M.ensure(callback)
   end
 end
 
---- Send a notification to the plugin's AutodocRequest (the host must be ready).
----@param args any[]
 --- A gone file's lines as the index stores them (a preview of a hit whose folder is gone), asked while Neovim
 --- waits (a few milliseconds: only of an engine already open); nil when there are none or no host runs.
 ---@param workspace string
@@ -301,6 +299,8 @@ function M.stored_lines(workspace, path)
   return ok and type(lines) == 'table' and lines or nil
 end
 
+--- Send a notification to the plugin's AutodocRequest (the host must be ready).
+---@param args any[]
 function M.notify(args)
   vim.rpcnotify(M.state.channel, M.method, args)
 end
