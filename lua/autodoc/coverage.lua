@@ -85,15 +85,8 @@ end
 ---@param answer table
 ---@return boolean
 function M.filling_any(answer)
-  if answer.semantic == 'partial' or answer.semantic == 'switching' then
-    return true
-  end
-  for _, part in pairs(type(answer.workspaces) == 'table' and answer.workspaces or {}) do
-    if type(part) == 'table' and (part.semantic == 'partial' or part.semantic == 'switching') then
-      return true
-    end
-  end
-  return false
+  return answer.semantic == 'partial' or answer.semantic == 'switching'
+    or type(answer.workspaces) == 'table' and not vim.tbl_isempty(answer.workspaces) and #filling(answer) > 0
 end
 
 --- The answer's semantic state for a title: `semantic 54%` while the vectors fill and their share is known (of a

@@ -59,8 +59,7 @@ local function list(state, answer, file)
   local scope = require('autodoc.session.scope')
   local searched = scope.labelled(answer)
   if #searched > 1 then -- of several workspaces: which (kept by the cut, which takes the middle)
-    header = header .. ' · ' .. (#searched <= 3 and 'all: ' .. table.concat(searched, ', ')
-      or string.format('all %d workspaces', #searched))
+    header = header .. ' · ' .. scope.describe(rpc.value(answer.scope.asked), searched)
   end
   local rows, label_cells = render.rows(answer, width)
   local lines = { render.shorten_middle(header, width) }

@@ -264,9 +264,10 @@ end
 
 --- What a title says is searched: `kb`, `kb + rfcs`, or `all: kb, rfcs` (`all 5 workspaces` when many).
 ---@param scope autodoc.Scope|nil
+---@param names string[]|nil the workspaces it searched (an answer's), else the editor's of `scope`
 ---@return string
-function M.describe(scope)
-  local names = M.searched(scope)
+function M.describe(scope, names)
+  names = names or M.searched(scope)
   if #names == 0 then
     return '…'
   end
