@@ -41,7 +41,7 @@ def read(ws: Workspace, path: Any, opts: Any = None,
     try:
         raw = _raw(ws, abspath, relpath)
     except AutodocError as exc:
-        if exc.code != NOT_FOUND or (lines := index_copy(relpath)) is None:
+        if (lines := _gone_copy(exc, index_copy)) is None:
             raise
         return _lines_wanted(relpath, lines, opts, {"changed_since_indexed": None, "text_source": GONE_TEXT})
     stored = indexed_hash(relpath)
@@ -123,7 +123,7 @@ def texts(ws: Workspace, paths: list[str], indexed_hash: Callable[[str], str | N
             abspath, relpath = resolve_inside(ws.root, path)
             raw = _raw(ws, abspath, relpath)
         except AutodocError as exc:  # deleted, or grown too large, since it was indexed
-            lines = index_copy(exc.data.get("path", path)) if exc.code == NOT_FOUND else None
+            lines = _gone_copy(exc, index_copy)
             found[path] = exc.reason if lines is None else FileText(lines, None, GONE_TEXT)
             continue
         stored = indexed_hash(relpath)
@@ -138,6 +138,11 @@ def stored_texts(conn: apsw.Connection, ws: Workspace, paths: list[str]) -> dict
         lines = stored_lines(conn, ws, path)
         found[path] = NOT_STORED if lines is None else FileText(lines, None, STORED_TEXT)
     return found
+
+
+def _gone_copy(exc: AutodocError, index_copy: StoredLines) -> list[str] | None:
+    """The index's copy of the file ``_raw`` found gone (its NOT_FOUND names the relative path), or None."""
+    return index_copy(exc.data["path"]) if exc.code == NOT_FOUND else None
 
 
 def _raw(ws: Workspace, abspath: str, relpath: str) -> bytes:
