@@ -54,6 +54,9 @@ class DocumentFrequencies:
 
     def __init__(self) -> None:
         self._cache: dict[tuple[int, str], tuple[float, int]] = {}
+        # A word's stem, whatever the workspace (one tokenizer for all): a search of several workspaces asked it
+        # of every one, three times each (pruning, what the words could score, how common they are).
+        self._stems: dict[str, str | None] = {}
 
     def total(self, conn: apsw.Connection, ws_id: int) -> int:
         now = time.monotonic()
@@ -84,12 +87,17 @@ class DocumentFrequencies:
             found = self._store(ws_id, key, now, chunks.matching_up_to(conn, ws_id, term.fts(), most))
         return found
 
-    @staticmethod
-    def _one_stem(conn: apsw.Connection, text: str) -> str | None:
+    def _one_stem(self, conn: apsw.Connection, text: str) -> str | None:
+        known = self._stems.get(text, "")  # no stem is "" (threads share it: get, not `in` then a read)
+        if known != "":
+            return known
         stems = conn.fts5_tokenizer("porter", ["unicode61"])(
             text.encode(), apsw.FTS5_TOKENIZE_QUERY, None, include_offsets=False
         )
-        return stems[0][0] if len(stems) == 1 else None
+        if len(self._stems) > 100_000:
+            self._stems.clear()
+        stem = self._stems[text] = stems[0][0] if len(stems) == 1 else None
+        return stem
 
     def stem_count(self, conn: apsw.Connection, ws_id: int, stem: str) -> int:
         """Chunks containing a stem as the index's tokenizer wrote it."""
